@@ -1,0 +1,181 @@
+"""Typed settings: ``config.toml`` loaded once into a frozen object, env vars override.
+
+Environment overrides use the prefix ``CARAMBA_`` and ``__`` between nesting levels:
+``CARAMBA_LLM__MODEL``, ``CARAMBA_REDIS__URL``, ``CARAMBA_LIMITS__TURNS_PER_AGENT``.
+The config file itself is chosen with ``CARAMBA_CONFIG`` (default: ``./config.toml``, then
+the one next to the project). Secrets are read only from the environment, by name.
+"""
+
+from __future__ import annotations
+
+import os
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from core.errors import ConfigError, MissingSecretError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+_config_file: ContextVar[Path | None] = ContextVar("caramba_config_file", default=None)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelPrice(_Section):
+    input_per_mtok: float = Field(0.0, ge=0)
+    output_per_mtok: float = Field(0.0, ge=0)
+
+
+class LLMSettings(_Section):
+    model: str = "openai/gpt-4o-mini"
+    api_base: str = ""
+    api_key_env: str = ""
+    timeout_s: float = Field(60.0, gt=0)
+    max_attempts: int = Field(4, ge=1, le=20)
+    backoff_initial_s: float = Field(0.5, ge=0)
+    backoff_max_s: float = Field(8.0, ge=0)
+    max_output_tokens: int = Field(2048, ge=1)
+    temperature: float = Field(0.2, ge=0, le=2)
+    models: dict[str, str] = Field(default_factory=dict)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    def model_for(self, role: str) -> str:
+        """The model a role uses: its own entry in ``[llm.models]``, else ``llm.model``."""
+        return self.models.get(role) or self.model
+
+    def api_key(self) -> str | None:
+        """The API key from the variable named by ``api_key_env``; None means provider default.
+
+        Raises MissingSecretError when a variable is named but not set.
+        """
+        if not self.api_key_env:
+            return None
+        value = os.environ.get(self.api_key_env)
+        if not value:
+            raise MissingSecretError(self.api_key_env, f"the LLM model {self.model}")
+        return value
+
+
+class RedisSettings(_Section):
+    url: str = ""
+    key_prefix: str = "caramba"
+    events_maxlen: int = Field(10000, ge=100)
+
+    @property
+    def embedded(self) -> bool:
+        return not self.url
+
+
+class LimitSettings(_Section):
+    turns_per_agent: int = Field(30, ge=1)
+    tokens_per_agent: int = Field(200_000, ge=1)
+    tokens_per_run: int = Field(1_000_000, ge=1)
+    cost_per_run_usd: float = Field(5.0, ge=0)
+    wall_clock_s: float = Field(1800, gt=0)
+    stall_repeats: int = Field(3, ge=2)
+    tool_result_chars: int = Field(8000, ge=200)
+    max_deliveries: int = Field(5, ge=1)
+
+
+class SchedulerSettings(_Section):
+    inline_concurrency: int = Field(16, ge=1, le=10_000)
+
+
+class PromptSettings(_Section):
+    dir: Path = Path("prompts")
+    roles: dict[str, str] = Field(default_factory=dict)
+
+    def template_for(self, role: str) -> str:
+        try:
+            return self.roles[role]
+        except KeyError:
+            known = ", ".join(sorted(self.roles)) or "none"
+            raise ConfigError(
+                f"no prompt template configured for role {role!r} (configured: {known})",
+                hint=f'add `{role} = "roles/{role}.md.j2"` under [prompts.roles] in config.toml',
+            ) from None
+
+
+class Settings(BaseSettings):
+    """Every setting of Caramba. Build it with :func:`load_settings`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CARAMBA_",
+        env_nested_delimiter="__",
+        frozen=True,
+        extra="forbid",
+    )
+
+    llm: LLMSettings = LLMSettings()
+    redis: RedisSettings = RedisSettings()
+    limits: LimitSettings = LimitSettings()
+    scheduler: SchedulerSettings = SchedulerSettings()
+    prompts: PromptSettings = PromptSettings()
+    config_file: Path | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        path = _config_file.get()
+        if path is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    @property
+    def prompts_dir(self) -> Path:
+        """The prompts folder, relative paths taken from the config file's folder."""
+        base = self.config_file.parent if self.config_file else PROJECT_ROOT
+        return self.prompts.dir if self.prompts.dir.is_absolute() else base / self.prompts.dir
+
+
+def find_config_file() -> Path | None:
+    """``$CARAMBA_CONFIG``, else ``./config.toml``, else the project's own ``config.toml``."""
+    explicit = os.environ.get("CARAMBA_CONFIG")
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"CARAMBA_CONFIG points to {path}, which is not a file",
+                              hint="set CARAMBA_CONFIG to an existing config.toml or unset it")
+        return path.resolve()
+    for candidate in (Path.cwd() / "config.toml", PROJECT_ROOT / "config.toml"):
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+def load_settings(path: Path | None = None, **overrides: Any) -> Settings:
+    """Load settings once at start-up: overrides > environment > config file > defaults."""
+    path = path or find_config_file()
+    token = _config_file.set(path)
+    try:
+        return Settings(config_file=path, **overrides)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(
+            f"invalid configuration ({path or 'defaults'}): {problems}",
+            hint="fix config.toml or the CARAMBA_* environment variable named above",
+        ) from exc
+    except ValueError as exc:  # malformed TOML, unparsable env value
+        raise ConfigError(f"cannot read configuration ({path or 'defaults'}): {exc}",
+                          hint="check the syntax of config.toml and CARAMBA_* variables") from exc
+    finally:
+        _config_file.reset(token)

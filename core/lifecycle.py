@@ -1,0 +1,78 @@
+"""Ending agents (and, with the root agent, the run) and the limits that apply to them."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from core.config import Settings
+from core.runtime import Services
+from core.store import transition
+from core.types.agent import AgentState, AgentStatus, EndReason
+from core.types.chat import Usage
+from core.types.events import AgentFinished, ErrorRaised, RunEvent, RunFinished
+from core.types.run import RunState, RunStatus
+
+_HINTS: dict[EndReason, str] = {
+    EndReason.LLM_ERROR: "check the model, llm.api_base and the API key with `caramba doctor`",
+    EndReason.MAX_TURNS: "raise limits.turns_per_agent or make the task smaller",
+    EndReason.MAX_TOKENS: "raise limits.tokens_per_agent / limits.tokens_per_run",
+    EndReason.MAX_COST: "raise limits.cost_per_run_usd or the agent's budget",
+    EndReason.WALL_CLOCK: "raise limits.wall_clock_s",
+    EndReason.STALLED: "the model was looping; rephrase the task or use a stronger model",
+    EndReason.QUARANTINED: "a turn kept crashing its worker; see the worker logs",
+}
+
+
+@dataclass(frozen=True)
+class AgentLimits:
+    max_turns: int
+    max_tokens: int
+    max_cost_usd: float
+
+
+def limits_for(settings: Settings, state: AgentState) -> AgentLimits:
+    """The agent's own budget where it has one, else the configured defaults."""
+    b, d = state.spec.budget, settings.limits
+    return AgentLimits(
+        max_turns=b.max_turns or d.turns_per_agent,
+        max_tokens=b.max_tokens or d.tokens_per_agent,
+        max_cost_usd=b.max_cost_usd if b.max_cost_usd is not None else d.cost_per_run_usd,
+    )
+
+
+async def end_agent(svc: Services, state: AgentState, expected_seq: int,
+                    events: list[RunEvent], usage: Usage, reason: EndReason,
+                    detail: str) -> bool:
+    """Save the agent as finished/failed; if it is the run's root, end the run too."""
+    ok = reason is EndReason.FINISHED
+    state.status = AgentStatus.FINISHED if ok else AgentStatus.FAILED
+    state.end_reason = reason
+    state.end_detail = detail
+    state.updated_at = time.time()
+    run_id, agent_id = state.run_id, state.spec.id
+    events = [*events, AgentFinished(
+        run_id=run_id, agent_id=agent_id, reason=reason, result=state.result, detail=detail,
+        tokens=state.usage.total_tokens, cost_usd=state.usage.cost_usd,
+    )]
+    if not ok and reason is not EndReason.CANCELLED:
+        events.append(ErrorRaised(run_id=run_id, agent_id=agent_id,
+                                  message=f"{state.spec.name} stopped: {detail}",
+                                  hint=_HINTS.get(reason, "")))
+    totals = (await svc.store.run_usage(run_id)) + usage
+
+    def finish_run(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        if run.root_agent_id != agent_id or run.status.terminal:
+            return None, []
+        to = RunStatus.COMPLETED if ok else RunStatus.FAILED
+        step = transition(run, to, by=agent_id, note=reason.value)
+        if not step.ok:
+            return None, []
+        new = step.run
+        new.result = state.result
+        new.error = None if ok else detail
+        return new, [RunFinished(run_id=run_id, agent_id=agent_id, status=to,
+                                 result=new.result, error=new.error,
+                                 tokens=totals.total_tokens, cost_usd=totals.cost_usd)]
+
+    return await svc.store.commit_turn(state, expected_seq, events, usage, finish_run)

@@ -1,0 +1,37 @@
+"""The one interface every model implementation speaks."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from core.types._base import Frozen
+from core.types.chat import ChatMessage, ToolCall, Usage
+
+
+class LLMRequest(Frozen):
+    model: str
+    messages: tuple[ChatMessage, ...]
+    tools: tuple[dict[str, Any], ...] = ()
+    # For accounting and logs only.
+    run_id: str = ""
+    agent_id: str = ""
+
+
+class LLMResponse(Frozen):
+    model: str
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    attempts: int = 1
+
+    def as_message(self) -> ChatMessage:
+        return ChatMessage(role="assistant", content=self.content,
+                           tool_calls=list(self.tool_calls))
+
+
+class LLM(Protocol):
+    """Async chat completion with tools. Raises :class:`core.errors.LLMError` on failure."""
+
+    async def complete(self, request: LLMRequest) -> LLMResponse: ...
+
+    async def aclose(self) -> None: ...

@@ -1,0 +1,150 @@
+"""The real model path: litellm (any provider or a local OpenAI-compatible server).
+
+Retries transient failures (rate limits, 5xx, timeouts, connection errors) with
+exponential backoff and jitter, capped; accounts tokens and cost per call. Models litellm
+has no price for are priced from ``[llm.prices]`` or registered at zero instead of crashing.
+litellm is imported lazily: it costs seconds and ~200 MB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+from core.config import LLMSettings
+from core.errors import LLMError
+from core.llm.base import LLMRequest, LLMResponse
+from core.types.chat import ToolCall, Usage
+
+log = logging.getLogger(__name__)
+
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+def import_litellm() -> Any:
+    """Import litellm offline-safe: use the bundled price map, never fetch it."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_TELEMETRY", "False")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+class LiteLLMGateway:
+    """:class:`core.llm.base.LLM` over ``litellm.acompletion``."""
+
+    def __init__(self, settings: LLMSettings) -> None:
+        self.settings = settings
+        self._litellm = import_litellm()
+        self._api_key = settings.api_key()
+        self._zero_priced: set[str] = set()
+
+    def _transient(self, exc: BaseException) -> bool:
+        lm = self._litellm
+        if isinstance(exc, asyncio.TimeoutError | lm.Timeout | lm.APIConnectionError
+                      | lm.RateLimitError | lm.InternalServerError
+                      | lm.ServiceUnavailableError | lm.BadGatewayError):
+            return True
+        return _status(exc) in _TRANSIENT_STATUS
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        s = self.settings
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": [m.to_openai() for m in request.messages],
+            "timeout": s.timeout_s,
+            "num_retries": 0,  # tenacity owns retries
+            "max_tokens": s.max_output_tokens,
+            "temperature": s.temperature,
+        }
+        if request.tools:
+            kwargs["tools"] = list(request.tools)
+        if s.api_base:
+            kwargs["api_base"] = s.api_base
+        if self._api_key:
+            kwargs["api_key"] = self._api_key
+        attempts = 0
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(s.max_attempts),
+            wait=wait_random_exponential(multiplier=s.backoff_initial_s, max=s.backoff_max_s),
+            retry=retry_if_exception(self._transient),
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    # litellm's own timeout covers the HTTP call; this one is the backstop.
+                    response = await asyncio.wait_for(
+                        self._litellm.acompletion(**kwargs), timeout=s.timeout_s + 5
+                    )
+        except Exception as exc:
+            raise LLMError(
+                f"{type(exc).__name__}: {_short(exc)}",
+                model=request.model, status=_status(exc), attempts=attempts,
+                retryable=self._transient(exc),
+            ) from exc
+        return self._parse(request.model, response, attempts)
+
+    def _parse(self, model: str, response: Any, attempts: int) -> LLMResponse:
+        choice = response.choices[0].message
+        calls = tuple(
+            ToolCall(id=c.id or f"call_{i}", name=c.function.name or "",
+                     arguments=c.function.arguments or "{}")
+            for i, c in enumerate(choice.tool_calls or ())
+        )
+        usage = getattr(response, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)
+        return LLMResponse(
+            model=model,
+            content=choice.content,
+            tool_calls=calls,
+            usage=Usage(prompt_tokens=prompt, completion_tokens=completion,
+                        cost_usd=self._cost(model, response, prompt, completion)),
+            attempts=attempts,
+        )
+
+    def _cost(self, model: str, response: Any, prompt: int, completion: int) -> float:
+        price = self.settings.prices.get(model)
+        if price is not None:
+            return (prompt * price.input_per_mtok + completion * price.output_per_mtok) / 1e6
+        if model in self._zero_priced:
+            return 0.0
+        try:
+            return float(self._litellm.completion_cost(completion_response=response,
+                                                       model=model))
+        except Exception:
+            log.warning("no price known for model %s: counting it at $0 "
+                        "(set [llm.prices] in config.toml to price it)", model)
+            self._litellm.register_model({model: {
+                "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+                "litellm_provider": model.split("/", 1)[0] if "/" in model else "openai",
+                "mode": "chat",
+            }})
+            self._zero_priced.add(model)
+            return 0.0
+
+    async def aclose(self) -> None:
+        close = getattr(self._litellm, "close_litellm_async_clients", None)
+        if close is not None:
+            try:
+                await close()
+            except Exception:  # best effort on shutdown
+                log.debug("closing litellm clients failed", exc_info=True)
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + "…"

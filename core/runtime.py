@@ -1,0 +1,71 @@
+"""The services a turn needs, built once per process and passed down explicitly."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from core.config import Settings
+from core.keys import Keys
+from core.llm.base import LLM
+from core.prompts import PromptLibrary
+from core.scheduler.base import Scheduler
+from core.store import Store
+from core.tools.builtin import default_registry
+from core.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    """Everything the agent turn and the tools use; never globals."""
+
+    settings: Settings
+    redis: Redis
+    store: Store
+    llm: LLM
+    tools: ToolRegistry
+    prompts: PromptLibrary
+    scheduler: Scheduler
+
+    async def aclose(self) -> None:
+        await self.llm.aclose()
+        await self.redis.aclose()
+
+
+def connect_redis(settings: Settings) -> Redis:
+    """The configured Redis, or an in-process fakeredis in embedded mode."""
+    if settings.redis.embedded:
+        import fakeredis
+
+        return fakeredis.FakeAsyncRedis(decode_responses=True)
+    return Redis.from_url(settings.redis.url, decode_responses=True)
+
+
+def build_llm(settings: Settings) -> LLM:
+    from core.llm.gateway import LiteLLMGateway
+
+    return LiteLLMGateway(settings.llm)
+
+
+def build_services(
+    settings: Settings,
+    scheduler: Scheduler,
+    *,
+    llm: LLM | None = None,
+    redis: Redis | None = None,
+    tools: ToolRegistry | None = None,
+) -> Services:
+    redis = redis if redis is not None else connect_redis(settings)
+    return Services(
+        settings=settings,
+        redis=redis,
+        store=Store(redis, Keys(settings.redis.key_prefix), settings.redis.events_maxlen),
+        llm=llm if llm is not None else build_llm(settings),
+        tools=tools if tools is not None else default_registry(),
+        prompts=PromptLibrary(settings.prompts_dir),
+        scheduler=scheduler,
+    )

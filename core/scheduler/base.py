@@ -1,0 +1,26 @@
+"""The scheduler interface: something that runs agent turns, somewhere, eventually."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from core.types._base import Frozen
+
+
+class TurnJob(Frozen):
+    """Run turn ``seq`` of one agent. Serialisable: Celery carries it as JSON."""
+
+    run_id: str
+    agent_id: str
+    seq: int
+
+
+TurnHandler = Callable[[TurnJob], Awaitable[object]]
+
+
+class Scheduler(Protocol):
+    """Queues turns. Implementations must tolerate the same job submitted twice:
+    the turn function drops a job whose ``seq`` was already applied."""
+
+    async def submit(self, job: TurnJob) -> None: ...

@@ -1,0 +1,214 @@
+"""Run and agent state in Redis, with optimistic transactions (WATCH/MULTI).
+
+An agent's state and its turn sequence number are one hash, saved in one transaction with
+the turn's events and usage, so a turn delivered twice is applied once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+from redis.exceptions import WatchError
+
+from core.errors import RunError, UsageError
+from core.keys import Keys
+from core.types.agent import AgentState
+from core.types.chat import Usage
+from core.types.events import RUN_EVENT, RunEvent
+from core.types.run import ALLOWED, RunState, RunStatus, Transition
+
+_MAX_CAS_ATTEMPTS = 20
+
+# Given the current run, return its new state (or None for no change) and extra events.
+RunChange = Callable[[RunState], tuple[RunState | None, list[RunEvent]]]
+
+
+@dataclass(frozen=True)
+class TransitionResult:
+    ok: bool
+    run: RunState
+    reason: str = ""
+
+
+def transition(run: RunState, to: RunStatus, by: str, note: str = "") -> TransitionResult:
+    """Apply one lifecycle step in memory, or say why it is not allowed."""
+    if to not in ALLOWED[run.status]:
+        return TransitionResult(
+            False, run, f"run {run.id} is {run.status.value}; it cannot become {to.value}"
+        )
+    new = run.model_copy(deep=True)
+    new.history.append(Transition(from_status=run.status, to_status=to, by=by, note=note))
+    new.status = to
+    return TransitionResult(True, new)
+
+
+class Store:
+    """Typed access to everything a run keeps in Redis."""
+
+    def __init__(self, redis: Redis, keys: Keys, events_maxlen: int) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.events_maxlen = events_maxlen
+
+    # --- runs ---------------------------------------------------------------------------
+
+    async def create_run(self, run: RunState) -> None:
+        if not await self.redis.set(self.keys.run(run.id), run.model_dump_json(), nx=True):
+            raise UsageError(f"run {run.id} already exists", hint="use a new run id")
+        await self.redis.zadd(self.keys.runs_index(), {run.id: run.created_at})
+
+    async def get_run(self, run_id: str) -> RunState:
+        raw = await self.redis.get(self.keys.run(run_id))
+        if raw is None:
+            raise RunError(f"unknown run {run_id}")
+        return RunState.model_validate_json(raw)
+
+    async def update_run(self, run_id: str, change: RunChange) -> RunState | None:
+        """Apply ``change`` atomically; returns the new state, or None if unchanged."""
+        key = self.keys.run(run_id)
+        for _ in range(_MAX_CAS_ATTEMPTS):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(key)
+                    raw = await pipe.get(key)
+                    if raw is None:
+                        raise RunError(f"unknown run {run_id}")
+                    new, events = change(RunState.model_validate_json(raw))
+                    if new is None and not events:
+                        await pipe.unwatch()
+                        return None
+                    pipe.multi()
+                    if new is not None:
+                        pipe.set(key, new.model_dump_json())
+                    self._add_events(pipe, run_id, events)
+                    await pipe.execute()
+                    return new
+                except WatchError:
+                    continue
+        raise RunError(f"run {run_id}: too much contention updating its state")
+
+    async def transition_run(self, run_id: str, to: RunStatus, by: str, note: str = "",
+                             events: list[RunEvent] | None = None) -> TransitionResult:
+        """Move a run to ``to`` atomically; an illegal step is refused, not applied."""
+        outcome: list[TransitionResult] = []
+
+        def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+            result = transition(run, to, by, note)
+            outcome[:] = [result]
+            return (result.run, list(events or ())) if result.ok else (None, [])
+
+        await self.update_run(run_id, change)
+        return outcome[0]
+
+    async def run_usage(self, run_id: str) -> Usage:
+        raw = await self.redis.hgetall(self.keys.run_usage(run_id))
+        return Usage(
+            prompt_tokens=int(raw.get("prompt_tokens", 0)),
+            completion_tokens=int(raw.get("completion_tokens", 0)),
+            cost_usd=float(raw.get("cost_usd", 0.0)),
+        )
+
+    # --- agents -------------------------------------------------------------------------
+
+    async def create_agent(self, state: AgentState, events: list[RunEvent]) -> None:
+        key = self.keys.agent(state.run_id, state.spec.id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            await pipe.watch(key)
+            if await pipe.exists(key):
+                await pipe.unwatch()
+                raise UsageError(f"agent {state.spec.id} already exists in run {state.run_id}")
+            pipe.multi()
+            pipe.hset(key, mapping={"seq": state.seq, "state": state.model_dump_json()})
+            pipe.sadd(self.keys.agents(state.run_id), state.spec.id)
+            self._add_events(pipe, state.run_id, events)
+            await pipe.execute()
+
+    async def load_agent(self, run_id: str, agent_id: str) -> AgentState | None:
+        raw = await self.redis.hget(self.keys.agent(run_id, agent_id), "state")
+        return None if raw is None else AgentState.model_validate_json(raw)
+
+    async def agent_ids(self, run_id: str) -> list[str]:
+        return sorted(await self.redis.smembers(self.keys.agents(run_id)))
+
+    async def commit_turn(
+        self,
+        state: AgentState,
+        expected_seq: int,
+        events: list[RunEvent],
+        usage: Usage,
+        run_change: RunChange | None = None,
+    ) -> bool:
+        """Save a turn: state + seq, usage, events, and an optional run change, atomically.
+
+        Returns False (and writes nothing) when the agent's seq is no longer
+        ``expected_seq``: another delivery of this turn was saved first.
+        """
+        run_id = state.run_id
+        akey = self.keys.agent(run_id, state.spec.id)
+        rkey = self.keys.run(run_id)
+        for _ in range(_MAX_CAS_ATTEMPTS):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(akey, rkey)
+                    current = await pipe.hget(akey, "seq")
+                    if current is None or int(current) != expected_seq:
+                        await pipe.unwatch()
+                        return False
+                    new_run: RunState | None = None
+                    run_events: list[RunEvent] = []
+                    if run_change is not None:
+                        raw = await pipe.get(rkey)
+                        if raw is not None:
+                            new_run, run_events = run_change(RunState.model_validate_json(raw))
+                    pipe.multi()
+                    pipe.hset(akey, mapping={"seq": state.seq, "state": state.model_dump_json()})
+                    ukey = self.keys.run_usage(run_id)
+                    if usage.prompt_tokens:
+                        pipe.hincrby(ukey, "prompt_tokens", usage.prompt_tokens)
+                    if usage.completion_tokens:
+                        pipe.hincrby(ukey, "completion_tokens", usage.completion_tokens)
+                    if usage.cost_usd:
+                        pipe.hincrbyfloat(ukey, "cost_usd", usage.cost_usd)
+                    if new_run is not None:
+                        pipe.set(rkey, new_run.model_dump_json())
+                    self._add_events(pipe, run_id, [*events, *run_events])
+                    await pipe.execute()
+                    return True
+                except WatchError:
+                    continue  # the run key moved (another agent); re-check and retry
+        raise RunError(f"run {run_id}: too much contention saving agent {state.spec.id}")
+
+    async def count_delivery(self, run_id: str, agent_id: str, seq: int) -> int:
+        """How many times this turn has been started, this time included."""
+        return int(await self.redis.hincrby(self.keys.deliveries(run_id), f"{agent_id}:{seq}", 1))
+
+    # --- events -------------------------------------------------------------------------
+
+    async def emit(self, *events: RunEvent) -> None:
+        """Write progress events now (outside any turn transaction)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            self._add_events(pipe, events[0].run_id if events else "", list(events))
+            await pipe.execute()
+
+    def _add_events(self, pipe: object, run_id: str, events: list[RunEvent]) -> None:
+        for event in events:
+            pipe.xadd(  # type: ignore[attr-defined]
+                self.keys.events(event.run_id or run_id),
+                {"event": RUN_EVENT.dump_json(event)},
+                maxlen=self.events_maxlen,
+                approximate=True,
+            )
+
+    async def read_events(
+        self, run_id: str, after: str = "0-0", count: int = 100, block_ms: int | None = None
+    ) -> list[tuple[str, RunEvent]]:
+        """Events after stream id ``after``, oldest first."""
+        reply = await self.redis.xread({self.keys.events(run_id): after}, count=count,
+                                       block=block_ms)
+        out: list[tuple[str, RunEvent]] = []
+        for _stream, entries in reply or ():
+            for entry_id, fields in entries:
+                out.append((entry_id, RUN_EVENT.validate_json(fields["event"])))
+        return out

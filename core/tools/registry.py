@@ -1,0 +1,174 @@
+"""The tool registry: schemas for the model, validated execution, errors fed back."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from core.errors import ToolRetry
+from core.prompts import PromptLibrary
+from core.tools._schema import arguments_model, json_schema, parse_docstring
+from core.tools.context import ToolContext
+from core.types.chat import ToolCall
+
+ToolFn = Callable[..., Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A typed async function the model can call.
+
+    ``read_only`` tools only look things up; side-effecting tools must register intents
+    instead of acting directly, so a re-delivered turn never repeats an effect.
+    """
+
+    name: str
+    description: str
+    fn: ToolFn
+    args_model: type[BaseModel]
+    read_only: bool
+    takes_context: bool
+
+    def openai_schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": json_schema(self.args_model),
+            },
+        }
+
+    def parameters_json(self) -> str:
+        return json.dumps(json_schema(self.args_model), separators=(",", ":"))
+
+
+def tool(
+    fn: ToolFn | None = None, *, name: str | None = None, read_only: bool = True
+) -> Any:
+    """Decorator turning an async function into a :class:`Tool`.
+
+    The first parameter may be a :class:`ToolContext` (annotated as such); every other
+    parameter becomes a validated argument described by the docstring's ``Args:`` section.
+    """
+
+    def wrap(f: ToolFn) -> Tool:
+        if not inspect.iscoroutinefunction(f):
+            raise TypeError(f"tool {f.__name__} must be an async function")
+        tool_name = name or f.__name__
+        params = list(inspect.signature(f).parameters.values())
+        takes_context = bool(params) and params[0].name in ("ctx", "context")
+        description, _ = parse_docstring(f.__doc__)
+        if not description:
+            raise TypeError(f"tool {tool_name} needs a docstring: the model reads it")
+        return Tool(
+            name=tool_name,
+            description=description,
+            fn=f,
+            args_model=arguments_model(f, tool_name, skip_first=takes_context),
+            read_only=read_only,
+            takes_context=takes_context,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call: ToolCall
+    ok: bool
+    content: str
+
+
+class ToolRegistry:
+    """Every tool Caramba knows, by name. Agents get a subset (their spec's tool names)."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools:
+            self.register(t)
+
+    def register(self, t: Tool) -> None:
+        if t.name in self._tools:
+            raise ValueError(f"tool {t.name!r} is registered twice")
+        self._tools[t.name] = t
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def unknown(self, names: Iterable[str]) -> list[str]:
+        return [n for n in names if n not in self._tools]
+
+    def subset(self, names: Iterable[str]) -> list[Tool]:
+        return [self._tools[n] for n in names if n in self._tools]
+
+    async def execute(
+        self,
+        ctx: ToolContext,
+        call: ToolCall,
+        allowed: list[str],
+        prompts: PromptLibrary,
+        max_chars: int,
+    ) -> ToolResult:
+        """Run one tool call. Every failure becomes a result the model can read."""
+        t = self._tools.get(call.name) if call.name in allowed else None
+        if t is None:
+            text = prompts.render("feedback/unknown_tool.j2", name=call.name, tools=allowed)
+            return ToolResult(call, False, text)
+        try:
+            raw = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError as exc:
+            return self._invalid(t, call, f"not valid JSON ({exc.msg} at char {exc.pos})",
+                                 prompts)
+        if not isinstance(raw, dict):
+            return self._invalid(t, call, "arguments must be a JSON object", prompts)
+        try:
+            args = t.args_model.model_validate(raw)
+        except ValidationError as exc:
+            problem = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            return self._invalid(t, call, problem, prompts)
+        kwargs = {k: getattr(args, k) for k in type(args).model_fields}
+        try:
+            value = await (t.fn(ctx, **kwargs) if t.takes_context else t.fn(**kwargs))
+        except ToolRetry as exc:
+            return ToolResult(call, False, str(exc))
+        except Exception as exc:  # a tool's bug must not crash the agent
+            error = f"{type(exc).__name__}: {exc}"
+            text = prompts.render("feedback/tool_failed.j2", name=t.name, error=error,
+                                  tools=allowed)
+            return ToolResult(call, False, text)
+        return ToolResult(call, True, _truncate(_as_text(value), max_chars))
+
+    @staticmethod
+    def _invalid(t: Tool, call: ToolCall, problem: str, prompts: PromptLibrary) -> ToolResult:
+        text = prompts.render("feedback/invalid_arguments.j2", name=t.name, problem=problem,
+                              schema=t.parameters_json())
+        return ToolResult(call, False, text)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _truncate(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    return text[:max_chars] + f"\n[… truncated {len(text) - max_chars} characters]"

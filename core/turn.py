@@ -1,0 +1,168 @@
+"""The agent turn: load → one LLM call → tools → save atomically → decide what next.
+
+Turns are idempotent by sequence number: a job whose ``seq`` is not the agent's current
+one is dropped, and the save is a compare-and-set on ``seq``, so a turn delivered twice
+(by a retrying broker, a crashed worker, a double submit) is applied once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from enum import StrEnum
+
+from core.errors import LLMError
+from core.lifecycle import end_agent, limits_for
+from core.llm.base import LLMRequest
+from core.runtime import Services
+from core.scheduler.base import TurnJob
+from core.tools.context import ToolContext
+from core.types.agent import AgentState, AgentStatus, EndReason
+from core.types.chat import ChatMessage, ToolCall, Usage
+from core.types.events import LLMCalled, RunEvent, ToolCalled, TurnStarted
+
+log = logging.getLogger(__name__)
+
+_EVENT_TEXT_CHARS = 500
+
+
+class TurnOutcome(StrEnum):
+    CONTINUED = "continued"  # saved; the next turn is scheduled
+    ENDED = "ended"  # saved; the agent finished or hit a cap
+    DROPPED = "dropped"  # a duplicate or stale delivery; nothing applied
+
+
+async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
+    """Run one turn of one agent. Safe to call twice with the same job."""
+    store = svc.store
+    state = await store.load_agent(job.run_id, job.agent_id)
+    if state is None:
+        log.warning("turn %s: unknown agent, dropped", job)
+        return TurnOutcome.DROPPED
+    if state.status.terminal or state.seq != job.seq:
+        if state.seq == job.seq + 1 and state.status is AgentStatus.RUNNING:
+            # This turn was saved but its successor may not have been scheduled (a crash
+            # between save and submit). Submitting again is safe: duplicates are dropped.
+            await svc.scheduler.submit(job.model_copy(update={"seq": state.seq}))
+        return TurnOutcome.DROPPED
+
+    expected = state.seq
+    run = await store.get_run(job.run_id)
+    limits = limits_for(svc.settings, state)
+    deliveries = await store.count_delivery(job.run_id, job.agent_id, job.seq)
+
+    early_end: tuple[EndReason, str] | None = None
+    if run.status.terminal:
+        early_end = (EndReason.CANCELLED, f"the run is {run.status.value}")
+    elif deliveries > svc.settings.limits.max_deliveries:
+        early_end = (EndReason.QUARANTINED,
+                     f"turn {job.seq} was delivered {deliveries} times without being saved "
+                     f"(limit {svc.settings.limits.max_deliveries}); quarantined")
+    elif run.deadline_at is not None and time.time() > run.deadline_at:
+        early_end = (EndReason.WALL_CLOCK,
+                     f"the run's wall-clock limit of {svc.settings.limits.wall_clock_s:.0f} s "
+                     "was reached")
+    if early_end is not None:
+        return await _save_end(svc, state, expected, [], Usage(), *early_end)
+
+    await store.emit(TurnStarted(run_id=job.run_id, agent_id=job.agent_id, seq=job.seq))
+    state.status = AgentStatus.RUNNING
+    spec = state.spec
+    allowed = [n for n in spec.tools if n in svc.tools]
+    model = spec.model or svc.settings.llm.model_for(spec.role)
+    request = LLMRequest(
+        model=model,
+        messages=tuple(state.thread),
+        tools=tuple(t.openai_schema() for t in svc.tools.subset(allowed)),
+        run_id=job.run_id,
+        agent_id=job.agent_id,
+    )
+    try:
+        response = await svc.llm.complete(request)
+    except LLMError as exc:
+        return await _save_end(svc, state, expected, [], Usage(), EndReason.LLM_ERROR, str(exc))
+
+    usage = response.usage
+    state.usage = state.usage + usage
+    events: list[RunEvent] = [LLMCalled(
+        run_id=job.run_id, agent_id=job.agent_id, seq=job.seq, model=response.model,
+        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+        cost_usd=usage.cost_usd, agent_tokens=state.usage.total_tokens,
+        agent_cost_usd=state.usage.cost_usd, text=_clip(response.content),
+    )]
+    state.thread.append(response.as_message())
+
+    ctx = ToolContext(services=svc, state=state)
+    stalled = False
+    if not response.tool_calls:
+        state.thread.append(ChatMessage(
+            role="user", content=svc.prompts.render("feedback/no_tool_call.j2", tools=allowed)))
+    for call in response.tool_calls:
+        stalled = _note_call(state, call, svc.settings.limits.stall_repeats) or stalled
+        result = await svc.tools.execute(ctx, call, allowed, svc.prompts,
+                                         svc.settings.limits.tool_result_chars)
+        state.thread.append(ChatMessage(role="tool", tool_call_id=call.id, name=call.name,
+                                        content=result.content))
+        events.append(ToolCalled(
+            run_id=job.run_id, agent_id=job.agent_id, seq=job.seq, tool=call.name,
+            arguments=_clip(call.arguments) or "", ok=result.ok,
+            result=_clip(result.content) or "",
+        ))
+    state.seq = expected + 1
+
+    run_usage = (await store.run_usage(job.run_id)) + usage
+    end: tuple[EndReason, str] | None = None
+    if ctx.finish_result is not None:
+        state.result = ctx.finish_result
+        end = (EndReason.FINISHED, "")
+    elif stalled:
+        end = (EndReason.STALLED,
+               f"repeated the same call {svc.settings.limits.stall_repeats} times in a row: "
+               f"{state.recent_calls[-1][:200]}")
+    elif state.usage.total_tokens >= limits.max_tokens:
+        end = (EndReason.MAX_TOKENS,
+               f"used {state.usage.total_tokens} tokens (agent limit {limits.max_tokens})")
+    elif run_usage.total_tokens >= svc.settings.limits.tokens_per_run:
+        end = (EndReason.MAX_TOKENS, f"the run used {run_usage.total_tokens} tokens "
+               f"(run limit {svc.settings.limits.tokens_per_run})")
+    elif state.usage.cost_usd >= limits.max_cost_usd:
+        end = (EndReason.MAX_COST,
+               f"spent ${state.usage.cost_usd:.4f} (agent limit ${limits.max_cost_usd:.4f})")
+    elif run_usage.cost_usd >= svc.settings.limits.cost_per_run_usd:
+        end = (EndReason.MAX_COST, f"the run spent ${run_usage.cost_usd:.4f} "
+               f"(run limit ${svc.settings.limits.cost_per_run_usd:.4f})")
+    elif state.seq >= limits.max_turns:
+        end = (EndReason.MAX_TURNS,
+               f"took {state.seq} turns without calling finish (limit {limits.max_turns})")
+    if end is not None:
+        return await _save_end(svc, state, expected, events, usage, *end)
+
+    state.updated_at = time.time()
+    if not await store.commit_turn(state, expected, events, usage):
+        return TurnOutcome.DROPPED
+    await svc.scheduler.submit(TurnJob(run_id=job.run_id, agent_id=job.agent_id, seq=state.seq))
+    return TurnOutcome.CONTINUED
+
+
+async def _save_end(svc: Services, state: AgentState, expected: int, events: list[RunEvent],
+                    usage: Usage, reason: EndReason, detail: str) -> TurnOutcome:
+    state.seq = expected + 1
+    saved = await end_agent(svc, state, expected, events, usage, reason, detail)
+    return TurnOutcome.ENDED if saved else TurnOutcome.DROPPED
+
+
+def _note_call(state: AgentState, call: ToolCall, repeats: int) -> bool:
+    """Record the call's signature; True when the last ``repeats`` calls are identical."""
+    try:
+        args = json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
+    except json.JSONDecodeError:
+        args = call.arguments
+    state.recent_calls = [*state.recent_calls, f"{call.name}({args})"][-repeats:]
+    return len(state.recent_calls) == repeats and len(set(state.recent_calls)) == 1
+
+
+def _clip(text: str | None) -> str | None:
+    if text is None or len(text) <= _EVENT_TEXT_CHARS:
+        return text
+    return text[:_EVENT_TEXT_CHARS] + "…"

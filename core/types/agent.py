@@ -1,0 +1,78 @@
+"""An agent: its spec (what it is) and its state (where it is), kept in Redis."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from core.types._base import Frozen, new_id, now
+from core.types.chat import ChatMessage, Usage
+
+
+class Budget(Frozen):
+    """Hard caps for one agent; ``None`` means the configured default."""
+
+    max_turns: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1)
+    max_cost_usd: float | None = Field(None, ge=0)
+
+
+class AgentSpec(Frozen):
+    """What an agent is: written by the planner (or the demo), approved by people."""
+
+    id: str = Field(default_factory=lambda: new_id("agt"))
+    name: str
+    # An open set (from config): ui, orchestrator, lead, member, judge, solo, ...
+    role: str = "solo"
+    parent_id: str | None = None
+    team_id: str | None = None
+    system_prompt: str = ""
+    tools: tuple[str, ...] = ()
+    model: str | None = None
+    budget: Budget = Budget()
+    description: str = ""
+
+
+class AgentStatus(StrEnum):
+    INITIALIZING = "initializing"
+    READY = "ready"
+    RUNNING = "running"
+    WAITING = "waiting"
+    FINISHED = "finished"
+    FAILED = "failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (AgentStatus.FINISHED, AgentStatus.FAILED)
+
+
+class EndReason(StrEnum):
+    FINISHED = "finished"
+    MAX_TURNS = "max_turns"
+    MAX_TOKENS = "max_tokens"
+    MAX_COST = "max_cost"
+    WALL_CLOCK = "wall_clock"
+    STALLED = "stalled"
+    LLM_ERROR = "llm_error"
+    QUARANTINED = "quarantined"
+    CANCELLED = "cancelled"
+
+
+class AgentState(BaseModel):
+    """Where an agent is. Saved atomically with ``seq`` so each turn applies once."""
+
+    spec: AgentSpec
+    run_id: str
+    status: AgentStatus = AgentStatus.INITIALIZING
+    # Number of turns applied; the next turn to run has this sequence number.
+    seq: int = 0
+    thread: list[ChatMessage] = Field(default_factory=list)
+    usage: Usage = Usage()
+    # Signatures of recent tool calls, for the stall detector.
+    recent_calls: list[str] = Field(default_factory=list)
+    result: str | None = None
+    end_reason: EndReason | None = None
+    end_detail: str = ""
+    created_at: float = Field(default_factory=now)
+    updated_at: float = Field(default_factory=now)

@@ -1,0 +1,97 @@
+"""Progress of a run, for chat and for the inspector: one union discriminated by ``kind``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, TypeAdapter
+
+from core.types._base import Frozen, now
+from core.types.agent import EndReason
+from core.types.run import RunStatus
+
+
+class _EventBase(Frozen):
+    run_id: str
+    agent_id: str | None = None
+    at: float = Field(default_factory=now)
+
+
+class RunStarted(_EventBase):
+    kind: Literal["run_started"] = "run_started"
+    task: str
+
+
+class AgentCreated(_EventBase):
+    kind: Literal["agent_created"] = "agent_created"
+    name: str
+    role: str
+    parent_id: str | None = None
+    model: str
+    tools: tuple[str, ...] = ()
+
+
+class TurnStarted(_EventBase):
+    kind: Literal["turn_started"] = "turn_started"
+    seq: int
+
+
+class LLMCalled(_EventBase):
+    kind: Literal["llm_called"] = "llm_called"
+    seq: int
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    # Running totals for the agent after this call.
+    agent_tokens: int
+    agent_cost_usd: float
+    text: str | None = None
+
+
+class ToolCalled(_EventBase):
+    kind: Literal["tool_called"] = "tool_called"
+    seq: int
+    tool: str
+    arguments: str
+    ok: bool
+    result: str
+
+
+class MessageSent(_EventBase):
+    kind: Literal["message_sent"] = "message_sent"
+    message_id: str
+    recipient: str
+    preview: str
+
+
+class AgentFinished(_EventBase):
+    kind: Literal["agent_finished"] = "agent_finished"
+    reason: EndReason
+    result: str | None = None
+    detail: str = ""
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class RunFinished(_EventBase):
+    kind: Literal["run_finished"] = "run_finished"
+    status: RunStatus
+    result: str | None = None
+    error: str | None = None
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class ErrorRaised(_EventBase):
+    kind: Literal["error"] = "error"
+    message: str
+    hint: str = ""
+
+
+RunEvent = Annotated[
+    RunStarted | AgentCreated | TurnStarted | LLMCalled | ToolCalled | MessageSent
+    | AgentFinished | RunFinished | ErrorRaised,
+    Field(discriminator="kind"),
+]
+RUN_EVENT: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)

@@ -1,0 +1,68 @@
+"""The run lifecycle as a small state machine."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from core.types._base import Frozen, now
+
+
+class RunStatus(StrEnum):
+    PROPOSED = "proposed"
+    APPROVED = "approved"
+    RUNNING = "running"
+    WAITING_HUMAN = "waiting_human"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    REJECTED = "rejected"
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset(
+    {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.REJECTED}
+)
+
+# proposed → approved → running ⇄ waiting_human → completed | failed | cancelled | rejected
+ALLOWED: dict[RunStatus, frozenset[RunStatus]] = {
+    RunStatus.PROPOSED: frozenset({RunStatus.APPROVED, RunStatus.REJECTED,
+                                   RunStatus.CANCELLED}),
+    RunStatus.APPROVED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED}),
+    RunStatus.RUNNING: frozenset({RunStatus.WAITING_HUMAN, RunStatus.COMPLETED,
+                                  RunStatus.FAILED, RunStatus.CANCELLED}),
+    RunStatus.WAITING_HUMAN: frozenset({RunStatus.RUNNING, RunStatus.COMPLETED,
+                                        RunStatus.FAILED, RunStatus.CANCELLED}),
+    RunStatus.COMPLETED: frozenset(),
+    RunStatus.FAILED: frozenset(),
+    RunStatus.CANCELLED: frozenset(),
+    RunStatus.REJECTED: frozenset(),
+}
+
+
+class Transition(Frozen):
+    """Who moved a run from one status to another, and when."""
+
+    from_status: RunStatus | None
+    to_status: RunStatus
+    by: str
+    at: float = Field(default_factory=now)
+    note: str = ""
+
+
+class RunState(BaseModel):
+    id: str
+    task: str
+    status: RunStatus = RunStatus.PROPOSED
+    requested_by: str = "console"
+    root_agent_id: str | None = None
+    result: str | None = None
+    error: str | None = None
+    history: list[Transition] = Field(default_factory=list)
+    created_at: float = Field(default_factory=now)
+    started_at: float | None = None
+    deadline_at: float | None = None
