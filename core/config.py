@@ -151,8 +151,10 @@ def find_config_file() -> Path | None:
     if explicit:
         path = Path(explicit)
         if not path.is_file():
-            raise ConfigError(f"CARAMBA_CONFIG points to {path}, which is not a file",
-                              hint="set CARAMBA_CONFIG to an existing config.toml or unset it")
+            raise ConfigError(
+                f"CARAMBA_CONFIG points to {path}, which is not a file",
+                hint="set CARAMBA_CONFIG to an existing config.toml or unset it",
+            )
         return path.resolve()
     for candidate in (Path.cwd() / "config.toml", PROJECT_ROOT / "config.toml"):
         if candidate.is_file():
@@ -175,7 +177,9 @@ def load_settings(path: Path | None = None, **overrides: Any) -> Settings:
             hint="fix config.toml or the CARAMBA_* environment variable named above",
         ) from exc
     except ValueError as exc:  # malformed TOML, unparsable env value
-        raise ConfigError(f"cannot read configuration ({path or 'defaults'}): {exc}",
-                          hint="check the syntax of config.toml and CARAMBA_* variables") from exc
+        raise ConfigError(
+            f"cannot read configuration ({path or 'defaults'}): {exc}",
+            hint="check the syntax of config.toml and CARAMBA_* variables",
+        ) from exc
     finally:
         _config_file.reset(token)

@@ -59,15 +59,23 @@ class RunError(CarambaError):
 class LLMError(RunError):
     """The model could not be called, after retries."""
 
-    def __init__(self, message: str, *, model: str, status: int | None = None,
-                 attempts: int = 1, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str,
+        status: int | None = None,
+        attempts: int = 1,
+        retryable: bool = False,
+    ) -> None:
         self.model = model
         self.status = status
         self.attempts = attempts
         self.retryable = retryable
         where = f" (HTTP {status})" if status else ""
-        super().__init__(f"LLM call to {model} failed{where} after {attempts} attempt(s): "
-                         f"{message}")
+        super().__init__(
+            f"LLM call to {model} failed{where} after {attempts} attempt(s): {message}"
+        )
 
 
 class StateConflict(RunError):

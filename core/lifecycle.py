@@ -41,9 +41,15 @@ def limits_for(settings: Settings, state: AgentState) -> AgentLimits:
     )
 
 
-async def end_agent(svc: Services, state: AgentState, expected_seq: int,
-                    events: list[RunEvent], usage: Usage, reason: EndReason,
-                    detail: str) -> bool:
+async def end_agent(
+    svc: Services,
+    state: AgentState,
+    expected_seq: int,
+    events: list[RunEvent],
+    usage: Usage,
+    reason: EndReason,
+    detail: str,
+) -> bool:
     """Save the agent as finished/failed; if it is the run's root, end the run too."""
     ok = reason is EndReason.FINISHED
     state.status = AgentStatus.FINISHED if ok else AgentStatus.FAILED
@@ -51,14 +57,27 @@ async def end_agent(svc: Services, state: AgentState, expected_seq: int,
     state.end_detail = detail
     state.updated_at = time.time()
     run_id, agent_id = state.run_id, state.spec.id
-    events = [*events, AgentFinished(
-        run_id=run_id, agent_id=agent_id, reason=reason, result=state.result, detail=detail,
-        tokens=state.usage.total_tokens, cost_usd=state.usage.cost_usd,
-    )]
+    events = [
+        *events,
+        AgentFinished(
+            run_id=run_id,
+            agent_id=agent_id,
+            reason=reason,
+            result=state.result,
+            detail=detail,
+            tokens=state.usage.total_tokens,
+            cost_usd=state.usage.cost_usd,
+        ),
+    ]
     if not ok and reason is not EndReason.CANCELLED:
-        events.append(ErrorRaised(run_id=run_id, agent_id=agent_id,
-                                  message=f"{state.spec.name} stopped: {detail}",
-                                  hint=_HINTS.get(reason, "")))
+        events.append(
+            ErrorRaised(
+                run_id=run_id,
+                agent_id=agent_id,
+                message=f"{state.spec.name} stopped: {detail}",
+                hint=_HINTS.get(reason, ""),
+            )
+        )
     totals = (await svc.store.run_usage(run_id)) + usage
 
     def finish_run(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
@@ -71,8 +90,16 @@ async def end_agent(svc: Services, state: AgentState, expected_seq: int,
         new = step.run
         new.result = state.result
         new.error = None if ok else detail
-        return new, [RunFinished(run_id=run_id, agent_id=agent_id, status=to,
-                                 result=new.result, error=new.error,
-                                 tokens=totals.total_tokens, cost_usd=totals.cost_usd)]
+        return new, [
+            RunFinished(
+                run_id=run_id,
+                agent_id=agent_id,
+                status=to,
+                result=new.result,
+                error=new.error,
+                tokens=totals.total_tokens,
+                cost_usd=totals.cost_usd,
+            )
+        ]
 
     return await svc.store.commit_turn(state, expected_seq, events, usage, finish_run)

@@ -22,49 +22,83 @@ def system_prompt(svc: Services, spec: AgentSpec, task: str, requester: str) -> 
     """The agent's system prompt from its role's template (config: [prompts.roles])."""
     state = AgentState(spec=spec, run_id="")
     limits = limits_for(svc.settings, state)
-    role_titles = {"orchestrator": "the orchestrator", "lead": "a team lead",
-                   "member": "a team member", "judge": "the judge", "ui": "the chat assistant",
-                   "solo": "an assistant"}
+    role_titles = {
+        "orchestrator": "the orchestrator",
+        "lead": "a team lead",
+        "member": "a team member",
+        "judge": "the judge",
+        "ui": "the chat assistant",
+        "solo": "an assistant",
+    }
     body = svc.prompts.render(
         svc.settings.prompts.template_for(spec.role),
-        agent={"name": spec.name, "role": spec.role, "description": spec.description,
-               "role_title": role_titles.get(spec.role, f"a {spec.role}")},
-        task=task, requester=requester,
-        tool_docs=[{"name": t.name, "description": t.description}
-                   for t in svc.tools.subset(spec.tools)],
+        agent={
+            "name": spec.name,
+            "role": spec.role,
+            "description": spec.description,
+            "role_title": role_titles.get(spec.role, f"a {spec.role}"),
+        },
+        task=task,
+        requester=requester,
+        tool_docs=[
+            {"name": t.name, "description": t.description} for t in svc.tools.subset(spec.tools)
+        ],
         limits={"turns": limits.max_turns, "tokens": limits.max_tokens},
     )
     return f"{body}\n\n{spec.system_prompt}".strip() if spec.system_prompt else body
 
 
-async def spawn_agent(svc: Services, run_id: str, spec: AgentSpec, task: str,
-                      requester: str) -> AgentState:
+async def spawn_agent(
+    svc: Services, run_id: str, spec: AgentSpec, task: str, requester: str
+) -> AgentState:
     """Create an agent (state saved, event emitted) and schedule its first turn."""
     unknown = svc.tools.unknown(spec.tools)
     if unknown:
-        raise RunError(f"agent {spec.name} names unknown tools: {', '.join(unknown)} "
-                       f"(available: {', '.join(svc.tools.names())})")
+        raise RunError(
+            f"agent {spec.name} names unknown tools: {', '.join(unknown)} "
+            f"(available: {', '.join(svc.tools.names())})"
+        )
     state = AgentState(
-        spec=spec, run_id=run_id, status=AgentStatus.READY,
-        thread=[ChatMessage(role="system", content=system_prompt(svc, spec, task, requester)),
-                ChatMessage(role="user", content=task)],
+        spec=spec,
+        run_id=run_id,
+        status=AgentStatus.READY,
+        thread=[
+            ChatMessage(role="system", content=system_prompt(svc, spec, task, requester)),
+            ChatMessage(role="user", content=task),
+        ],
     )
     model = spec.model or svc.settings.llm.model_for(spec.role)
-    await svc.store.create_agent(state, [AgentCreated(
-        run_id=run_id, agent_id=spec.id, name=spec.name, role=spec.role,
-        parent_id=spec.parent_id, model=model, tools=spec.tools)])
+    await svc.store.create_agent(
+        state,
+        [
+            AgentCreated(
+                run_id=run_id,
+                agent_id=spec.id,
+                name=spec.name,
+                role=spec.role,
+                parent_id=spec.parent_id,
+                model=model,
+                tools=spec.tools,
+            )
+        ],
+    )
     await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=spec.id, seq=0))
     return state
 
 
-async def start_run(svc: Services, task: str, root: AgentSpec, *,
-                    requested_by: str = "console", approved_by: str | None = None) -> str:
+async def start_run(
+    svc: Services,
+    task: str,
+    root: AgentSpec,
+    *,
+    requested_by: str = "console",
+    approved_by: str | None = None,
+) -> str:
     """Create a run for ``task`` with ``root`` as its top agent and start it.
 
     Without a planner in front, the requester's own request counts as the approval.
     """
-    run = RunState(id=new_id("run"), task=task, requested_by=requested_by,
-                   root_agent_id=root.id)
+    run = RunState(id=new_id("run"), task=task, requested_by=requested_by, root_agent_id=root.id)
     await svc.store.create_run(run)
     approver = approved_by or requested_by
     step = await svc.store.transition_run(run.id, RunStatus.APPROVED, by=approver)
@@ -85,8 +119,9 @@ async def start_run(svc: Services, task: str, root: AgentSpec, *,
     return run.id
 
 
-async def follow_events(svc: Services, run_id: str, *, poll_s: float = 0.05,
-                        timeout_s: float | None = None) -> AsyncIterator[RunEvent]:
+async def follow_events(
+    svc: Services, run_id: str, *, poll_s: float = 0.05, timeout_s: float | None = None
+) -> AsyncIterator[RunEvent]:
     """Yield the run's events in order until its ``run_finished`` event (or timeout)."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     last = "0-0"

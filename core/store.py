@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
@@ -89,8 +90,14 @@ class Store:
                     continue
         raise RunError(f"run {run_id}: too much contention updating its state")
 
-    async def transition_run(self, run_id: str, to: RunStatus, by: str, note: str = "",
-                             events: list[RunEvent] | None = None) -> TransitionResult:
+    async def transition_run(
+        self,
+        run_id: str,
+        to: RunStatus,
+        by: str,
+        note: str = "",
+        events: list[RunEvent] | None = None,
+    ) -> TransitionResult:
         """Move a run to ``to`` atomically; an illegal step is refused, not applied."""
         outcome: list[TransitionResult] = []
 
@@ -130,7 +137,8 @@ class Store:
         return None if raw is None else AgentState.model_validate_json(raw)
 
     async def agent_ids(self, run_id: str) -> list[str]:
-        return sorted(await self.redis.smembers(self.keys.agents(run_id)))
+        members: Any = await self.redis.smembers(self.keys.agents(run_id))
+        return sorted(members)
 
     async def commit_turn(
         self,
@@ -205,8 +213,9 @@ class Store:
         self, run_id: str, after: str = "0-0", count: int = 100, block_ms: int | None = None
     ) -> list[tuple[str, RunEvent]]:
         """Events after stream id ``after``, oldest first."""
-        reply = await self.redis.xread({self.keys.events(run_id): after}, count=count,
-                                       block=block_ms)
+        reply: Any = await self.redis.xread(
+            {self.keys.events(run_id): after}, count=count, block=block_ms
+        )
         out: list[tuple[str, RunEvent]] = []
         for _stream, entries in reply or ():
             for entry_id, fields in entries:

@@ -25,8 +25,7 @@ class LLMResponse(Frozen):
     attempts: int = 1
 
     def as_message(self) -> ChatMessage:
-        return ChatMessage(role="assistant", content=self.content,
-                           tool_calls=list(self.tool_calls))
+        return ChatMessage(role="assistant", content=self.content, tool_calls=list(self.tool_calls))
 
 
 class LLM(Protocol):

@@ -47,14 +47,31 @@ class LiteLLMGateway:
     def __init__(self, settings: LLMSettings) -> None:
         self.settings = settings
         self._litellm = import_litellm()
-        self._api_key = settings.api_key()
+        self._api_key = settings.api_key() or self._local_placeholder_key()
         self._zero_priced: set[str] = set()
+
+    def _local_placeholder_key(self) -> str | None:
+        """A local OpenAI-compatible server needs no key, but the client insists on one."""
+        if not self.settings.api_base:
+            return None
+        try:
+            report = self._litellm.validate_environment(model=self.settings.model)
+        except Exception:
+            return None
+        return None if report.get("keys_in_environment") else "no-key-needed"
 
     def _transient(self, exc: BaseException) -> bool:
         lm = self._litellm
-        if isinstance(exc, asyncio.TimeoutError | lm.Timeout | lm.APIConnectionError
-                      | lm.RateLimitError | lm.InternalServerError
-                      | lm.ServiceUnavailableError | lm.BadGatewayError):
+        if isinstance(
+            exc,
+            asyncio.TimeoutError
+            | lm.Timeout
+            | lm.APIConnectionError
+            | lm.RateLimitError
+            | lm.InternalServerError
+            | lm.ServiceUnavailableError
+            | lm.BadGatewayError,
+        ):
             return True
         return _status(exc) in _TRANSIENT_STATUS
 
@@ -92,7 +109,9 @@ class LiteLLMGateway:
         except Exception as exc:
             raise LLMError(
                 f"{type(exc).__name__}: {_short(exc)}",
-                model=request.model, status=_status(exc), attempts=attempts,
+                model=request.model,
+                status=_status(exc),
+                attempts=attempts,
                 retryable=self._transient(exc),
             ) from exc
         return self._parse(request.model, response, attempts)
@@ -100,8 +119,11 @@ class LiteLLMGateway:
     def _parse(self, model: str, response: Any, attempts: int) -> LLMResponse:
         choice = response.choices[0].message
         calls = tuple(
-            ToolCall(id=c.id or f"call_{i}", name=c.function.name or "",
-                     arguments=c.function.arguments or "{}")
+            ToolCall(
+                id=c.id or f"call_{i}",
+                name=c.function.name or "",
+                arguments=c.function.arguments or "{}",
+            )
             for i, c in enumerate(choice.tool_calls or ())
         )
         usage = getattr(response, "usage", None)
@@ -111,8 +133,11 @@ class LiteLLMGateway:
             model=model,
             content=choice.content,
             tool_calls=calls,
-            usage=Usage(prompt_tokens=prompt, completion_tokens=completion,
-                        cost_usd=self._cost(model, response, prompt, completion)),
+            usage=Usage(
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                cost_usd=self._cost(model, response, prompt, completion),
+            ),
             attempts=attempts,
         )
 
@@ -123,16 +148,23 @@ class LiteLLMGateway:
         if model in self._zero_priced:
             return 0.0
         try:
-            return float(self._litellm.completion_cost(completion_response=response,
-                                                       model=model))
+            return float(self._litellm.completion_cost(completion_response=response, model=model))
         except Exception:
-            log.warning("no price known for model %s: counting it at $0 "
-                        "(set [llm.prices] in config.toml to price it)", model)
-            self._litellm.register_model({model: {
-                "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
-                "litellm_provider": model.split("/", 1)[0] if "/" in model else "openai",
-                "mode": "chat",
-            }})
+            log.warning(
+                "no price known for model %s: counting it at $0 "
+                "(set [llm.prices] in config.toml to price it)",
+                model,
+            )
+            self._litellm.register_model(
+                {
+                    model: {
+                        "input_cost_per_token": 0.0,
+                        "output_cost_per_token": 0.0,
+                        "litellm_provider": model.split("/", 1)[0] if "/" in model else "openai",
+                        "mode": "chat",
+                    }
+                }
+            )
             self._zero_priced.add(model)
             return 0.0
 

@@ -71,8 +71,9 @@ class ScriptedModel:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         self.requests.append(request)
         name = self._names.get(request.agent_id, request.agent_id)
-        queue = self.scripts.get(name) or self.scripts.get(request.agent_id) \
-            or self.scripts.get("*")
+        queue = (
+            self.scripts.get(name) or self.scripts.get(request.agent_id) or self.scripts.get("*")
+        )
         if queue:
             item = queue.popleft()
         elif self.responder is not None:
@@ -88,12 +89,18 @@ class ScriptedModel:
             model=SCRIPTED_MODEL,
             content=item.content,
             tool_calls=tuple(
-                ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=n,
-                         arguments=a if isinstance(a, str) else json.dumps(a))
+                ToolCall(
+                    id=f"call_{uuid.uuid4().hex[:12]}",
+                    name=n,
+                    arguments=a if isinstance(a, str) else json.dumps(a, ensure_ascii=False),
+                )
                 for n, a in item.calls
             ),
-            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=item.completion_tokens,
-                        cost_usd=self.cost_per_call_usd),
+            usage=Usage(
+                prompt_tokens=prompt_tokens,
+                completion_tokens=item.completion_tokens,
+                cost_usd=self.cost_per_call_usd,
+            ),
         )
 
     async def aclose(self) -> None:

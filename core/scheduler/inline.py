@@ -23,8 +23,10 @@ class InlineScheduler:
         if self._workers:
             raise RuntimeError("InlineScheduler already started")
         self._handler = handler
-        self._workers = [asyncio.create_task(self._work(), name=f"caramba-turns-{i}")
-                         for i in range(self._concurrency)]
+        self._workers = [
+            asyncio.create_task(self._work(), name=f"caramba-turns-{i}")
+            for i in range(self._concurrency)
+        ]
 
     async def submit(self, job: TurnJob) -> None:
         await self._queue.put(job)

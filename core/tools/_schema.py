@@ -68,8 +68,17 @@ def arguments_model(fn: Callable[..., Any], name: str, skip_first: bool) -> type
 
 
 def _strip_titles(node: Any) -> Any:
+    """Drop pydantic's generated ``title`` keys, but never a property named ``title``."""
     if isinstance(node, dict):
-        return {k: _strip_titles(v) for k, v in node.items() if k != "title"}
+        return {
+            k: (
+                {name: _strip_titles(sub) for name, sub in v.items()}
+                if k == "properties" and isinstance(v, dict)
+                else _strip_titles(v)
+            )
+            for k, v in node.items()
+            if k != "title"
+        }
     if isinstance(node, list):
         return [_strip_titles(v) for v in node]
     return node

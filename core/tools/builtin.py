@@ -6,6 +6,7 @@ import ast
 import datetime as dt
 import math
 import operator
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from core.errors import ToolRetry
@@ -27,38 +28,65 @@ async def finish(ctx: ToolContext, result: str) -> str:
     return "Result recorded. You are done."
 
 
-_BINARY = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+_BINARY: dict[type[ast.operator], Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCS = {
-    "sqrt": math.sqrt, "log": math.log, "log10": math.log10, "exp": math.exp,
-    "sin": math.sin, "cos": math.cos, "tan": math.tan, "abs": abs, "round": round,
-    "min": min, "max": max, "floor": math.floor, "ceil": math.ceil,
+_UNARY: dict[type[ast.unaryop], Any] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_FUNCS: dict[str, Any] = {
+    "sqrt": math.sqrt,
+    "log": math.log,
+    "log10": math.log10,
+    "exp": math.exp,
+    "sin": math.sin,
+    "cos": math.cos,
+    "tan": math.tan,
+    "abs": abs,
+    "round": round,
+    "min": min,
+    "max": max,
+    "floor": math.floor,
+    "ceil": math.ceil,
 }
 _CONSTS = {"pi": math.pi, "e": math.e}
 _MAX_EXPONENT = 10_000
+# Bound on integer results (about 3,000 decimal digits): keeps `(10**1000)**1000` cheap.
+_MAX_RESULT_BITS = 10_000
 
 
-def _eval(node: ast.AST) -> float | int:
+def _eval(node: ast.AST) -> Any:
     if isinstance(node, ast.Expression):
         return _eval(node.body)
     if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value  # type: ignore[no-any-return]
+        return node.value
     if isinstance(node, ast.Name) and node.id in _CONSTS:
         return _CONSTS[node.id]
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left), _eval(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:
-            raise ToolRetry(f"exponent {right} is too large (limit {_MAX_EXPONENT})")
-        return _BINARY[type(node.op)](left, right)  # type: ignore[no-any-return]
+        if isinstance(node.op, ast.Pow):
+            if abs(right) > _MAX_EXPONENT:
+                raise ToolRetry(f"exponent {right} is too large (limit {_MAX_EXPONENT})")
+            if (
+                isinstance(left, int)
+                and isinstance(right, int)
+                and left.bit_length() * right > _MAX_RESULT_BITS
+            ):
+                raise ToolRetry("the result would be too large (over ~3,000 digits)")
+        return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_eval(node.operand))  # type: ignore[no-any-return]
-    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id in _FUNCS and not node.keywords):
-        return _FUNCS[node.func.id](*(_eval(a) for a in node.args))  # type: ignore[no-any-return]
+        return _UNARY[type(node.op)](_eval(node.operand))
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _FUNCS
+        and not node.keywords
+    ):
+        return _FUNCS[node.func.id](*(_eval(a) for a in node.args))
     raise ToolRetry(
         f"unsupported expression element: {ast.dump(node)[:80]}. Use numbers, + - * / // % **,"
         f" parentheses, {', '.join(sorted(_FUNCS))} and the constants pi, e."
@@ -83,8 +111,12 @@ async def calculate(expression: str) -> str:
         value = _eval(tree)
     except ZeroDivisionError:
         raise ToolRetry("division by zero") from None
-    except (OverflowError, ValueError) as exc:
+    except (OverflowError, ValueError, TypeError) as exc:
         raise ToolRetry(f"cannot compute: {exc}") from None
+    if isinstance(value, complex):
+        raise ToolRetry("the result is a complex number; only real results are supported")
+    if isinstance(value, int) and value.bit_length() > _MAX_RESULT_BITS:
+        raise ToolRetry("the result is too large (over ~3,000 digits)")
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         value = int(value)
     return f"{expression.strip()} = {value}"
@@ -99,7 +131,7 @@ async def current_time(timezone: str = "UTC") -> str:
     """
     try:
         zone = ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         raise ToolRetry(
             f"unknown time zone {timezone!r}; use an IANA name like 'Europe/Berlin'"
         ) from None

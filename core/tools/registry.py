@@ -48,9 +48,7 @@ class Tool:
         return json.dumps(json_schema(self.args_model), separators=(",", ":"))
 
 
-def tool(
-    fn: ToolFn | None = None, *, name: str | None = None, read_only: bool = True
-) -> Any:
+def tool(fn: ToolFn | None = None, *, name: str | None = None, read_only: bool = True) -> Any:
     """Decorator turning an async function into a :class:`Tool`.
 
     The first parameter may be a :class:`ToolContext` (annotated as such); every other
@@ -129,8 +127,7 @@ class ToolRegistry:
         try:
             raw = json.loads(call.arguments or "{}")
         except json.JSONDecodeError as exc:
-            return self._invalid(t, call, f"not valid JSON ({exc.msg} at char {exc.pos})",
-                                 prompts)
+            return self._invalid(t, call, f"not valid JSON ({exc.msg} at char {exc.pos})", prompts)
         if not isinstance(raw, dict):
             return self._invalid(t, call, "arguments must be a JSON object", prompts)
         try:
@@ -148,15 +145,20 @@ class ToolRegistry:
             return ToolResult(call, False, str(exc))
         except Exception as exc:  # a tool's bug must not crash the agent
             error = f"{type(exc).__name__}: {exc}"
-            text = prompts.render("feedback/tool_failed.j2", name=t.name, error=error,
-                                  tools=allowed)
+            text = prompts.render(
+                "feedback/tool_failed.j2", name=t.name, error=error, tools=allowed
+            )
             return ToolResult(call, False, text)
         return ToolResult(call, True, _truncate(_as_text(value), max_chars))
 
     @staticmethod
     def _invalid(t: Tool, call: ToolCall, problem: str, prompts: PromptLibrary) -> ToolResult:
-        text = prompts.render("feedback/invalid_arguments.j2", name=t.name, problem=problem,
-                              schema=t.parameters_json())
+        text = prompts.render(
+            "feedback/invalid_arguments.j2",
+            name=t.name,
+            problem=problem,
+            schema=t.parameters_json(),
+        )
         return ToolResult(call, False, text)
 
 

@@ -90,8 +90,15 @@ class ErrorRaised(_EventBase):
 
 
 RunEvent = Annotated[
-    RunStarted | AgentCreated | TurnStarted | LLMCalled | ToolCalled | MessageSent
-    | AgentFinished | RunFinished | ErrorRaised,
+    RunStarted
+    | AgentCreated
+    | TurnStarted
+    | LLMCalled
+    | ToolCalled
+    | MessageSent
+    | AgentFinished
+    | RunFinished
+    | ErrorRaised,
     Field(discriminator="kind"),
 ]
 RUN_EVENT: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)

@@ -30,13 +30,14 @@ _TERMINAL = frozenset(
 
 # proposed → approved → running ⇄ waiting_human → completed | failed | cancelled | rejected
 ALLOWED: dict[RunStatus, frozenset[RunStatus]] = {
-    RunStatus.PROPOSED: frozenset({RunStatus.APPROVED, RunStatus.REJECTED,
-                                   RunStatus.CANCELLED}),
+    RunStatus.PROPOSED: frozenset({RunStatus.APPROVED, RunStatus.REJECTED, RunStatus.CANCELLED}),
     RunStatus.APPROVED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED}),
-    RunStatus.RUNNING: frozenset({RunStatus.WAITING_HUMAN, RunStatus.COMPLETED,
-                                  RunStatus.FAILED, RunStatus.CANCELLED}),
-    RunStatus.WAITING_HUMAN: frozenset({RunStatus.RUNNING, RunStatus.COMPLETED,
-                                        RunStatus.FAILED, RunStatus.CANCELLED}),
+    RunStatus.RUNNING: frozenset(
+        {RunStatus.WAITING_HUMAN, RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED}
+    ),
+    RunStatus.WAITING_HUMAN: frozenset(
+        {RunStatus.RUNNING, RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED}
+    ),
     RunStatus.COMPLETED: frozenset(),
     RunStatus.FAILED: frozenset(),
     RunStatus.CANCELLED: frozenset(),

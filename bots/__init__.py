@@ -1,0 +1,1 @@
+"""Chat adapters (console now; Slack and Discord later) and the command line."""

@@ -1,0 +1,101 @@
+"""The ``caramba`` command line: demo, run, doctor."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from bots.console.render import EventPrinter
+from core.config import Settings, load_settings
+from core.errors import CarambaError
+from core.types.agent import AgentSpec
+
+app = typer.Typer(
+    help="Caramba: a team of LLM agents for your chat.", no_args_is_help=True, add_completion=False
+)
+console = Console()
+
+
+def _settings(**overrides: object) -> Settings:
+    try:
+        return load_settings(**overrides)  # type: ignore[arg-type]
+    except CarambaError as exc:
+        console.print(f"[bold red]configuration error:[/] {exc}")
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def demo(verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every turn.")) -> None:
+    """Run an offline demo: zero services, a scripted model, real turns and tools."""
+    from core.demo import DEMO_TASK, demo_agent, demo_model
+    from core.embedded import run_embedded
+
+    settings = _settings(redis={"url": ""})
+    console.print(
+        "[bold yellow]Offline demo[/] — the LLM is the [bold]scripted offline "
+        "model[/] (no provider is called); Redis is in-process (fakeredis)."
+    )
+    printer = EventPrinter(console, verbose=verbose)
+    run = asyncio.run(
+        run_embedded(
+            settings, DEMO_TASK, demo_agent(), llm=demo_model(), on_event=printer, timeout_s=60
+        )
+    )
+    if run.status.value != "completed" or printer.tools_called == 0:
+        raise typer.Exit(1)
+
+
+@app.command()
+def run(
+    task: str = typer.Argument(..., help="What you want done."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every turn."),
+) -> None:
+    """Run TASK with the configured model (and Redis, if redis.url is set)."""
+    from core.embedded import run_embedded
+    from core.tools.builtin import BUILTIN_TOOLS
+
+    settings = _settings()
+    if settings.redis.embedded:
+        console.print("[dim]redis.url is not set: embedded mode (in-process Redis).[/]")
+    root = AgentSpec(name="Assistant", role="solo", tools=tuple(t.name for t in BUILTIN_TOOLS))
+    printer = EventPrinter(console, verbose=verbose)
+    try:
+        result = asyncio.run(run_embedded(settings, task, root, on_event=printer))
+    except CarambaError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+    if result.status.value != "completed":
+        raise typer.Exit(1)
+
+
+@app.command()
+def doctor() -> None:
+    """Check the configuration and services; say exactly what to set or start."""
+    from core.doctor import Level, run_checks
+
+    settings = _settings()
+    checks = asyncio.run(run_checks(settings))
+    table = Table("check", "status", "detail", "what to do", show_lines=False)
+    colour = {Level.OK: "green", Level.WARN: "yellow", Level.FAIL: "red"}
+    for c in checks:
+        table.add_row(c.name, f"[{colour[c.level]}]{c.level.value}[/]", c.detail, c.fix)
+    console.print(table)
+    if any(c.level is Level.FAIL for c in checks):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

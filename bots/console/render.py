@@ -1,0 +1,105 @@
+"""Rich rendering of run events for the terminal."""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.text import Text
+
+from core.types.events import (
+    AgentCreated,
+    AgentFinished,
+    ErrorRaised,
+    LLMCalled,
+    MessageSent,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    ToolCalled,
+    TurnStarted,
+)
+from core.types.run import RunStatus
+
+
+class EventPrinter:
+    """Prints each event as one line; the final result as a panel."""
+
+    def __init__(self, console: Console, *, verbose: bool = False) -> None:
+        self.console = console
+        self.verbose = verbose
+        self.names: dict[str, str] = {}
+        self.tools_called = 0
+
+    def _who(self, agent_id: str | None) -> str:
+        return self.names.get(agent_id or "", agent_id or "run")
+
+    def __call__(self, event: RunEvent) -> None:
+        c = self.console
+        match event:
+            case RunStarted():
+                c.print(f"[bold]▶ run {event.run_id}[/] — {escape(event.task)}")
+            case AgentCreated():
+                self.names[event.agent_id or ""] = event.name
+                c.print(
+                    f"  [cyan]+ {escape(event.name)}[/] ({event.role}, {event.model}) "
+                    f"tools: {', '.join(event.tools) or 'none'}"
+                )
+            case TurnStarted():
+                if self.verbose:
+                    c.print(f"  [dim]{escape(self._who(event.agent_id))} turn {event.seq}[/]")
+            case LLMCalled():
+                if event.text:
+                    c.print(
+                        f"  [magenta]{escape(self._who(event.agent_id))}:[/] {escape(event.text)}"
+                    )
+                if self.verbose:
+                    c.print(
+                        f"  [dim]{event.prompt_tokens}+{event.completion_tokens} tokens, "
+                        f"${event.cost_usd:.4f}[/]"
+                    )
+            case ToolCalled():
+                self.tools_called += 1
+                mark = "[green]✓[/]" if event.ok else "[red]✗[/]"
+                c.print(
+                    f"  {mark} [yellow]{event.tool}[/]({escape(event.arguments)}) → "
+                    f"{escape(event.result.splitlines()[0] if event.result else '')}"
+                )
+            case MessageSent():
+                c.print(
+                    f"  ✉ {escape(self._who(event.agent_id))} → {escape(event.recipient)}: "
+                    f"{escape(event.preview)}"
+                )
+            case AgentFinished():
+                style = "green" if event.reason.value == "finished" else "red"
+                c.print(
+                    f"  [{style}]■ {escape(self._who(event.agent_id))} "
+                    f"{event.reason.value}[/] {escape(event.detail)} "
+                    f"[dim]({event.tokens} tokens, ${event.cost_usd:.4f})[/]"
+                )
+            case ErrorRaised():
+                c.print(
+                    f"  [bold red]! {escape(event.message)}[/]"
+                    + (f"\n    [dim]→ {escape(event.hint)}[/]" if event.hint else "")
+                )
+            case RunFinished():
+                ok = event.status is RunStatus.COMPLETED
+                body = Markdown(event.result) if event.result else Text(event.error or "")
+                c.print(
+                    Panel(
+                        body,
+                        title=f"{event.status.value} · {event.tokens} tokens · "
+                        f"${event.cost_usd:.4f}",
+                        border_style="green" if ok else "red",
+                    )
+                )
+            case _:
+                assert_never(event)
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as _escape
+
+    return _escape(text)

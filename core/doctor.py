@@ -1,0 +1,159 @@
+"""``caramba doctor``: check the configuration and the services, say what to fix."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import StrEnum
+
+from core.config import Settings
+from core.errors import CarambaError
+from core.prompts import PromptLibrary
+
+
+class Level(StrEnum):
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    level: Level
+    detail: str
+    fix: str = ""
+
+
+# Chat platforms: which variables each needs (all optional until that adapter is used).
+CHAT_TOKENS: dict[str, tuple[str, ...]] = {
+    "Slack": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"),
+    "Discord": ("DISCORD_BOT_TOKEN",),
+}
+
+
+async def run_checks(settings: Settings) -> list[Check]:
+    checks = [
+        Check("config", Level.OK, f"loaded {settings.config_file or 'built-in defaults'}"),
+        _check_prompts(settings),
+        await _check_redis(settings),
+        *_check_model(settings),
+    ]
+    for platform, names in CHAT_TOKENS.items():
+        missing = [n for n in names if not os.environ.get(n)]
+        if missing:
+            checks.append(
+                Check(
+                    f"{platform} tokens",
+                    Level.WARN,
+                    f"not set: {', '.join(missing)} ({platform} adapter disabled)",
+                    f"export {' '.join(f'{n}=...' for n in missing)} to use {platform}",
+                )
+            )
+        else:
+            checks.append(Check(f"{platform} tokens", Level.OK, "present"))
+    return checks
+
+
+def _check_prompts(settings: Settings) -> Check:
+    try:
+        library = PromptLibrary(settings.prompts_dir)
+        missing = [
+            f"{role} → {t}"
+            for role, t in settings.prompts.roles.items()
+            if t not in library.names()
+        ]
+    except CarambaError as exc:
+        return Check("prompts", Level.FAIL, str(exc), "set prompts.dir to the prompts folder")
+    if missing:
+        return Check(
+            "prompts",
+            Level.FAIL,
+            f"templates not found: {', '.join(missing)}",
+            f"add them under {settings.prompts_dir} or fix [prompts.roles]",
+        )
+    return Check("prompts", Level.OK, f"{len(library.names())} templates in {settings.prompts_dir}")
+
+
+async def _check_redis(settings: Settings) -> Check:
+    if settings.redis.embedded:
+        return Check(
+            "redis",
+            Level.WARN,
+            "redis.url is empty: embedded mode (in-process, nothing survives a restart)",
+            "export CARAMBA_REDIS__URL=redis://127.0.0.1:6379/0 for production",
+        )
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(settings.redis.url, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        await client.ping()
+        info = await client.info("server")
+    except Exception as exc:
+        return Check(
+            "redis",
+            Level.FAIL,
+            f"{settings.redis.url} not reachable: {exc}",
+            "start Redis (redis-server --daemonize yes) or fix CARAMBA_REDIS__URL",
+        )
+    finally:
+        await client.aclose()
+    version = str(info.get("redis_version", "?"))
+    if tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) < (6, 2):
+        return Check(
+            "redis", Level.FAIL, f"Redis {version} lacks XAUTOCLAIM", "use Redis 6.2 or newer"
+        )
+    return Check("redis", Level.OK, f"{settings.redis.url} answers (Redis {version})")
+
+
+def _check_model(settings: Settings) -> list[Check]:
+    llm = settings.llm
+    out = [
+        Check(
+            "model",
+            Level.OK,
+            f"{llm.model}"
+            + (f" via {llm.api_base}" if llm.api_base else "")
+            + (f"; per role: {dict(llm.models)}" if llm.models else ""),
+        )
+    ]
+    if llm.api_key_env:
+        if os.environ.get(llm.api_key_env):
+            out.append(Check("api key", Level.OK, f"{llm.api_key_env} is set"))
+        else:
+            out.append(
+                Check(
+                    "api key",
+                    Level.FAIL,
+                    f"{llm.api_key_env} is not set",
+                    f"export {llm.api_key_env}=...",
+                )
+            )
+        return out
+    if llm.api_base:
+        out.append(Check("api key", Level.OK, "custom api_base; no provider key required"))
+        return out
+    from core.llm.gateway import import_litellm
+
+    litellm = import_litellm()
+    missing: list[str] = []
+    for model in {llm.model, *llm.models.values()}:
+        try:
+            report = litellm.validate_environment(model=model)
+        except Exception as exc:
+            out.append(Check("api key", Level.WARN, f"cannot tell what {model} needs: {exc}"))
+            continue
+        missing += [k for k in report.get("missing_keys", []) if k not in missing]
+    if missing:
+        out.append(
+            Check(
+                "api key",
+                Level.FAIL,
+                f"not set: {', '.join(missing)}",
+                f"export {' '.join(f'{k}=...' for k in missing)} (or set "
+                "llm.api_base to a local OpenAI-compatible server)",
+            )
+        )
+    else:
+        out.append(Check("api key", Level.OK, "provider keys present"))
+    return out

@@ -1,0 +1,49 @@
+"""The command line: the offline demo and doctor."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from bots.cli import app
+
+runner = CliRunner()
+
+
+def test_demo_runs_offline_calls_tools_and_finishes() -> None:
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "scripted offline model" in out
+    assert "✓ calculate" in out and "✓ current_time" in out and "✓ finish" in out
+    assert "completed" in out and "31622400 seconds" in out
+
+
+def test_doctor_reports_what_to_set(monkeypatch) -> None:
+    for name in ("OPENAI_API_KEY", "SLACK_BOT_TOKEN", "DISCORD_BOT_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CARAMBA_REDIS__URL", "redis://127.0.0.1:1/0")  # nothing listens there
+    monkeypatch.setenv("COLUMNS", "250")
+    result = runner.invoke(app, ["doctor"])
+    assert result.exit_code == 1
+    out = result.output
+    assert "not reachable" in out and "CARAMBA_REDIS__URL" in out
+    assert "OPENAI_API_KEY" in out
+    assert "DISCORD_BOT_TOKEN" in out
+
+
+@pytest.mark.integration
+def test_doctor_passes_with_a_local_model_server(monkeypatch) -> None:
+    monkeypatch.setenv("CARAMBA_REDIS__URL", "redis://127.0.0.1:6379/15")
+    monkeypatch.setenv("CARAMBA_LLM__API_BASE", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("COLUMNS", "250")
+    result = runner.invoke(app, ["doctor"])
+    assert result.exit_code == 0, result.output
+    assert "answers (Redis" in result.output
+
+
+def test_bad_config_is_a_clear_error(monkeypatch) -> None:
+    monkeypatch.setenv("CARAMBA_LIMITS__TURNS_PER_AGENT", "many")
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 2
+    assert "limits.turns_per_agent" in result.output

@@ -1,0 +1,93 @@
+"""Every prompt template renders with the sample variables; failures name the template."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+
+from core.config import PROJECT_ROOT, load_settings
+from core.errors import PromptError
+from core.prompts import PromptLibrary
+
+PROMPTS_DIR = PROJECT_ROOT / "prompts"
+LIBRARY = PromptLibrary(PROMPTS_DIR)
+SAMPLES: dict[str, Any] = tomllib.loads((PROMPTS_DIR / "samples.toml").read_text("utf-8"))
+# Templates whose basename starts with "_" are bases, rendered through their children.
+RENDERABLE = [n for n in LIBRARY.names() if not PurePosixPath(n).name.startswith("_")]
+
+
+def test_library_finds_the_templates() -> None:
+    names = LIBRARY.names()
+    assert names == sorted(names)
+    assert "roles/_base.md.j2" in names
+    assert "feedback/unknown_tool.j2" in names
+    assert all(n.endswith(".j2") for n in names)
+    assert len(RENDERABLE) >= 10
+
+
+@pytest.mark.parametrize("name", RENDERABLE)
+def test_every_template_renders_with_samples(name: str) -> None:
+    text = LIBRARY.render(name, **SAMPLES)
+    assert text.strip()
+    assert "{{" not in text and "{%" not in text
+    assert text == text.strip()
+
+
+@pytest.mark.parametrize("name", [n for n in RENDERABLE if n.startswith("roles/")])
+def test_role_templates_include_base_and_samples(name: str) -> None:
+    text = LIBRARY.render(name, **SAMPLES)
+    # From roles/_base.md.j2:
+    assert text.startswith(f"You are {SAMPLES['agent']['name']}, {SAMPLES['agent']['role_title']}")
+    assert "## Your tools" in text
+    assert "- `calculate`: Evaluate an arithmetic expression." in text
+    assert f"at most {SAMPLES['limits']['turns']} turns" in text
+    # From the child's purpose block:
+    assert SAMPLES["task"] in text
+
+
+def test_feedback_unknown_tool_lists_tools() -> None:
+    text = LIBRARY.render("feedback/unknown_tool.j2", name="fly", tools=["a", "b"])
+    assert 'no tool named "fly"' in text
+    assert "Available tools: a, b." in text
+
+
+def test_missing_variable_names_template_and_variable() -> None:
+    samples = {k: v for k, v in SAMPLES.items() if k != "task"}
+    with pytest.raises(PromptError) as info:
+        LIBRARY.render("roles/solo.md.j2", **samples)
+    assert info.value.template == "roles/solo.md.j2"
+    assert "roles/solo.md.j2" in str(info.value)
+    assert "task" in str(info.value)
+
+
+def test_unknown_template_raises_prompt_error() -> None:
+    with pytest.raises(PromptError) as info:
+        LIBRARY.render("roles/nope.md.j2", **SAMPLES)
+    assert info.value.template == "roles/nope.md.j2"
+    assert "not found" in str(info.value)
+
+
+def test_syntax_error_names_template(tmp_path: Path) -> None:
+    (tmp_path / "bad.j2").write_text("hello {{ name ", "utf-8")
+    with pytest.raises(PromptError, match=r"'bad\.j2'.*syntax error line 1"):
+        PromptLibrary(tmp_path).render("bad.j2", name="x")
+
+
+def test_missing_prompts_folder_raises(tmp_path: Path) -> None:
+    with pytest.raises(PromptError, match="does not exist"):
+        PromptLibrary(tmp_path / "absent")
+
+
+def test_every_configured_role_has_a_template() -> None:
+    settings = load_settings(PROJECT_ROOT / "config.toml")
+    roles = settings.prompts.roles
+    assert {"ui", "orchestrator", "lead", "member", "judge", "solo"} <= set(roles)
+    library = PromptLibrary(settings.prompts_dir)
+    names = set(library.names())
+    for role, template in roles.items():
+        assert template in names, f"role {role!r} points to missing template {template!r}"
+        assert (settings.prompts_dir / template).is_file()
+        assert library.render(template, **SAMPLES)
