@@ -47,3 +47,21 @@ def test_bad_config_is_a_clear_error(monkeypatch) -> None:
     result = runner.invoke(app, ["demo"])
     assert result.exit_code == 2
     assert "limits.turns_per_agent" in result.output
+
+
+def test_run_uses_the_configured_model_server(monkeypatch) -> None:
+    from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
+
+    with ThreadedFakeLLMServer() as server:
+        server.script(
+            FakeReply(tool_calls=[("days_between", {"start": "2026-01-01", "end": "2026-02-01"})]),
+            FakeReply(tool_calls=[("finish", {"result": "31 days."})]),
+        )
+        monkeypatch.setenv("CARAMBA_LLM__MODEL", "openai/fake-model")
+        monkeypatch.setenv("CARAMBA_LLM__API_BASE", server.base_url)
+        monkeypatch.setenv("COLUMNS", "200")
+        result = runner.invoke(app, ["run", "How many days in January 2026?"])
+    assert result.exit_code == 0, result.output
+    assert "✓ days_between" in result.output and "31 days." in result.output
+    assert "embedded mode" in result.output
+    assert len(server.requests) == 2
