@@ -87,6 +87,21 @@ class LimitSettings(_Section):
     max_deliveries: int = Field(5, ge=1)
 
 
+class BusSettings(_Section):
+    stream_maxlen: int = Field(10000, ge=100)
+    drain_max: int = Field(50, ge=1, le=1000)
+    max_deliveries: int = Field(3, ge=1)
+    wake_ttl_s: int = Field(60, ge=1)
+
+
+class AgentsSettings(_Section):
+    per_run: int = Field(40, ge=1)
+    max_depth: int = Field(3, ge=0)
+    children_per_agent: int = Field(8, ge=0)
+    base_tools: tuple[str, ...] = ("send_message", "roster", "wait_for_messages", "finish")
+    discussion_rounds: int = Field(3, ge=1, le=20)
+
+
 class SchedulerSettings(_Section):
     inline_concurrency: int = Field(16, ge=1, le=10_000)
 
@@ -120,6 +135,8 @@ class Settings(BaseSettings):
     redis: RedisSettings = RedisSettings()
     limits: LimitSettings = LimitSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    bus: BusSettings = BusSettings()
+    agents: AgentsSettings = AgentsSettings()
     prompts: PromptSettings = PromptSettings()
     config_file: Path | None = None
 

@@ -30,5 +30,32 @@ class Keys:
     def events(self, run_id: str) -> str:
         return f"{self.prefix}:run:{run_id}:events"
 
+    def names(self, run_id: str) -> str:
+        """Hash agent name → agent id (names are unique within a run)."""
+        return f"{self.prefix}:run:{run_id}:names"
+
+    def inbox(self, run_id: str, agent_id: str) -> str:
+        return f"{self.prefix}:run:{run_id}:inbox:{agent_id}"
+
+    def team(self, run_id: str, team_id: str) -> str:
+        return f"{self.prefix}:run:{run_id}:team:{team_id}"
+
+    def team_members(self, run_id: str, team_id: str) -> str:
+        return f"{self.prefix}:run:{run_id}:team:{team_id}:members"
+
+    def broadcast(self, run_id: str) -> str:
+        return f"{self.prefix}:run:{run_id}:all"
+
+    def dead_letters(self, run_id: str) -> str:
+        return f"{self.prefix}:run:{run_id}:dead"
+
+    def wake(self, run_id: str, agent_id: str) -> str:
+        """Set (NX) while a wake-up turn for a waiting agent is scheduled."""
+        return f"{self.prefix}:run:{run_id}:wake:{agent_id}"
+
+    def agent_count(self, run_id: str) -> str:
+        """Agents created or reserved in the run (for the agents-per-run cap)."""
+        return f"{self.prefix}:run:{run_id}:agent_count"
+
     def runs_index(self) -> str:
         return f"{self.prefix}:runs"

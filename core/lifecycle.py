@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.config import Settings
-from core.runtime import Services
 from core.store import transition
 from core.types.agent import AgentState, AgentStatus, EndReason
 from core.types.chat import Usage
 from core.types.events import AgentFinished, ErrorRaised, RunEvent, RunFinished
 from core.types.run import RunState, RunStatus
+
+if TYPE_CHECKING:
+    from core.turn_io import TurnIO
 
 _HINTS: dict[EndReason, str] = {
     EndReason.LLM_ERROR: "check the model, llm.api_base and the API key with `caramba doctor`",
@@ -42,15 +45,16 @@ def limits_for(settings: Settings, state: AgentState) -> AgentLimits:
 
 
 async def end_agent(
-    svc: Services,
-    state: AgentState,
+    io: TurnIO,
     expected_seq: int,
     events: list[RunEvent],
     usage: Usage,
     reason: EndReason,
     detail: str,
 ) -> bool:
-    """Save the agent as finished/failed; if it is the run's root, end the run too."""
+    """Save the agent as finished/failed; its result (or failure) goes to its parent as a
+    message; if it is the run's root, the run ends too."""
+    svc, state = io.svc, io.state
     ok = reason is EndReason.FINISHED
     state.status = AgentStatus.FINISHED if ok else AgentStatus.FAILED
     state.end_reason = reason
@@ -78,6 +82,10 @@ async def end_agent(
                 hint=_HINTS.get(reason, ""),
             )
         )
+    if reason is not EndReason.CANCELLED:
+        io.send_result_to_parent(ok, state.result if ok and state.result else
+                                 f"{state.spec.name} stopped without a result: {detail}")
+    events = [*events, *io.events()]
     totals = (await svc.store.run_usage(run_id)) + usage
 
     def finish_run(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
@@ -102,4 +110,5 @@ async def end_agent(
             )
         ]
 
-    return await svc.store.commit_turn(state, expected_seq, events, usage, finish_run)
+    return await svc.store.commit_turn(state, expected_seq, events, usage, finish_run,
+                                       writes=io.writes())

@@ -7,81 +7,27 @@ import time
 from collections.abc import AsyncIterator
 
 from core.errors import RunError
-from core.lifecycle import limits_for
+from core.agents import created_event, new_agent_state
 from core.runtime import Services
 from core.scheduler.base import TurnJob
 from core.store import transition
 from core.types._base import new_id
-from core.types.agent import AgentSpec, AgentState, AgentStatus
-from core.types.chat import ChatMessage
-from core.types.events import AgentCreated, RunEvent, RunFinished, RunStarted
+from core.types.agent import AgentSpec, AgentState
+from core.types.events import RunEvent, RunFinished, RunStarted
 from core.types.run import RunState, RunStatus
 
 
-def system_prompt(svc: Services, spec: AgentSpec, task: str, requester: str) -> str:
-    """The agent's system prompt from its role's template (config: [prompts.roles])."""
-    state = AgentState(spec=spec, run_id="")
-    limits = limits_for(svc.settings, state)
-    role_titles = {
-        "orchestrator": "the orchestrator",
-        "lead": "a team lead",
-        "member": "a team member",
-        "judge": "the judge",
-        "ui": "the chat assistant",
-        "solo": "an assistant",
-    }
-    body = svc.prompts.render(
-        svc.settings.prompts.template_for(spec.role),
-        agent={
-            "name": spec.name,
-            "role": spec.role,
-            "description": spec.description,
-            "role_title": role_titles.get(spec.role, f"a {spec.role}"),
-        },
-        task=task,
-        requester=requester,
-        tool_docs=[
-            {"name": t.name, "description": t.description} for t in svc.tools.subset(spec.tools)
-        ],
-        limits={"turns": limits.max_turns, "tokens": limits.max_tokens},
-    )
-    return f"{body}\n\n{spec.system_prompt}".strip() if spec.system_prompt else body
-
-
-async def spawn_agent(
-    svc: Services, run_id: str, spec: AgentSpec, task: str, requester: str
-) -> AgentState:
-    """Create an agent (state saved, event emitted) and schedule its first turn."""
+async def spawn_agent(svc: Services, run_id: str, spec: AgentSpec, task: str,
+                      requester: str) -> AgentState:
+    """Create the run's root agent (state saved, event emitted), schedule its first turn."""
     unknown = svc.tools.unknown(spec.tools)
     if unknown:
-        raise RunError(
-            f"agent {spec.name} names unknown tools: {', '.join(unknown)} "
-            f"(available: {', '.join(svc.tools.names())})"
-        )
-    state = AgentState(
-        spec=spec,
-        run_id=run_id,
-        status=AgentStatus.READY,
-        thread=[
-            ChatMessage(role="system", content=system_prompt(svc, spec, task, requester)),
-            ChatMessage(role="user", content=task),
-        ],
-    )
-    model = spec.model or svc.settings.llm.model_for(spec.role)
-    await svc.store.create_agent(
-        state,
-        [
-            AgentCreated(
-                run_id=run_id,
-                agent_id=spec.id,
-                name=spec.name,
-                role=spec.role,
-                parent_id=spec.parent_id,
-                model=model,
-                tools=spec.tools,
-            )
-        ],
-    )
+        raise RunError(f"agent {spec.name} names unknown tools: {', '.join(unknown)} "
+                       f"(available: {', '.join(svc.tools.names())})")
+    state = new_agent_state(svc, run_id, spec, task=task, requester=requester, brief=task)
+    await svc.redis.incr(svc.store.keys.agent_count(run_id))
+    await svc.store.create_agent(state, [created_event(svc, state)],
+                                 svc.bus.register_writes(run_id, spec))
     await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=spec.id, seq=0))
     return state
 

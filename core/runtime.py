@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 from redis.asyncio import Redis
 
+from core.bus import Bus
 from core.config import Settings
 from core.keys import Keys
 from core.llm.base import LLM
 from core.prompts import PromptLibrary
 from core.scheduler.base import Scheduler
 from core.store import Store
-from core.tools.builtin import default_registry
 from core.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -30,6 +30,7 @@ class Services:
     tools: ToolRegistry
     prompts: PromptLibrary
     scheduler: Scheduler
+    bus: Bus
 
     async def aclose(self) -> None:
         await self.llm.aclose()
@@ -59,11 +60,16 @@ def build_services(
     redis: Redis | None = None,
     tools: ToolRegistry | None = None,
 ) -> Services:
+    from core.tools.society import default_registry
+
     redis = redis if redis is not None else connect_redis(settings)
+    keys = Keys(settings.redis.key_prefix)
+    store = Store(redis, keys, settings.redis.events_maxlen)
     return Services(
         settings=settings,
         redis=redis,
-        store=Store(redis, Keys(settings.redis.key_prefix), settings.redis.events_maxlen),
+        store=store,
+        bus=Bus(store, keys, settings.bus),
         llm=llm if llm is not None else build_llm(settings),
         tools=tools if tools is not None else default_registry(),
         prompts=PromptLibrary(settings.prompts_dir),

@@ -6,7 +6,7 @@ the turn's events and usage, so a turn delivered twice is applied once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +15,7 @@ from redis.exceptions import WatchError
 
 from core.errors import RunError, UsageError
 from core.keys import Keys
-from core.types.agent import AgentState
+from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
 from core.types.events import RUN_EVENT, RunEvent
 from core.types.run import ALLOWED, RunState, RunStatus, Transition
@@ -43,6 +43,14 @@ def transition(run: RunState, to: RunStatus, by: str, note: str = "") -> Transit
     new.history.append(Transition(from_status=run.status, to_status=to, by=by, note=note))
     new.status = to
     return TransitionResult(True, new)
+
+
+PipelineWrite = Callable[[Any], None]
+
+
+def _agent_fields(state: AgentState) -> dict[str, str | int]:
+    return {"seq": state.seq, "status": state.status.value,
+            "spec": state.spec.model_dump_json(), "state": state.model_dump_json()}
 
 
 class Store:
@@ -119,7 +127,20 @@ class Store:
 
     # --- agents -------------------------------------------------------------------------
 
-    async def create_agent(self, state: AgentState, events: list[RunEvent]) -> None:
+    def agent_create_write(self, state: AgentState) -> PipelineWrite:
+        """The commands that create an agent, for a caller's transaction."""
+        run_id, agent_id = state.run_id, state.spec.id
+        fields = _agent_fields(state)
+
+        def write(pipe: Any) -> None:
+            pipe.hset(self.keys.agent(run_id, agent_id), mapping=fields)
+            pipe.sadd(self.keys.agents(run_id), agent_id)
+            pipe.hset(self.keys.names(run_id), state.spec.name, agent_id)
+
+        return write
+
+    async def create_agent(self, state: AgentState, events: list[RunEvent],
+                           writes: Sequence[PipelineWrite] = ()) -> None:
         key = self.keys.agent(state.run_id, state.spec.id)
         async with self.redis.pipeline(transaction=True) as pipe:
             await pipe.watch(key)
@@ -127,10 +148,26 @@ class Store:
                 await pipe.unwatch()
                 raise UsageError(f"agent {state.spec.id} already exists in run {state.run_id}")
             pipe.multi()
-            pipe.hset(key, mapping={"seq": state.seq, "state": state.model_dump_json()})
-            pipe.sadd(self.keys.agents(state.run_id), state.spec.id)
+            self.agent_create_write(state)(pipe)
+            for write in writes:
+                write(pipe)
             self._add_events(pipe, state.run_id, events)
             await pipe.execute()
+
+    async def load_spec(self, run_id: str, agent_id: str) -> tuple[AgentSpec, AgentStatus] | None:
+        """An agent's spec and status, without its (possibly long) thread."""
+        spec, status = await self.redis.hmget(self.keys.agent(run_id, agent_id),
+                                              ["spec", "status"])
+        if spec is None:
+            return None
+        return AgentSpec.model_validate_json(spec), AgentStatus(status)
+
+    async def resolve_name(self, run_id: str, name_or_id: str) -> str | None:
+        """An agent id from an id or a name."""
+        if await self.redis.sismember(self.keys.agents(run_id), name_or_id):
+            return name_or_id
+        found: str | None = await self.redis.hget(self.keys.names(run_id), name_or_id)
+        return found
 
     async def load_agent(self, run_id: str, agent_id: str) -> AgentState | None:
         raw = await self.redis.hget(self.keys.agent(run_id, agent_id), "state")
@@ -147,9 +184,11 @@ class Store:
         events: list[RunEvent],
         usage: Usage,
         run_change: RunChange | None = None,
+        writes: Sequence[PipelineWrite] = (),
     ) -> bool:
         """Save a turn: state + seq, usage, events, and an optional run change, atomically.
 
+        ``writes`` add commands to the same transaction (bus messages, acks, new agents).
         Returns False (and writes nothing) when the agent's seq is no longer
         ``expected_seq``: another delivery of this turn was saved first.
         """
@@ -171,7 +210,9 @@ class Store:
                         if raw is not None:
                             new_run, run_events = run_change(RunState.model_validate_json(raw))
                     pipe.multi()
-                    pipe.hset(akey, mapping={"seq": state.seq, "state": state.model_dump_json()})
+                    pipe.hset(akey, mapping=_agent_fields(state))
+                    for write in writes:
+                        write(pipe)
                     ukey = self.keys.run_usage(run_id)
                     if usage.prompt_tokens:
                         pipe.hincrby(ukey, "prompt_tokens", usage.prompt_tokens)

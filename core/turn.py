@@ -1,8 +1,9 @@
-"""The agent turn: load → one LLM call → tools → save atomically → decide what next.
+"""The agent turn: load → drain inbox → one LLM call → tools → save atomically → next.
 
 Turns are idempotent by sequence number: a job whose ``seq`` is not the agent's current
-one is dropped, and the save is a compare-and-set on ``seq``, so a turn delivered twice
-(by a retrying broker, a crashed worker, a double submit) is applied once.
+one is dropped, and the save is a compare-and-set on ``seq`` that also sends the turn's
+messages, creates its agents and acknowledges the messages it read, so a turn delivered
+twice (a retrying broker, a crashed worker, a double submit) is applied once.
 """
 
 from __future__ import annotations
@@ -17,20 +18,19 @@ from core.lifecycle import end_agent, limits_for
 from core.llm.base import LLMRequest
 from core.runtime import Services
 from core.scheduler.base import TurnJob
-from core.tools.context import ToolContext
-from core.types.agent import AgentState, AgentStatus, EndReason
+from core.turn_io import TurnIO, clip
+from core.types.agent import AgentStatus, EndReason
 from core.types.chat import ChatMessage, ToolCall, Usage
 from core.types.events import LLMCalled, RunEvent, ToolCalled, TurnStarted
 
 log = logging.getLogger(__name__)
 
-_EVENT_TEXT_CHARS = 500
-
 
 class TurnOutcome(StrEnum):
     CONTINUED = "continued"  # saved; the next turn is scheduled
+    WAITING = "waiting"  # saved; the agent sleeps until a message arrives
     ENDED = "ended"  # saved; the agent finished or hit a cap
-    DROPPED = "dropped"  # a duplicate or stale delivery; nothing applied
+    DROPPED = "dropped"  # a duplicate, stale or spurious delivery; nothing applied
 
 
 async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
@@ -48,6 +48,7 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         return TurnOutcome.DROPPED
 
     expected = state.seq
+    io = TurnIO(svc, state)
     run = await store.get_run(job.run_id)
     limits = limits_for(svc.settings, state)
     deliveries = await store.count_delivery(job.run_id, job.agent_id, job.seq)
@@ -56,18 +57,20 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     if run.status.terminal:
         early_end = (EndReason.CANCELLED, f"the run is {run.status.value}")
     elif deliveries > svc.settings.limits.max_deliveries:
-        early_end = (
-            EndReason.QUARANTINED,
-            f"turn {job.seq} was delivered {deliveries} times without being saved "
-            f"(limit {svc.settings.limits.max_deliveries}); quarantined",
-        )
+        early_end = (EndReason.QUARANTINED,
+                     f"turn {job.seq} was delivered {deliveries} times without being saved "
+                     f"(limit {svc.settings.limits.max_deliveries}); quarantined")
     elif run.deadline_at is not None and time.time() > run.deadline_at:
-        early_end = (
-            EndReason.WALL_CLOCK,
-            f"the run's wall-clock limit of {svc.settings.limits.wall_clock_s:.0f} s was reached",
-        )
+        early_end = (EndReason.WALL_CLOCK,
+                     f"the run's wall-clock limit of {svc.settings.limits.wall_clock_s:.0f} s "
+                     "was reached")
     if early_end is not None:
-        return await _save_end(svc, state, expected, [], Usage(), *early_end)
+        return await _save_end(io, expected, [], Usage(), *early_end)
+
+    arrived = await io.drain()
+    if state.status is AgentStatus.WAITING and not arrived and not io.dead:
+        await io.spurious_wake()
+        return TurnOutcome.DROPPED
 
     await store.emit(TurnStarted(run_id=job.run_id, agent_id=job.agent_id, seq=job.seq))
     state.status = AgentStatus.RUNNING
@@ -84,54 +87,38 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     try:
         response = await svc.llm.complete(request)
     except LLMError as exc:
-        return await _save_end(svc, state, expected, [], Usage(), EndReason.LLM_ERROR, str(exc))
+        return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, str(exc))
 
     usage = response.usage
     state.usage = state.usage + usage
-    events: list[RunEvent] = [
-        LLMCalled(
-            run_id=job.run_id,
-            agent_id=job.agent_id,
-            seq=job.seq,
-            model=response.model,
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            cost_usd=usage.cost_usd,
-            agent_tokens=state.usage.total_tokens,
-            agent_cost_usd=state.usage.cost_usd,
-            text=_clip(response.content),
-        )
-    ]
+    events: list[RunEvent] = [LLMCalled(
+        run_id=job.run_id, agent_id=job.agent_id, seq=job.seq, model=response.model,
+        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+        cost_usd=usage.cost_usd, agent_tokens=state.usage.total_tokens,
+        agent_cost_usd=state.usage.cost_usd, text=clip(response.content),
+    )]
     state.thread.append(response.as_message())
 
-    ctx = ToolContext(services=svc, state=state)
+    ctx = io.ctx
     stalled = False
     if not response.tool_calls:
-        state.thread.append(
-            ChatMessage(
-                role="user", content=svc.prompts.render("feedback/no_tool_call.j2", tools=allowed)
-            )
-        )
+        state.thread.append(ChatMessage(
+            role="user", content=svc.prompts.render("feedback/no_tool_call.j2", tools=allowed)))
     for call in response.tool_calls:
-        stalled = _note_call(state, call, svc.settings.limits.stall_repeats) or stalled
-        result = await svc.tools.execute(
-            ctx, call, allowed, svc.prompts, svc.settings.limits.tool_result_chars
-        )
-        state.thread.append(
-            ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=result.content)
-        )
-        events.append(
-            ToolCalled(
-                run_id=job.run_id,
-                agent_id=job.agent_id,
-                seq=job.seq,
-                tool=call.name,
-                arguments=_clip(call.arguments) or "",
-                ok=result.ok,
-                result=_clip(result.content) or "",
-            )
-        )
+        stalled = _note_call(state.recent_calls, call, svc.settings.limits.stall_repeats) \
+            or stalled
+        state.recent_calls = state.recent_calls[-svc.settings.limits.stall_repeats:]
+        result = await svc.tools.execute(ctx, call, allowed, svc.prompts,
+                                         svc.settings.limits.tool_result_chars)
+        state.thread.append(ChatMessage(role="tool", tool_call_id=call.id, name=call.name,
+                                        content=result.content))
+        events.append(ToolCalled(
+            run_id=job.run_id, agent_id=job.agent_id, seq=job.seq, tool=call.name,
+            arguments=clip(call.arguments) or "", ok=result.ok,
+            result=clip(result.content) or "",
+        ))
     state.seq = expected + 1
+    state.children = [*state.children, *(c.spec.id for c in ctx.spawned)]
 
     run_usage = (await store.run_usage(job.run_id)) + usage
     end: tuple[EndReason, str] | None = None
@@ -139,73 +126,56 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         state.result = ctx.finish_result
         end = (EndReason.FINISHED, "")
     elif stalled:
-        end = (
-            EndReason.STALLED,
-            f"repeated the same call {svc.settings.limits.stall_repeats} times in a row: "
-            f"{state.recent_calls[-1][:200]}",
-        )
+        end = (EndReason.STALLED,
+               f"repeated the same call {svc.settings.limits.stall_repeats} times in a row: "
+               f"{state.recent_calls[-1][:200]}")
     elif state.usage.total_tokens >= limits.max_tokens:
-        end = (
-            EndReason.MAX_TOKENS,
-            f"used {state.usage.total_tokens} tokens (agent limit {limits.max_tokens})",
-        )
+        end = (EndReason.MAX_TOKENS,
+               f"used {state.usage.total_tokens} tokens (agent limit {limits.max_tokens})")
     elif run_usage.total_tokens >= svc.settings.limits.tokens_per_run:
-        end = (
-            EndReason.MAX_TOKENS,
-            f"the run used {run_usage.total_tokens} tokens "
-            f"(run limit {svc.settings.limits.tokens_per_run})",
-        )
+        end = (EndReason.MAX_TOKENS, f"the run used {run_usage.total_tokens} tokens "
+               f"(run limit {svc.settings.limits.tokens_per_run})")
     elif state.usage.cost_usd >= limits.max_cost_usd:
-        end = (
-            EndReason.MAX_COST,
-            f"spent ${state.usage.cost_usd:.4f} (agent limit ${limits.max_cost_usd:.4f})",
-        )
+        end = (EndReason.MAX_COST,
+               f"spent ${state.usage.cost_usd:.4f} (agent limit ${limits.max_cost_usd:.4f})")
     elif run_usage.cost_usd >= svc.settings.limits.cost_per_run_usd:
-        end = (
-            EndReason.MAX_COST,
-            f"the run spent ${run_usage.cost_usd:.4f} "
-            f"(run limit ${svc.settings.limits.cost_per_run_usd:.4f})",
-        )
+        end = (EndReason.MAX_COST, f"the run spent ${run_usage.cost_usd:.4f} "
+               f"(run limit ${svc.settings.limits.cost_per_run_usd:.4f})")
     elif state.seq >= limits.max_turns:
-        end = (
-            EndReason.MAX_TURNS,
-            f"took {state.seq} turns without calling finish (limit {limits.max_turns})",
-        )
+        end = (EndReason.MAX_TURNS,
+               f"took {state.seq} turns without calling finish (limit {limits.max_turns})")
     if end is not None:
-        return await _save_end(svc, state, expected, events, usage, *end)
+        return await _save_end(io, expected, events, usage, *end)
 
+    state.status = AgentStatus.WAITING if ctx.wait else AgentStatus.RUNNING
     state.updated_at = time.time()
-    if not await store.commit_turn(state, expected, events, usage):
+    if not await store.commit_turn(state, expected, [*events, *io.events()], usage,
+                                   writes=io.writes()):
         return TurnOutcome.DROPPED
+    await io.after_commit()
+    if ctx.wait:
+        return TurnOutcome.WAITING
     await svc.scheduler.submit(TurnJob(run_id=job.run_id, agent_id=job.agent_id, seq=state.seq))
     return TurnOutcome.CONTINUED
 
 
-async def _save_end(
-    svc: Services,
-    state: AgentState,
-    expected: int,
-    events: list[RunEvent],
-    usage: Usage,
-    reason: EndReason,
-    detail: str,
-) -> TurnOutcome:
-    state.seq = expected + 1
-    saved = await end_agent(svc, state, expected, events, usage, reason, detail)
+async def _save_end(io: TurnIO, expected: int, events: list[RunEvent], usage: Usage,
+                    reason: EndReason, detail: str) -> TurnOutcome:
+    io.state.seq = expected + 1
+    io.state.children = list(dict.fromkeys(
+        [*io.state.children, *(c.spec.id for c in io.ctx.spawned)]))
+    saved = await end_agent(io, expected, events, usage, reason, detail)
+    if saved:
+        await io.after_commit()
     return TurnOutcome.ENDED if saved else TurnOutcome.DROPPED
 
 
-def _note_call(state: AgentState, call: ToolCall, repeats: int) -> bool:
+def _note_call(recent: list[str], call: ToolCall, repeats: int) -> bool:
     """Record the call's signature; True when the last ``repeats`` calls are identical."""
     try:
         args = json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
     except json.JSONDecodeError:
         args = call.arguments
-    state.recent_calls = [*state.recent_calls, f"{call.name}({args})"][-repeats:]
-    return len(state.recent_calls) == repeats and len(set(state.recent_calls)) == 1
-
-
-def _clip(text: str | None) -> str | None:
-    if text is None or len(text) <= _EVENT_TEXT_CHARS:
-        return text
-    return text[:_EVENT_TEXT_CHARS] + "…"
+    recent.append(f"{call.name}({args})")
+    tail = recent[-repeats:]
+    return len(tail) == repeats and len(set(tail)) == 1

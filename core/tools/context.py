@@ -9,6 +9,7 @@ from core.types.agent import AgentState
 from core.types.intents import Intent
 
 if TYPE_CHECKING:
+    from core.bus import Outgoing
     from core.runtime import Services
 
 
@@ -22,6 +23,12 @@ class ToolContext:
     services: Services
     state: AgentState
     intents: list[Intent] = field(default_factory=list)
+    # Messages to send, written in the turn's save transaction.
+    outbox: list[Outgoing] = field(default_factory=list)
+    # Agents created this turn, saved with it; their first turns start after the save.
+    spawned: list[AgentState] = field(default_factory=list)
+    # Set by ``wait_for_messages``: end the turn and sleep until a message arrives.
+    wait: bool = False
     # Set by the ``finish`` tool: the agent's final result.
     finish_result: str | None = None
 

@@ -71,6 +71,9 @@ class AgentState(BaseModel):
     usage: Usage = Usage()
     # Signatures of recent tool calls, for the stall detector.
     recent_calls: list[str] = Field(default_factory=list)
+    # Depth in the agent tree (the root is 0) and the ids of the agents it created.
+    depth: int = 0
+    children: list[str] = Field(default_factory=list)
     result: str | None = None
     end_reason: EndReason | None = None
     end_detail: str = ""

@@ -1,0 +1,190 @@
+"""The message bus on Redis Streams: private inboxes, team topics, a broadcast stream.
+
+Each reading agent has its own consumer group (named after it) on every stream it reads,
+created with the agent at id 0, so nothing sent before it was ready is missed. Sending and
+acknowledging happen inside the sending/consuming turn's save transaction, so a message is
+sent once and acknowledged only when the turn that read it is saved. A turn that crashed
+leaves its messages pending; the next delivery of that turn reads them again (id 0), and a
+message delivered too often goes to the run's dead-letter stream with an event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from core.config import BusSettings
+from core.keys import Keys
+from core.routing import Route, RouteRefused, allowed_targets, check_direct, route_keyword
+from core.store import PipelineWrite, Store
+from core.types.agent import AgentSpec, AgentStatus
+from core.types.messages import BUS_MESSAGE, Message
+
+
+@dataclass(frozen=True)
+class Delivered:
+    stream: str
+    entry_id: str
+    message: Message
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A message routed and ready to be written in the sender's save transaction."""
+
+    stream: str
+    message: Message
+    # Agents whose turn should be woken once the message is saved.
+    recipients: tuple[str, ...]
+
+
+class Bus:
+    def __init__(self, store: Store, keys: Keys, settings: BusSettings) -> None:
+        self.store = store
+        self.redis = store.redis
+        self.keys = keys
+        self.settings = settings
+
+    # --- streams an agent reads -------------------------------------------------------
+
+    def streams_of(self, run_id: str, spec: AgentSpec) -> list[str]:
+        streams = [self.keys.inbox(run_id, spec.id), self.keys.broadcast(run_id)]
+        if spec.team_id:
+            streams.append(self.keys.team(run_id, spec.team_id))
+        return streams
+
+    def register_writes(self, run_id: str, spec: AgentSpec) -> list[PipelineWrite]:
+        """Commands (for the creating transaction) that give a new agent its groups."""
+        streams = self.streams_of(run_id, spec)
+        team = spec.team_id
+
+        def write(pipe: Any) -> None:
+            for stream in streams:
+                pipe.xgroup_create(stream, spec.id, id="0", mkstream=True)
+            if team:
+                pipe.sadd(self.keys.team_members(run_id, team), spec.id)
+
+        return [write]
+
+    # --- sending ----------------------------------------------------------------------
+
+    async def route(self, run_id: str, sender: AgentSpec, to: str) -> tuple[Route, str]:
+        """Resolve ``to`` (an id, a name, parent, team, all); refuse what the rules forbid.
+
+        Returns the route and a label of the audience for the recipient's view.
+        """
+        keyword = route_keyword(sender, to)
+        if keyword is not None:
+            label = {"team": "your team", "all": "everyone"}.get(keyword.kind, "you")
+            return keyword, label
+        agent_id = await self.store.resolve_name(run_id, to.strip())
+        found = await self.store.load_spec(run_id, agent_id) if agent_id else None
+        if found is None:
+            raise RouteRefused(f'There is no agent "{to}" in this run (see roster()).',
+                               allowed_targets(sender))
+        return check_direct(sender, found[0]), "you"
+
+    async def outgoing(self, run_id: str, route: Route, message: Message) -> Outgoing:
+        if route.kind == "agent":
+            return Outgoing(self.keys.inbox(run_id, route.target), message, (route.target,))
+        if route.kind == "team":
+            members = await self.redis.smembers(self.keys.team_members(run_id, route.target))
+            others = tuple(sorted(m for m in members if m != message.sender))
+            return Outgoing(self.keys.team(run_id, route.target), message, others)
+        everyone = await self.store.agent_ids(run_id)
+        return Outgoing(self.keys.broadcast(run_id), message,
+                        tuple(a for a in everyone if a != message.sender))
+
+    def send_writes(self, outgoing: list[Outgoing]) -> list[PipelineWrite]:
+        maxlen = self.settings.stream_maxlen
+
+        def write(pipe: Any) -> None:
+            for out in outgoing:
+                pipe.xadd(out.stream, {"m": BUS_MESSAGE.dump_json(out.message)},
+                          maxlen=maxlen, approximate=True)
+
+        return [write] if outgoing else []
+
+    # --- receiving --------------------------------------------------------------------
+
+    async def drain(self, run_id: str, spec: AgentSpec) -> tuple[list[Delivered], list[Delivered]]:
+        """Take the agent's messages: first its pending ones (from a crashed turn), then new.
+
+        Returns (deliver, dead): messages delivered too often are returned as dead, for the
+        caller to dead-letter in its save transaction. Nothing is acknowledged here.
+        """
+        deliver: list[Delivered] = []
+        dead: list[Delivered] = []
+        budget = self.settings.drain_max
+        for stream in self.streams_of(run_id, spec):
+            for start in ("0", ">"):
+                if budget <= 0:
+                    return deliver, dead
+                reply: Any = await self.redis.xreadgroup(
+                    spec.id, spec.id, {stream: start}, count=budget)
+                entries = reply[0][1] if reply else []
+                entries = [(i, f) for i, f in entries if f]  # trimmed entries come back empty
+                if not entries:
+                    continue
+                times = {}
+                if start == "0":
+                    pending: Any = await self.redis.xpending_range(
+                        stream, spec.id, min=entries[0][0], max=entries[-1][0],
+                        count=len(entries), consumername=spec.id)
+                    times = {p["message_id"]: p["times_delivered"] for p in pending}
+                for entry_id, fields in entries:
+                    item = Delivered(stream, entry_id, BUS_MESSAGE.validate_json(fields["m"]))
+                    if times.get(entry_id, 1) > self.settings.max_deliveries:
+                        dead.append(item)
+                    else:
+                        deliver.append(item)
+                    budget -= 1
+        return deliver, dead
+
+    def ack_writes(self, spec: AgentSpec, run_id: str, delivered: list[Delivered],
+                   dead: list[Delivered]) -> list[PipelineWrite]:
+        def write(pipe: Any) -> None:
+            for d in dead:
+                pipe.xadd(self.keys.dead_letters(run_id),
+                          {"m": BUS_MESSAGE.dump_json(d.message), "reader": spec.id,
+                           "stream": d.stream},
+                          maxlen=self.settings.stream_maxlen, approximate=True)
+            for d in [*delivered, *dead]:
+                pipe.xack(d.stream, spec.id, d.entry_id)
+
+        return [write] if delivered or dead else []
+
+    async def has_unread(self, run_id: str, spec: AgentSpec) -> bool:
+        for stream in self.streams_of(run_id, spec):
+            groups: Any = await self.redis.xinfo_groups(stream)
+            group = next((g for g in groups if g["name"] == spec.id), None)
+            if group is None:
+                continue
+            if group["pending"]:
+                return True
+            lag = group.get("lag")
+            if lag is None:  # unknown after trimming: compare with the newest entry
+                last: Any = await self.redis.xrevrange(stream, count=1)
+                lag = int(bool(last) and last[0][0] > group["last-delivered-id"])
+            if lag:
+                return True
+        return False
+
+    # --- waking -----------------------------------------------------------------------
+
+    async def claim_wake(self, run_id: str, agent_id: str) -> int | None:
+        """If the agent waits, claim the right to schedule its next turn; return its seq.
+
+        Only one claim succeeds until the woken turn is saved, so a burst of messages
+        schedules exactly one turn.
+        """
+        fields = await self.redis.hmget(self.keys.agent(run_id, agent_id), ["status", "seq"])
+        if fields[0] != AgentStatus.WAITING.value:
+            return None
+        claimed = await self.redis.set(self.keys.wake(run_id, agent_id), fields[1], nx=True,
+                                       ex=self.settings.wake_ttl_s)
+        return int(fields[1]) if claimed else None
+
+    def release_wake_write(self, run_id: str, agent_id: str) -> PipelineWrite:
+        key = self.keys.wake(run_id, agent_id)
+        return lambda pipe: pipe.delete(key)

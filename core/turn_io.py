@@ -1,0 +1,129 @@
+"""What a turn reads from and writes to the bus, gathered for its one save transaction."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from core.agents import created_event
+from core.bus import Delivered, Outgoing
+from core.routing import Route
+from core.scheduler.base import TurnJob
+from core.store import PipelineWrite
+from core.tools.context import ToolContext
+from core.types.agent import AgentState, AgentStatus
+from core.types.chat import ChatMessage
+from core.types.events import ErrorRaised, MessageSent, RunEvent
+from core.types.messages import HumanReply, Message, ResultMessage
+
+if TYPE_CHECKING:
+    from core.runtime import Services
+
+_EVENT_TEXT_CHARS = 500
+
+
+def clip(text: str | None, limit: int = _EVENT_TEXT_CHARS) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit] + "…"
+
+
+class TurnIO:
+    def __init__(self, svc: Services, state: AgentState) -> None:
+        self.svc = svc
+        self.state = state
+        self.ctx = ToolContext(services=svc, state=state)
+        self.delivered: list[Delivered] = []
+        self.dead: list[Delivered] = []
+
+    @property
+    def run_id(self) -> str:
+        return self.state.run_id
+
+    async def drain(self) -> int:
+        """Append the agent's new messages to its thread; return how many arrived."""
+        self.delivered, self.dead = await self.svc.bus.drain(self.run_id, self.state.spec)
+        names: dict[str, tuple[str, str]] = {}
+        for d in self.delivered:
+            message = d.message
+            if message.sender == self.state.spec.id:
+                continue  # its own post on the team topic
+            if message.sender not in names:
+                found = await self.svc.store.load_spec(self.run_id, message.sender)
+                names[message.sender] = ((found[0].name, found[0].role) if found
+                                         else (message.sender, "unknown"))
+            self.state.thread.append(ChatMessage(role="user", content=self._render(
+                message, *names[message.sender])))
+        return sum(d.message.sender != self.state.spec.id for d in self.delivered)
+
+    def _render(self, message: Message, sender_name: str, sender_role: str) -> str:
+        audience = ("your team" if message.recipient.startswith("team:")
+                    else "everyone" if message.recipient.startswith("all:") else "you")
+        return self.svc.prompts.render(
+            "bus/incoming.j2", kind=message.kind, sender_name=sender_name,
+            sender_role=sender_role, body=message.body, audience=audience,
+            ok=message.ok if isinstance(message, ResultMessage) else True,
+            author=message.author if isinstance(message, HumanReply) else "")
+
+    def send_result_to_parent(self, ok: bool, body: str) -> None:
+        spec = self.state.spec
+        if not spec.parent_id:
+            return
+        message = ResultMessage(run_id=self.run_id, sender=spec.id, recipient=spec.parent_id,
+                                body=body, ok=ok)
+        stream = self.svc.store.keys.inbox(self.run_id, spec.parent_id)
+        self.ctx.outbox.append(Outgoing(stream, message, (spec.parent_id,)))
+        _ = Route  # routing rules always allow a child to reach its parent
+
+    def events(self) -> list[RunEvent]:
+        events: list[RunEvent] = []
+        for child in self.ctx.spawned:
+            events.append(created_event(self.svc, child))
+        for out in self.ctx.outbox:
+            events.append(MessageSent(run_id=self.run_id, agent_id=self.state.spec.id,
+                                      message_id=out.message.id,
+                                      recipient=out.message.recipient,
+                                      preview=clip(out.message.body, 200) or ""))
+        for d in self.dead:
+            events.append(ErrorRaised(
+                run_id=self.run_id, agent_id=self.state.spec.id,
+                message=f"message {d.message.id} from {d.message.sender} was delivered "
+                        f"{self.svc.settings.bus.max_deliveries}+ times without being "
+                        "processed; moved to the dead-letter stream",
+                hint="see the worker logs for the crash; the message is kept in "
+                     f"{self.svc.store.keys.dead_letters(self.run_id)}"))
+        return events
+
+    def writes(self) -> list[PipelineWrite]:
+        svc, spec = self.svc, self.state.spec
+        writes = svc.bus.send_writes(self.ctx.outbox)
+        for child in self.ctx.spawned:
+            writes.append(svc.store.agent_create_write(child))
+            writes += svc.bus.register_writes(self.run_id, child.spec)
+        writes += svc.bus.ack_writes(spec, self.run_id, self.delivered, self.dead)
+        writes.append(svc.bus.release_wake_write(self.run_id, spec.id))
+        return writes
+
+    async def after_commit(self) -> None:
+        """Start new agents, wake recipients, and re-wake itself if mail came meanwhile."""
+        svc, run_id = self.svc, self.run_id
+        for child in self.ctx.spawned:
+            await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=child.spec.id, seq=0))
+        recipients = dict.fromkeys(r for out in self.ctx.outbox for r in out.recipients)
+        for agent_id in recipients:
+            await self.wake(agent_id)
+        if self.state.status is AgentStatus.WAITING:
+            if await svc.bus.has_unread(run_id, self.state.spec):
+                await self.wake(self.state.spec.id)
+
+    async def wake(self, agent_id: str) -> None:
+        seq = await self.svc.bus.claim_wake(self.run_id, agent_id)
+        if seq is not None:
+            await self.svc.scheduler.submit(TurnJob(run_id=self.run_id, agent_id=agent_id,
+                                                    seq=seq))
+
+    async def spurious_wake(self) -> None:
+        """Woken with nothing to read: release the claim, re-check (a message may have
+        arrived between the drain and the release)."""
+        await self.svc.redis.delete(self.svc.store.keys.wake(self.run_id, self.state.spec.id))
+        if await self.svc.bus.has_unread(self.run_id, self.state.spec):
+            await self.wake(self.state.spec.id)
