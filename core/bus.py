@@ -80,28 +80,34 @@ class Bus:
         agent_id = await self.store.resolve_name(run_id, to.strip())
         found = await self.store.load_spec(run_id, agent_id) if agent_id else None
         if found is None:
-            raise RouteRefused(f'There is no agent "{to}" in this run (see roster()).',
-                               allowed_targets(sender))
+            raise RouteRefused(
+                f'There is no agent "{to}" in this run (see roster()).', allowed_targets(sender)
+            )
         return check_direct(sender, found[0]), "you"
 
     async def outgoing(self, run_id: str, route: Route, message: Message) -> Outgoing:
         if route.kind == "agent":
             return Outgoing(self.keys.inbox(run_id, route.target), message, (route.target,))
         if route.kind == "team":
-            members = await self.redis.smembers(self.keys.team_members(run_id, route.target))
+            members: Any = await self.redis.smembers(self.keys.team_members(run_id, route.target))
             others = tuple(sorted(m for m in members if m != message.sender))
             return Outgoing(self.keys.team(run_id, route.target), message, others)
         everyone = await self.store.agent_ids(run_id)
-        return Outgoing(self.keys.broadcast(run_id), message,
-                        tuple(a for a in everyone if a != message.sender))
+        return Outgoing(
+            self.keys.broadcast(run_id), message, tuple(a for a in everyone if a != message.sender)
+        )
 
     def send_writes(self, outgoing: list[Outgoing]) -> list[PipelineWrite]:
         maxlen = self.settings.stream_maxlen
 
         def write(pipe: Any) -> None:
             for out in outgoing:
-                pipe.xadd(out.stream, {"m": BUS_MESSAGE.dump_json(out.message)},
-                          maxlen=maxlen, approximate=True)
+                pipe.xadd(
+                    out.stream,
+                    {"m": BUS_MESSAGE.dump_json(out.message)},
+                    maxlen=maxlen,
+                    approximate=True,
+                )
 
         return [write] if outgoing else []
 
@@ -121,7 +127,8 @@ class Bus:
                 if budget <= 0:
                     return deliver, dead
                 reply: Any = await self.redis.xreadgroup(
-                    spec.id, spec.id, {stream: start}, count=budget)
+                    spec.id, spec.id, {stream: start}, count=budget
+                )
                 entries = reply[0][1] if reply else []
                 entries = [(i, f) for i, f in entries if f]  # trimmed entries come back empty
                 if not entries:
@@ -129,8 +136,13 @@ class Bus:
                 times = {}
                 if start == "0":
                     pending: Any = await self.redis.xpending_range(
-                        stream, spec.id, min=entries[0][0], max=entries[-1][0],
-                        count=len(entries), consumername=spec.id)
+                        stream,
+                        spec.id,
+                        min=entries[0][0],
+                        max=entries[-1][0],
+                        count=len(entries),
+                        consumername=spec.id,
+                    )
                     times = {p["message_id"]: p["times_delivered"] for p in pending}
                 for entry_id, fields in entries:
                     item = Delivered(stream, entry_id, BUS_MESSAGE.validate_json(fields["m"]))
@@ -141,14 +153,17 @@ class Bus:
                     budget -= 1
         return deliver, dead
 
-    def ack_writes(self, spec: AgentSpec, run_id: str, delivered: list[Delivered],
-                   dead: list[Delivered]) -> list[PipelineWrite]:
+    def ack_writes(
+        self, spec: AgentSpec, run_id: str, delivered: list[Delivered], dead: list[Delivered]
+    ) -> list[PipelineWrite]:
         def write(pipe: Any) -> None:
             for d in dead:
-                pipe.xadd(self.keys.dead_letters(run_id),
-                          {"m": BUS_MESSAGE.dump_json(d.message), "reader": spec.id,
-                           "stream": d.stream},
-                          maxlen=self.settings.stream_maxlen, approximate=True)
+                pipe.xadd(
+                    self.keys.dead_letters(run_id),
+                    {"m": BUS_MESSAGE.dump_json(d.message), "reader": spec.id, "stream": d.stream},
+                    maxlen=self.settings.stream_maxlen,
+                    approximate=True,
+                )
             for d in [*delivered, *dead]:
                 pipe.xack(d.stream, spec.id, d.entry_id)
 
@@ -178,11 +193,12 @@ class Bus:
         Only one claim succeeds until the woken turn is saved, so a burst of messages
         schedules exactly one turn.
         """
-        fields = await self.redis.hmget(self.keys.agent(run_id, agent_id), ["status", "seq"])
+        fields: Any = await self.redis.hmget(self.keys.agent(run_id, agent_id), ["status", "seq"])
         if fields[0] != AgentStatus.WAITING.value:
             return None
-        claimed = await self.redis.set(self.keys.wake(run_id, agent_id), fields[1], nx=True,
-                                       ex=self.settings.wake_ttl_s)
+        claimed = await self.redis.set(
+            self.keys.wake(run_id, agent_id), fields[1], nx=True, ex=self.settings.wake_ttl_s
+        )
         return int(fields[1]) if claimed else None
 
     def release_wake_write(self, run_id: str, agent_id: str) -> PipelineWrite:

@@ -83,8 +83,12 @@ async def end_agent(
             )
         )
     if reason is not EndReason.CANCELLED:
-        io.send_result_to_parent(ok, state.result if ok and state.result else
-                                 f"{state.spec.name} stopped without a result: {detail}")
+        io.send_result_to_parent(
+            ok,
+            state.result
+            if ok and state.result
+            else f"{state.spec.name} stopped without a result: {detail}",
+        )
     events = [*events, *io.events()]
     totals = (await svc.store.run_usage(run_id)) + usage
 
@@ -110,5 +114,6 @@ async def end_agent(
             )
         ]
 
-    return await svc.store.commit_turn(state, expected_seq, events, usage, finish_run,
-                                       writes=io.writes())
+    return await svc.store.commit_turn(
+        state, expected_seq, events, usage, finish_run, writes=io.writes()
+    )

@@ -48,8 +48,9 @@ def route_keyword(sender: AgentSpec, to: str) -> Route | None:
     word = to.strip().lower()
     if word == "parent":
         if not sender.parent_id:
-            raise RouteRefused("You have no parent: you are the top of the hierarchy.",
-                               allowed_targets(sender))
+            raise RouteRefused(
+                "You have no parent: you are the top of the hierarchy.", allowed_targets(sender)
+            )
         return Route("agent", sender.parent_id)
     if word == "team":
         if not sender.team_id:
@@ -57,8 +58,9 @@ def route_keyword(sender: AgentSpec, to: str) -> Route | None:
         return Route("team", sender.team_id)
     if word in ("all", "broadcast", "everyone"):
         if sender.parent_id is not None:
-            raise RouteRefused("Only the orchestrator may broadcast to everyone.",
-                               allowed_targets(sender))
+            raise RouteRefused(
+                "Only the orchestrator may broadcast to everyone.", allowed_targets(sender)
+            )
         return Route("all", "all")
     return None
 
@@ -67,8 +69,11 @@ def check_direct(sender: AgentSpec, recipient: AgentSpec) -> Route:
     """A direct message is allowed to the parent, a child, or a member of one's own team."""
     if recipient.id == sender.id:
         raise RouteRefused("You cannot message yourself.", allowed_targets(sender))
-    if (recipient.id == sender.parent_id or recipient.parent_id == sender.id
-            or (sender.team_id is not None and recipient.team_id == sender.team_id)):
+    if (
+        recipient.id == sender.parent_id
+        or recipient.parent_id == sender.id
+        or (sender.team_id is not None and recipient.team_id == sender.team_id)
+    ):
         return Route("agent", recipient.id)
     via = "your parent" if sender.parent_id else "the lead of their team"
     raise RouteRefused(

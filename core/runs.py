@@ -6,8 +6,8 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-from core.errors import RunError
 from core.agents import created_event, new_agent_state
+from core.errors import RunError
 from core.runtime import Services
 from core.scheduler.base import TurnJob
 from core.store import transition
@@ -17,17 +17,21 @@ from core.types.events import RunEvent, RunFinished, RunStarted
 from core.types.run import RunState, RunStatus
 
 
-async def spawn_agent(svc: Services, run_id: str, spec: AgentSpec, task: str,
-                      requester: str) -> AgentState:
+async def spawn_agent(
+    svc: Services, run_id: str, spec: AgentSpec, task: str, requester: str
+) -> AgentState:
     """Create the run's root agent (state saved, event emitted), schedule its first turn."""
     unknown = svc.tools.unknown(spec.tools)
     if unknown:
-        raise RunError(f"agent {spec.name} names unknown tools: {', '.join(unknown)} "
-                       f"(available: {', '.join(svc.tools.names())})")
+        raise RunError(
+            f"agent {spec.name} names unknown tools: {', '.join(unknown)} "
+            f"(available: {', '.join(svc.tools.names())})"
+        )
     state = new_agent_state(svc, run_id, spec, task=task, requester=requester, brief=task)
     await svc.redis.incr(svc.store.keys.agent_count(run_id))
-    await svc.store.create_agent(state, [created_event(svc, state)],
-                                 svc.bus.register_writes(run_id, spec))
+    await svc.store.create_agent(
+        state, [created_event(svc, state)], svc.bus.register_writes(run_id, spec)
+    )
     await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=spec.id, seq=0))
     return state
 

@@ -48,9 +48,13 @@ def transition(run: RunState, to: RunStatus, by: str, note: str = "") -> Transit
 PipelineWrite = Callable[[Any], None]
 
 
-def _agent_fields(state: AgentState) -> dict[str, str | int]:
-    return {"seq": state.seq, "status": state.status.value,
-            "spec": state.spec.model_dump_json(), "state": state.model_dump_json()}
+def _agent_fields(state: AgentState) -> dict[str | bytes, str | int]:
+    return {
+        "seq": state.seq,
+        "status": state.status.value,
+        "spec": state.spec.model_dump_json(),
+        "state": state.model_dump_json(),
+    }
 
 
 class Store:
@@ -139,8 +143,9 @@ class Store:
 
         return write
 
-    async def create_agent(self, state: AgentState, events: list[RunEvent],
-                           writes: Sequence[PipelineWrite] = ()) -> None:
+    async def create_agent(
+        self, state: AgentState, events: list[RunEvent], writes: Sequence[PipelineWrite] = ()
+    ) -> None:
         key = self.keys.agent(state.run_id, state.spec.id)
         async with self.redis.pipeline(transaction=True) as pipe:
             await pipe.watch(key)
@@ -156,18 +161,17 @@ class Store:
 
     async def load_spec(self, run_id: str, agent_id: str) -> tuple[AgentSpec, AgentStatus] | None:
         """An agent's spec and status, without its (possibly long) thread."""
-        spec, status = await self.redis.hmget(self.keys.agent(run_id, agent_id),
-                                              ["spec", "status"])
+        spec, status = await self.redis.hmget(self.keys.agent(run_id, agent_id), ["spec", "status"])
         if spec is None:
             return None
-        return AgentSpec.model_validate_json(spec), AgentStatus(status)
+        return AgentSpec.model_validate_json(spec), AgentStatus(str(status))
 
     async def resolve_name(self, run_id: str, name_or_id: str) -> str | None:
         """An agent id from an id or a name."""
         if await self.redis.sismember(self.keys.agents(run_id), name_or_id):
             return name_or_id
-        found: str | None = await self.redis.hget(self.keys.names(run_id), name_or_id)
-        return found
+        found: Any = await self.redis.hget(self.keys.names(run_id), name_or_id)
+        return None if found is None else str(found)
 
     async def load_agent(self, run_id: str, agent_id: str) -> AgentState | None:
         raw = await self.redis.hget(self.keys.agent(run_id, agent_id), "state")

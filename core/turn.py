@@ -57,13 +57,16 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     if run.status.terminal:
         early_end = (EndReason.CANCELLED, f"the run is {run.status.value}")
     elif deliveries > svc.settings.limits.max_deliveries:
-        early_end = (EndReason.QUARANTINED,
-                     f"turn {job.seq} was delivered {deliveries} times without being saved "
-                     f"(limit {svc.settings.limits.max_deliveries}); quarantined")
+        early_end = (
+            EndReason.QUARANTINED,
+            f"turn {job.seq} was delivered {deliveries} times without being saved "
+            f"(limit {svc.settings.limits.max_deliveries}); quarantined",
+        )
     elif run.deadline_at is not None and time.time() > run.deadline_at:
-        early_end = (EndReason.WALL_CLOCK,
-                     f"the run's wall-clock limit of {svc.settings.limits.wall_clock_s:.0f} s "
-                     "was reached")
+        early_end = (
+            EndReason.WALL_CLOCK,
+            f"the run's wall-clock limit of {svc.settings.limits.wall_clock_s:.0f} s was reached",
+        )
     if early_end is not None:
         return await _save_end(io, expected, [], Usage(), *early_end)
 
@@ -83,6 +86,7 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         tools=tuple(t.openai_schema() for t in svc.tools.subset(allowed)),
         run_id=job.run_id,
         agent_id=job.agent_id,
+        agent_name=spec.name,
     )
     try:
         response = await svc.llm.complete(request)
@@ -91,32 +95,50 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
 
     usage = response.usage
     state.usage = state.usage + usage
-    events: list[RunEvent] = [LLMCalled(
-        run_id=job.run_id, agent_id=job.agent_id, seq=job.seq, model=response.model,
-        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-        cost_usd=usage.cost_usd, agent_tokens=state.usage.total_tokens,
-        agent_cost_usd=state.usage.cost_usd, text=clip(response.content),
-    )]
+    events: list[RunEvent] = [
+        LLMCalled(
+            run_id=job.run_id,
+            agent_id=job.agent_id,
+            seq=job.seq,
+            model=response.model,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cost_usd=usage.cost_usd,
+            agent_tokens=state.usage.total_tokens,
+            agent_cost_usd=state.usage.cost_usd,
+            text=clip(response.content),
+        )
+    ]
     state.thread.append(response.as_message())
 
     ctx = io.ctx
     stalled = False
     if not response.tool_calls:
-        state.thread.append(ChatMessage(
-            role="user", content=svc.prompts.render("feedback/no_tool_call.j2", tools=allowed)))
+        state.thread.append(
+            ChatMessage(
+                role="user", content=svc.prompts.render("feedback/no_tool_call.j2", tools=allowed)
+            )
+        )
     for call in response.tool_calls:
-        stalled = _note_call(state.recent_calls, call, svc.settings.limits.stall_repeats) \
-            or stalled
-        state.recent_calls = state.recent_calls[-svc.settings.limits.stall_repeats:]
-        result = await svc.tools.execute(ctx, call, allowed, svc.prompts,
-                                         svc.settings.limits.tool_result_chars)
-        state.thread.append(ChatMessage(role="tool", tool_call_id=call.id, name=call.name,
-                                        content=result.content))
-        events.append(ToolCalled(
-            run_id=job.run_id, agent_id=job.agent_id, seq=job.seq, tool=call.name,
-            arguments=clip(call.arguments) or "", ok=result.ok,
-            result=clip(result.content) or "",
-        ))
+        stalled = _note_call(state.recent_calls, call, svc.settings.limits.stall_repeats) or stalled
+        state.recent_calls = state.recent_calls[-svc.settings.limits.stall_repeats :]
+        result = await svc.tools.execute(
+            ctx, call, allowed, svc.prompts, svc.settings.limits.tool_result_chars
+        )
+        state.thread.append(
+            ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=result.content)
+        )
+        events.append(
+            ToolCalled(
+                run_id=job.run_id,
+                agent_id=job.agent_id,
+                seq=job.seq,
+                tool=call.name,
+                arguments=clip(call.arguments) or "",
+                ok=result.ok,
+                result=clip(result.content) or "",
+            )
+        )
     state.seq = expected + 1
     state.children = [*state.children, *(c.spec.id for c in ctx.spawned)]
 
@@ -126,31 +148,46 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         state.result = ctx.finish_result
         end = (EndReason.FINISHED, "")
     elif stalled:
-        end = (EndReason.STALLED,
-               f"repeated the same call {svc.settings.limits.stall_repeats} times in a row: "
-               f"{state.recent_calls[-1][:200]}")
+        end = (
+            EndReason.STALLED,
+            f"repeated the same call {svc.settings.limits.stall_repeats} times in a row: "
+            f"{state.recent_calls[-1][:200]}",
+        )
     elif state.usage.total_tokens >= limits.max_tokens:
-        end = (EndReason.MAX_TOKENS,
-               f"used {state.usage.total_tokens} tokens (agent limit {limits.max_tokens})")
+        end = (
+            EndReason.MAX_TOKENS,
+            f"used {state.usage.total_tokens} tokens (agent limit {limits.max_tokens})",
+        )
     elif run_usage.total_tokens >= svc.settings.limits.tokens_per_run:
-        end = (EndReason.MAX_TOKENS, f"the run used {run_usage.total_tokens} tokens "
-               f"(run limit {svc.settings.limits.tokens_per_run})")
+        end = (
+            EndReason.MAX_TOKENS,
+            f"the run used {run_usage.total_tokens} tokens "
+            f"(run limit {svc.settings.limits.tokens_per_run})",
+        )
     elif state.usage.cost_usd >= limits.max_cost_usd:
-        end = (EndReason.MAX_COST,
-               f"spent ${state.usage.cost_usd:.4f} (agent limit ${limits.max_cost_usd:.4f})")
+        end = (
+            EndReason.MAX_COST,
+            f"spent ${state.usage.cost_usd:.4f} (agent limit ${limits.max_cost_usd:.4f})",
+        )
     elif run_usage.cost_usd >= svc.settings.limits.cost_per_run_usd:
-        end = (EndReason.MAX_COST, f"the run spent ${run_usage.cost_usd:.4f} "
-               f"(run limit ${svc.settings.limits.cost_per_run_usd:.4f})")
+        end = (
+            EndReason.MAX_COST,
+            f"the run spent ${run_usage.cost_usd:.4f} "
+            f"(run limit ${svc.settings.limits.cost_per_run_usd:.4f})",
+        )
     elif state.seq >= limits.max_turns:
-        end = (EndReason.MAX_TURNS,
-               f"took {state.seq} turns without calling finish (limit {limits.max_turns})")
+        end = (
+            EndReason.MAX_TURNS,
+            f"took {state.seq} turns without calling finish (limit {limits.max_turns})",
+        )
     if end is not None:
         return await _save_end(io, expected, events, usage, *end)
 
     state.status = AgentStatus.WAITING if ctx.wait else AgentStatus.RUNNING
     state.updated_at = time.time()
-    if not await store.commit_turn(state, expected, [*events, *io.events()], usage,
-                                   writes=io.writes()):
+    if not await store.commit_turn(
+        state, expected, [*events, *io.events()], usage, writes=io.writes()
+    ):
         return TurnOutcome.DROPPED
     await io.after_commit()
     if ctx.wait:
@@ -159,11 +196,13 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     return TurnOutcome.CONTINUED
 
 
-async def _save_end(io: TurnIO, expected: int, events: list[RunEvent], usage: Usage,
-                    reason: EndReason, detail: str) -> TurnOutcome:
+async def _save_end(
+    io: TurnIO, expected: int, events: list[RunEvent], usage: Usage, reason: EndReason, detail: str
+) -> TurnOutcome:
     io.state.seq = expected + 1
-    io.state.children = list(dict.fromkeys(
-        [*io.state.children, *(c.spec.id for c in io.ctx.spawned)]))
+    io.state.children = list(
+        dict.fromkeys([*io.state.children, *(c.spec.id for c in io.ctx.spawned)])
+    )
     saved = await end_agent(io, expected, events, usage, reason, detail)
     if saved:
         await io.after_commit()

@@ -49,27 +49,40 @@ class TurnIO:
                 continue  # its own post on the team topic
             if message.sender not in names:
                 found = await self.svc.store.load_spec(self.run_id, message.sender)
-                names[message.sender] = ((found[0].name, found[0].role) if found
-                                         else (message.sender, "unknown"))
-            self.state.thread.append(ChatMessage(role="user", content=self._render(
-                message, *names[message.sender])))
+                names[message.sender] = (
+                    (found[0].name, found[0].role) if found else (message.sender, "unknown")
+                )
+            self.state.thread.append(
+                ChatMessage(role="user", content=self._render(message, *names[message.sender]))
+            )
         return sum(d.message.sender != self.state.spec.id for d in self.delivered)
 
     def _render(self, message: Message, sender_name: str, sender_role: str) -> str:
-        audience = ("your team" if message.recipient.startswith("team:")
-                    else "everyone" if message.recipient.startswith("all:") else "you")
+        audience = (
+            "your team"
+            if message.recipient.startswith("team:")
+            else "everyone"
+            if message.recipient.startswith("all:")
+            else "you"
+        )
         return self.svc.prompts.render(
-            "bus/incoming.j2", kind=message.kind, sender_name=sender_name,
-            sender_role=sender_role, body=message.body, audience=audience,
+            "bus/incoming.j2",
+            kind=message.kind,
+            sender_name=sender_name,
+            sender_role=sender_role,
+            body=message.body,
+            audience=audience,
             ok=message.ok if isinstance(message, ResultMessage) else True,
-            author=message.author if isinstance(message, HumanReply) else "")
+            author=message.author if isinstance(message, HumanReply) else "",
+        )
 
     def send_result_to_parent(self, ok: bool, body: str) -> None:
         spec = self.state.spec
         if not spec.parent_id:
             return
-        message = ResultMessage(run_id=self.run_id, sender=spec.id, recipient=spec.parent_id,
-                                body=body, ok=ok)
+        message = ResultMessage(
+            run_id=self.run_id, sender=spec.id, recipient=spec.parent_id, body=body, ok=ok
+        )
         stream = self.svc.store.keys.inbox(self.run_id, spec.parent_id)
         self.ctx.outbox.append(Outgoing(stream, message, (spec.parent_id,)))
         _ = Route  # routing rules always allow a child to reach its parent
@@ -79,18 +92,27 @@ class TurnIO:
         for child in self.ctx.spawned:
             events.append(created_event(self.svc, child))
         for out in self.ctx.outbox:
-            events.append(MessageSent(run_id=self.run_id, agent_id=self.state.spec.id,
-                                      message_id=out.message.id,
-                                      recipient=out.message.recipient,
-                                      preview=clip(out.message.body, 200) or ""))
+            events.append(
+                MessageSent(
+                    run_id=self.run_id,
+                    agent_id=self.state.spec.id,
+                    message_id=out.message.id,
+                    recipient=out.message.recipient,
+                    preview=clip(out.message.body, 200) or "",
+                )
+            )
         for d in self.dead:
-            events.append(ErrorRaised(
-                run_id=self.run_id, agent_id=self.state.spec.id,
-                message=f"message {d.message.id} from {d.message.sender} was delivered "
-                        f"{self.svc.settings.bus.max_deliveries}+ times without being "
-                        "processed; moved to the dead-letter stream",
-                hint="see the worker logs for the crash; the message is kept in "
-                     f"{self.svc.store.keys.dead_letters(self.run_id)}"))
+            events.append(
+                ErrorRaised(
+                    run_id=self.run_id,
+                    agent_id=self.state.spec.id,
+                    message=f"message {d.message.id} from {d.message.sender} was delivered "
+                    f"{self.svc.settings.bus.max_deliveries}+ times without being "
+                    "processed; moved to the dead-letter stream",
+                    hint="see the worker logs for the crash; the message is kept in "
+                    f"{self.svc.store.keys.dead_letters(self.run_id)}",
+                )
+            )
         return events
 
     def writes(self) -> list[PipelineWrite]:
@@ -118,8 +140,7 @@ class TurnIO:
     async def wake(self, agent_id: str) -> None:
         seq = await self.svc.bus.claim_wake(self.run_id, agent_id)
         if seq is not None:
-            await self.svc.scheduler.submit(TurnJob(run_id=self.run_id, agent_id=agent_id,
-                                                    seq=seq))
+            await self.svc.scheduler.submit(TurnJob(run_id=self.run_id, agent_id=agent_id, seq=seq))
 
     async def spurious_wake(self) -> None:
         """Woken with nothing to read: release the claim, re-check (a message may have

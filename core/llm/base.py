@@ -15,6 +15,7 @@ class LLMRequest(Frozen):
     # For accounting and logs only.
     run_id: str = ""
     agent_id: str = ""
+    agent_name: str = ""
 
 
 class LLMResponse(Frozen):

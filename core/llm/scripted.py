@@ -50,7 +50,7 @@ Responder = Callable[[LLMRequest], Reply | Fail]
 class ScriptedModel:
     """Replies from a per-agent queue, else from ``responder``, else a ``finish`` call.
 
-    Scripts are keyed by agent name (``"*"`` for any agent), so multi-agent scenarios read
+    Scripts are keyed by agent name or id (``"*"`` for any agent), so multi-agent scenarios read
     naturally. Every request is recorded in ``requests``.
     """
 
@@ -58,21 +58,20 @@ class ScriptedModel:
     responder: Responder | None = None
     cost_per_call_usd: float = 0.0
     requests: list[LLMRequest] = field(default_factory=list)
-    _names: dict[str, str] = field(default_factory=dict)
 
     def script(self, agent: str, *replies: Reply | Fail) -> ScriptedModel:
         self.scripts.setdefault(agent, deque()).extend(replies)
         return self
 
-    def name_agent(self, agent_id: str, name: str) -> None:
-        """Let scripts address an agent by its name."""
-        self._names[agent_id] = name
-
     async def complete(self, request: LLMRequest) -> LLMResponse:
         self.requests.append(request)
-        name = self._names.get(request.agent_id, request.agent_id)
-        queue = (
-            self.scripts.get(name) or self.scripts.get(request.agent_id) or self.scripts.get("*")
+        queue = next(
+            (
+                self.scripts[k]
+                for k in (request.agent_name, request.agent_id, "*")
+                if self.scripts.get(k)
+            ),
+            None,
         )
         if queue:
             item = queue.popleft()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import Any
 
 from core.agents import created_event, new_agent_state
 from core.errors import ToolRetry
@@ -37,15 +38,21 @@ async def send_message(ctx: ToolContext, to: str, body: str) -> str:
     if not body.strip():
         raise ToolRetry("the message body is empty")
     if len(body) > MAX_BODY_CHARS:
-        raise ToolRetry(f"the message is {len(body)} characters; the limit is "
-                        f"{MAX_BODY_CHARS}. Summarise it or split it.")
+        raise ToolRetry(
+            f"the message is {len(body)} characters; the limit is "
+            f"{MAX_BODY_CHARS}. Summarise it or split it."
+        )
     bus, spec = ctx.services.bus, ctx.state.spec
     try:
         route, _label = await bus.route(ctx.run_id, spec, to)
     except RouteRefused as exc:
         raise ToolRetry(f"Message not sent: {exc}") from None
-    message = TextMessage(run_id=ctx.run_id, sender=spec.id, recipient=(
-        route.target if route.kind == "agent" else f"{route.kind}:{route.target}"), body=body)
+    message = TextMessage(
+        run_id=ctx.run_id,
+        sender=spec.id,
+        recipient=(route.target if route.kind == "agent" else f"{route.kind}:{route.target}"),
+        body=body,
+    )
     ctx.outbox.append(await bus.outgoing(ctx.run_id, route, message))
     return f"Message queued for {to}; it is delivered when this turn ends."
 
@@ -55,38 +62,49 @@ async def roster(ctx: ToolContext) -> str:
     """Who you may talk to: your parent, your children and your team, with their status."""
     svc, spec = ctx.services, ctx.state.spec
     lines: list[str] = []
+
     async def describe(agent_id: str, relation: str) -> None:
         found = await svc.store.load_spec(ctx.run_id, agent_id)
         if found is not None:
             other, status = found
-            lines.append(f"- {other.name} (id {other.id}, {other.role}, {relation}): "
-                         f"{status.value}. {other.description}".rstrip())
+            lines.append(
+                f"- {other.name} (id {other.id}, {other.role}, {relation}): "
+                f"{status.value}. {other.description}".rstrip()
+            )
+
     if spec.parent_id:
         await describe(spec.parent_id, "your parent")
     for child in [*ctx.state.children]:
         await describe(child, "your child")
     if spec.team_id:
-        members = await svc.redis.smembers(svc.store.keys.team_members(ctx.run_id,
-                                                                        spec.team_id))
+        members: Any = await svc.redis.smembers(
+            svc.store.keys.team_members(ctx.run_id, spec.team_id)
+        )
         for member in sorted(members):
             if member not in (spec.id, spec.parent_id, *ctx.state.children):
                 await describe(member, "your team")
     for new in ctx.spawned:
-        lines.append(f"- {new.spec.name} (id {new.spec.id}, {new.spec.role}, your child): "
-                     "starting")
+        lines.append(f"- {new.spec.name} (id {new.spec.id}, {new.spec.role}, your child): starting")
     header = f"You are {spec.name} (id {spec.id}, {spec.role}"
     header += f", team {spec.team_id})." if spec.team_id else ")."
-    return "\n".join([header, *(lines or ["- nobody yet"]),
-                      f"You may address: {allowed_targets(spec)}."])
+    return "\n".join(
+        [header, *(lines or ["- nobody yet"]), f"You may address: {allowed_targets(spec)}."]
+    )
 
 
 @tool
 async def wait_for_messages(ctx: ToolContext) -> str:
     """End this turn and sleep until a message (or a child's result) arrives."""
-    if (ctx.state.spec.parent_id is None and not ctx.state.children and not ctx.spawned
-            and not ctx.state.spec.team_id):
-        raise ToolRetry("Nobody can message you: you have no children and no team. "
-                        "Create agents first, or call finish.")
+    if (
+        ctx.state.spec.parent_id is None
+        and not ctx.state.children
+        and not ctx.spawned
+        and not ctx.state.spec.team_id
+    ):
+        raise ToolRetry(
+            "Nobody can message you: you have no children and no team. "
+            "Create agents first, or call finish."
+        )
     ctx.wait = True
     return "Waiting: your next turn starts when a message arrives."
 
@@ -96,10 +114,17 @@ def _slug(name: str) -> str:
 
 
 @tool(read_only=False)
-async def create_agent(ctx: ToolContext, name: str, role: str, purpose: str,
-                       tools: list[str] | None = None, system_prompt: str = "",
-                       model: str | None = None, budget_share: float = 0.2,
-                       pattern: str | None = None) -> str:
+async def create_agent(
+    ctx: ToolContext,
+    name: str,
+    role: str,
+    purpose: str,
+    tools: list[str] | None = None,
+    system_prompt: str = "",
+    model: str | None = None,
+    budget_share: float = 0.2,
+    pattern: str | None = None,
+) -> str:
     """Create a sub-agent that works for you; its result comes back to you as a message.
 
     Args:
@@ -119,22 +144,30 @@ async def create_agent(ctx: ToolContext, name: str, role: str, purpose: str,
         creatable = sorted(set(svc.settings.prompts.roles) - _NOT_CREATABLE)
         raise ToolRetry(f"role {role!r} cannot be created; use one of: {', '.join(creatable)}")
     if me.depth + 1 > caps.max_depth:
-        raise ToolRetry(f"agents at depth {me.depth} may not create agents (max depth "
-                        f"{caps.max_depth}); do the work yourself or ask your parent")
+        raise ToolRetry(
+            f"agents at depth {me.depth} may not create agents (max depth "
+            f"{caps.max_depth}); do the work yourself or ask your parent"
+        )
     if len(me.children) + len(ctx.spawned) >= caps.children_per_agent:
-        raise ToolRetry(f"you already have {len(me.children) + len(ctx.spawned)} children, "
-                        f"the limit is {caps.children_per_agent}; reuse them via send_message")
+        raise ToolRetry(
+            f"you already have {len(me.children) + len(ctx.spawned)} children, "
+            f"the limit is {caps.children_per_agent}; reuse them via send_message"
+        )
     wanted = list(dict.fromkeys(tools or []))
     unknown = svc.tools.unknown(wanted)
     if unknown:
-        raise ToolRetry(f"unknown tools: {', '.join(unknown)}; available: "
-                        f"{', '.join(svc.tools.names())}")
+        raise ToolRetry(
+            f"unknown tools: {', '.join(unknown)}; available: {', '.join(svc.tools.names())}"
+        )
     not_mine = [t for t in wanted if t not in me.spec.tools]
     if not_mine:
-        raise ToolRetry(f"you can only give tools you have yourself; you lack "
-                        f"{', '.join(not_mine)} (yours: {', '.join(me.spec.tools)})")
+        raise ToolRetry(
+            f"you can only give tools you have yourself; you lack "
+            f"{', '.join(not_mine)} (yours: {', '.join(me.spec.tools)})"
+        )
     if await svc.store.resolve_name(ctx.run_id, name) or any(
-            s.spec.name == name for s in ctx.spawned):
+        s.spec.name == name for s in ctx.spawned
+    ):
         raise ToolRetry(f"an agent named {name!r} already exists; choose another name")
     if not 0.01 <= budget_share <= 0.9:
         raise ToolRetry("budget_share must be between 0.01 and 0.9")
@@ -144,39 +177,73 @@ async def create_agent(ctx: ToolContext, name: str, role: str, purpose: str,
     limits = limits_for(svc.settings, me)
     tokens = int((limits.max_tokens - me.usage.total_tokens) * budget_share)
     if tokens < 1000:
-        raise ToolRetry(f"that share leaves the new agent only {tokens} tokens; raise "
-                        "budget_share or finish the work yourself")
+        raise ToolRetry(
+            f"that share leaves the new agent only {tokens} tokens; raise "
+            "budget_share or finish the work yourself"
+        )
     count_key = svc.store.keys.agent_count(ctx.run_id)
     if await svc.redis.incr(count_key) > caps.per_run:
         await svc.redis.decr(count_key)
-        raise ToolRetry(f"the run already has {caps.per_run} agents (the limit); reuse "
-                        "existing agents via send_message")
-    team_id = (f"team-{_slug(name)}-{uuid.uuid4().hex[:4]}" if role == "lead"
-               else me.spec.team_id if role == "member" else None)
+        raise ToolRetry(
+            f"the run already has {caps.per_run} agents (the limit); reuse "
+            "existing agents via send_message"
+        )
+    team_id = (
+        f"team-{_slug(name)}-{uuid.uuid4().hex[:4]}"
+        if role == "lead"
+        else me.spec.team_id
+        if role == "member"
+        else None
+    )
     base = [t for t in caps.base_tools if t in svc.tools]
-    spec = AgentSpec(name=name, role=role, parent_id=me.spec.id, team_id=team_id,
-                     system_prompt=system_prompt, tools=tuple(dict.fromkeys([*wanted, *base])),
-                     model=model, budget=Budget(max_tokens=tokens), description=purpose)
+    spec = AgentSpec(
+        name=name,
+        role=role,
+        parent_id=me.spec.id,
+        team_id=team_id,
+        system_prompt=system_prompt,
+        tools=tuple(dict.fromkeys([*wanted, *base])),
+        model=model,
+        budget=Budget(max_tokens=tokens),
+        description=purpose,
+    )
     run = await svc.store.get_run(ctx.run_id)
-    child = new_agent_state(svc, ctx.run_id, spec, task=run.task, requester=run.requested_by,
-                            brief=f"Your brief from {me.spec.name}:\n{purpose}",
-                            depth=me.depth + 1, playbook=playbook)
+    child = new_agent_state(
+        svc,
+        ctx.run_id,
+        spec,
+        task=run.task,
+        requester=run.requested_by,
+        brief=f"Your brief from {me.spec.name}:\n{purpose}",
+        depth=me.depth + 1,
+        playbook=playbook,
+    )
     ctx.spawned.append(child)
-    return (f"Created {name} (id {spec.id}, {role}"
-            + (f", team {team_id}" if team_id else "")
-            + f", {tokens} tokens). It starts when this turn ends; its result will come to "
-              "you as a message.")
+    return (
+        f"Created {name} (id {spec.id}, {role}"
+        + (f", team {team_id}" if team_id else "")
+        + f", {tokens} tokens). It starts when this turn ends; its result will come to "
+        "you as a message."
+    )
 
 
 def _playbook(ctx: ToolContext, pattern: str, name: str, brief: str) -> str:
     svc = ctx.services
     template = f"patterns/{pattern}.md.j2"
-    available = sorted(n.removeprefix("patterns/").removesuffix(".md.j2")
-                       for n in svc.prompts.names() if n.startswith("patterns/"))
+    available = sorted(
+        n.removeprefix("patterns/").removesuffix(".md.j2")
+        for n in svc.prompts.names()
+        if n.startswith("patterns/")
+    )
     if template not in svc.prompts.names():
         raise ToolRetry(f"unknown pattern {pattern!r}; available: {', '.join(available)}")
-    return svc.prompts.render(template, team_name=name, members=[], brief=brief,
-                              max_rounds=svc.settings.agents.discussion_rounds)
+    return svc.prompts.render(
+        template,
+        team_name=name,
+        members=[],
+        brief=brief,
+        max_rounds=svc.settings.agents.discussion_rounds,
+    )
 
 
 SOCIETY_TOOLS: tuple[Tool, ...] = (send_message, roster, wait_for_messages, create_agent)
