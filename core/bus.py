@@ -116,24 +116,23 @@ class Bus:
     async def drain(self, run_id: str, spec: AgentSpec) -> tuple[list[Delivered], list[Delivered]]:
         """Take the agent's messages: first its pending ones (from a crashed turn), then new.
 
-        Returns (deliver, dead): messages delivered too often are returned as dead, for the
-        caller to dead-letter in its save transaction. Nothing is acknowledged here.
+        Two reads over all its streams at once. Returns (deliver, dead): messages delivered
+        too often are returned as dead, for the caller to dead-letter in its save
+        transaction. Nothing is acknowledged here.
         """
         deliver: list[Delivered] = []
         dead: list[Delivered] = []
-        budget = self.settings.drain_max
-        for stream in self.streams_of(run_id, spec):
-            for start in ("0", ">"):
-                if budget <= 0:
-                    return deliver, dead
-                reply: Any = await self.redis.xreadgroup(
-                    spec.id, spec.id, {stream: start}, count=budget
-                )
-                entries = reply[0][1] if reply else []
-                entries = [(i, f) for i, f in entries if f]  # trimmed entries come back empty
+        streams = self.streams_of(run_id, spec)
+        count = self.settings.drain_max
+        for start in ("0", ">"):
+            reply: Any = await self.redis.xreadgroup(
+                spec.id, spec.id, dict.fromkeys(streams, start), count=count
+            )
+            for stream, raw_entries in reply or ():
+                entries = [(i, f) for i, f in raw_entries if f]  # trimmed entries are empty
                 if not entries:
                     continue
-                times = {}
+                times: dict[str, int] = {}
                 if start == "0":
                     pending: Any = await self.redis.xpending_range(
                         stream,
@@ -150,7 +149,6 @@ class Bus:
                         dead.append(item)
                     else:
                         deliver.append(item)
-                    budget -= 1
         return deliver, dead
 
     def ack_writes(
@@ -170,8 +168,15 @@ class Bus:
         return [write] if delivered or dead else []
 
     async def has_unread(self, run_id: str, spec: AgentSpec) -> bool:
-        for stream in self.streams_of(run_id, spec):
-            groups: Any = await self.redis.xinfo_groups(stream)
+        """True when any of the agent's groups has pending or not-yet-read entries."""
+        streams = self.streams_of(run_id, spec)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for stream in streams:
+                pipe.xinfo_groups(stream)
+            replies: Any = await pipe.execute(raise_on_error=False)
+        for stream, groups in zip(streams, replies, strict=True):
+            if isinstance(groups, Exception):
+                continue  # the stream does not exist yet
             group = next((g for g in groups if g["name"] == spec.id), None)
             if group is None:
                 continue
@@ -180,7 +185,7 @@ class Bus:
             lag = group.get("lag")
             if lag is None:  # unknown after trimming: compare with the newest entry
                 last: Any = await self.redis.xrevrange(stream, count=1)
-                lag = int(bool(last) and last[0][0] > group["last-delivered-id"])
+                lag = int(bool(last) and _id(last[0][0]) > _id(group["last-delivered-id"]))
             if lag:
                 return True
         return False
@@ -204,3 +209,8 @@ class Bus:
     def release_wake_write(self, run_id: str, agent_id: str) -> PipelineWrite:
         key = self.keys.wake(run_id, agent_id)
         return lambda pipe: pipe.delete(key)
+
+
+def _id(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)

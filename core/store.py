@@ -48,7 +48,7 @@ def transition(run: RunState, to: RunStatus, by: str, note: str = "") -> Transit
 PipelineWrite = Callable[[Any], None]
 
 
-def _agent_fields(state: AgentState) -> dict[str | bytes, str | int]:
+def _agent_fields(state: AgentState) -> dict[Any, Any]:
     return {
         "seq": state.seq,
         "status": state.status.value,
@@ -232,6 +232,20 @@ class Store:
                 except WatchError:
                     continue  # the run key moved (another agent); re-check and retry
         raise RunError(f"run {run_id}: too much contention saving agent {state.spec.id}")
+
+    async def turn_start(
+        self, run_id: str, agent_id: str, seq: int
+    ) -> tuple[AgentState | None, RunState, int]:
+        """One round trip: the agent's state, the run, and this turn's delivery count."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hget(self.keys.agent(run_id, agent_id), "state")
+            pipe.get(self.keys.run(run_id))
+            pipe.hincrby(self.keys.deliveries(run_id), f"{agent_id}:{seq}", 1)
+            raw_state, raw_run, deliveries = await pipe.execute()
+        if raw_run is None:
+            raise RunError(f"unknown run {run_id}")
+        state = None if raw_state is None else AgentState.model_validate_json(raw_state)
+        return state, RunState.model_validate_json(raw_run), int(deliveries)
 
     async def count_delivery(self, run_id: str, agent_id: str, seq: int) -> int:
         """How many times this turn has been started, this time included."""

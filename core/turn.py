@@ -36,7 +36,7 @@ class TurnOutcome(StrEnum):
 async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     """Run one turn of one agent. Safe to call twice with the same job."""
     store = svc.store
-    state = await store.load_agent(job.run_id, job.agent_id)
+    state, run, deliveries = await store.turn_start(job.run_id, job.agent_id, job.seq)
     if state is None:
         log.warning("turn %s: unknown agent, dropped", job)
         return TurnOutcome.DROPPED
@@ -49,9 +49,7 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
 
     expected = state.seq
     io = TurnIO(svc, state)
-    run = await store.get_run(job.run_id)
     limits = limits_for(svc.settings, state)
-    deliveries = await store.count_delivery(job.run_id, job.agent_id, job.seq)
 
     early_end: tuple[EndReason, str] | None = None
     if run.status.terminal:

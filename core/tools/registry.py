@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -33,6 +34,11 @@ class Tool:
     args_model: type[BaseModel]
     read_only: bool
     takes_context: bool
+    # Built once: generating a JSON schema costs more than the rest of a turn's CPU.
+    _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_schema", json_schema(self.args_model))
 
     def openai_schema(self) -> dict[str, Any]:
         return {
@@ -40,12 +46,12 @@ class Tool:
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": json_schema(self.args_model),
+                "parameters": copy.deepcopy(self._schema),
             },
         }
 
     def parameters_json(self) -> str:
-        return json.dumps(json_schema(self.args_model), separators=(",", ":"))
+        return json.dumps(self._schema, separators=(",", ":"))
 
 
 def tool(fn: ToolFn | None = None, *, name: str | None = None, read_only: bool = True) -> Any:
