@@ -30,9 +30,13 @@ def _settings(**overrides: object) -> Settings:
 
 
 @app.command()
-def demo(verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every turn.")) -> None:
-    """Run an offline demo: zero services, a scripted model, real turns and tools."""
+def demo(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every turn."),
+    cohort: bool = typer.Option(False, "--cohort", help="A competing cohort of agents."),
+) -> None:
+    """Run an offline demo: zero services, a scripted model, real turns, tools and bus."""
     from core.demo import DEMO_TASK, demo_agent, demo_model
+    from core.demo_cohort import COHORT_TASK, cohort_model, cohort_orchestrator
     from core.embedded import run_embedded
 
     settings = _settings(redis={"url": ""})
@@ -41,11 +45,12 @@ def demo(verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every
         "model[/] (no provider is called); Redis is in-process (fakeredis)."
     )
     printer = EventPrinter(console, verbose=verbose)
-    run = asyncio.run(
-        run_embedded(
-            settings, DEMO_TASK, demo_agent(), llm=demo_model(), on_event=printer, timeout_s=60
-        )
+    task, root, model = (
+        (COHORT_TASK, cohort_orchestrator(), cohort_model())
+        if cohort
+        else (DEMO_TASK, demo_agent(), demo_model())
     )
+    run = asyncio.run(run_embedded(settings, task, root, llm=model, on_event=printer, timeout_s=60))
     if run.status.value != "completed" or printer.tools_called == 0:
         raise typer.Exit(1)
 

@@ -64,12 +64,14 @@ class EventPrinter:
                 self.tools_called += 1
                 mark = "[green]✓[/]" if event.ok else "[red]✗[/]"
                 c.print(
-                    f"  {mark} [yellow]{event.tool}[/]({escape(event.arguments)}) → "
+                    f"  {mark} [dim]{escape(self._who(event.agent_id))}[/] "
+                    f"[yellow]{event.tool}[/]({escape(event.arguments)}) → "
                     f"{escape(event.result.splitlines()[0] if event.result else '')}"
                 )
             case MessageSent():
                 c.print(
-                    f"  ✉ {escape(self._who(event.agent_id))} → {escape(event.recipient)}: "
+                    f"  ✉ {escape(self._who(event.agent_id))} → "
+                    f"{escape(self.names.get(event.recipient, event.recipient))}: "
                     f"{escape(event.preview)}"
                 )
             case AgentFinished():

@@ -196,6 +196,8 @@ async def create_agent(
         else None
     )
     base = [t for t in caps.base_tools if t in svc.tools]
+    if model is None and role not in svc.settings.llm.models:
+        model = me.spec.model  # no model for its role: run on its creator's model
     spec = AgentSpec(
         name=name,
         role=role,

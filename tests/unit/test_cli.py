@@ -15,7 +15,8 @@ def test_demo_runs_offline_calls_tools_and_finishes() -> None:
     assert result.exit_code == 0, result.output
     out = result.output
     assert "scripted offline model" in out
-    assert "✓ calculate" in out and "✓ current_time" in out and "✓ finish" in out
+    for tool in ("calculate", "days_between", "current_time", "finish"):
+        assert f"✓ Demo assistant {tool}(" in out
     assert "completed" in out and "31622400 seconds" in out
 
 
@@ -62,6 +63,16 @@ def test_run_uses_the_configured_model_server(monkeypatch) -> None:
         monkeypatch.setenv("COLUMNS", "200")
         result = runner.invoke(app, ["run", "How many days in January 2026?"])
     assert result.exit_code == 0, result.output
-    assert "✓ days_between" in result.output and "31 days." in result.output
+    assert "✓ Assistant days_between(" in result.output and "31 days." in result.output
     assert "embedded mode" in result.output
     assert len(server.requests) == 2
+
+
+def test_cohort_demo_runs_a_competition_offline() -> None:
+    result = runner.invoke(app, ["demo", "--cohort"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for name in ("Team Exact", "Team Rough", "Judge"):
+        assert f"+ {name}" in out and f"■ {name} finished" in out
+    assert "✉ Orchestrator → Judge: Candidate A" in out
+    assert "Winner — Candidate A: 366 * 24 * 60 * 60 = 31622400" in out
