@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from redis.exceptions import WatchError
+
 from core.config import BusSettings
 from core.keys import Keys
 from core.routing import Route, RouteRefused, allowed_targets, check_direct, route_keyword
@@ -196,15 +198,35 @@ class Bus:
         """If the agent waits, claim the right to schedule its next turn; return its seq.
 
         Only one claim succeeds until the woken turn is saved, so a burst of messages
-        schedules exactly one turn.
+        schedules exactly one turn. The status check and the claim are one transaction
+        (WATCH on the agent): a claim read against a state that changed meanwhile would
+        carry a stale seq, its turn would be dropped, and the agent would never wake.
         """
-        fields: Any = await self.redis.hmget(self.keys.agent(run_id, agent_id), ["status", "seq"])
-        if fields[0] != AgentStatus.WAITING.value:
-            return None
-        claimed = await self.redis.set(
-            self.keys.wake(run_id, agent_id), fields[1], nx=True, ex=self.settings.wake_ttl_s
-        )
-        return int(fields[1]) if claimed else None
+        agent_key, wake_key = self.keys.agent(run_id, agent_id), self.keys.wake(run_id, agent_id)
+        for _ in range(10):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(agent_key)
+                    fields: Any = await pipe.hmget(agent_key, ["status", "seq"])
+                    if fields[0] != AgentStatus.WAITING.value:
+                        await pipe.unwatch()
+                        return None
+                    pipe.multi()
+                    pipe.set(wake_key, fields[1], nx=True, ex=self.settings.wake_ttl_s)
+                    (claimed,) = await pipe.execute()
+                    return int(fields[1]) if claimed else None
+                except WatchError:
+                    continue
+        return None
+
+    async def release_stale_wake(self, run_id: str, agent_id: str, seq: int) -> bool:
+        """Drop a wake-up claim made for ``seq`` (now stale); True if one was dropped."""
+        key = self.keys.wake(run_id, agent_id)
+        value = await self.redis.get(key)
+        if value is not None and int(value) == seq:
+            await self.redis.delete(key)
+            return True
+        return False
 
     def release_wake_write(self, run_id: str, agent_id: str) -> PipelineWrite:
         key = self.keys.wake(run_id, agent_id)

@@ -45,6 +45,11 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
             # This turn was saved but its successor may not have been scheduled (a crash
             # between save and submit). Submitting again is safe: duplicates are dropped.
             await svc.scheduler.submit(job.model_copy(update={"seq": state.seq}))
+        elif state.status is AgentStatus.WAITING and await svc.bus.release_stale_wake(
+            job.run_id, job.agent_id, job.seq
+        ):
+            # A wake-up claimed for an older turn: release it and look at the mail again.
+            await TurnIO(svc, state).spurious_wake()
         return TurnOutcome.DROPPED
 
     expected = state.seq
@@ -207,8 +212,14 @@ async def _save_end(
     return TurnOutcome.ENDED if saved else TurnOutcome.DROPPED
 
 
+# Calls that legitimately repeat: waiting again after a message arrived is progress.
+_NOT_STALLS = frozenset({"wait_for_messages", "roster"})
+
+
 def _note_call(recent: list[str], call: ToolCall, repeats: int) -> bool:
     """Record the call's signature; True when the last ``repeats`` calls are identical."""
+    if call.name in _NOT_STALLS:
+        return False
     try:
         args = json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
     except json.JSONDecodeError:
