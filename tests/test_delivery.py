@@ -173,7 +173,8 @@ async def test_1000_messages_among_50_agents_are_each_processed_once(make_servic
     settings = make_settings(
         limits={"turns_per_agent": 200}, agents={"per_run": 100, "children_per_agent": 100}
     )
-    svc = make_services(settings, ScriptedModel(responder=brain), redis=any_redis)
+    # Agents start only once all exist, so no first message is refused as "no such agent".
+    svc = make_services(settings, ScriptedModel(responder=brain), redis=any_redis, start=False)
     tools = ("send_message", "wait_for_messages", "finish")
     root = AgentSpec(name=names[0], role="orchestrator", team_id="T", tools=tools)
     run_id = await start_run(svc, "chatter", root)
@@ -184,7 +185,10 @@ async def test_1000_messages_among_50_agents_are_each_processed_once(make_servic
         state = new_agent_state(svc, run_id, spec, task="t", requester="r", brief="talk")
         await svc.store.create_agent(state, [], svc.bus.register_writes(run_id, spec))
         await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=spec.id, seq=0))
+    svc.scheduler.start(lambda job: run_turn(svc, job))
     await asyncio.wait_for(svc.scheduler.join(), timeout=120)
+    events = [e for _, e in await svc.store.read_events(run_id, count=100_000)]
+    assert [e for e in events if e.kind == "tool_called" and not e.ok] == []
 
     tokens: Counter[str] = Counter()
     for agent_id in await svc.store.agent_ids(run_id):
