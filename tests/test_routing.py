@@ -132,3 +132,19 @@ async def test_routing_matrix(sender, target, make_services, any_redis) -> None:
             assert ctx.outbox == []
             if target in states and target != sender and target not in ("Nobody",):
                 assert "reach them through" in result.content
+
+
+async def test_roster_lists_whom_an_agent_may_address(make_services, any_redis) -> None:
+    svc = make_services(make_settings(), ScriptedModel(), redis=any_redis, start=False)
+    svc.scheduler = Recorder()
+    states = await build_tree(svc)
+    ctx = ToolContext(services=svc, state=states["LA"])
+    call = ToolCall(id="c1", name="roster", arguments="{}")
+    result = await svc.tools.execute(ctx, call, list(TOOLS), svc.prompts, 8000)
+    assert result.ok
+    lines = result.content.splitlines()
+    assert lines[0].startswith("You are LA (id ") and "team A" in lines[0]
+    assert any(line.startswith("- O (") and "your parent" in line for line in lines)
+    assert sum(line.startswith("- ") and "your child" in line for line in lines) == 2
+    assert not any("LB" in line or "B1" in line for line in lines)
+    assert lines[-1].startswith('You may address: "parent"')
