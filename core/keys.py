@@ -53,9 +53,10 @@ class Keys:
         """Set (NX) while a wake-up turn for a waiting agent is scheduled."""
         return f"{self.prefix}:run:{run_id}:wake:{agent_id}"
 
-    def agent_count(self, run_id: str) -> str:
-        """Agents created or reserved in the run (for the agents-per-run cap)."""
-        return f"{self.prefix}:run:{run_id}:agent_count"
+    def agent_slots(self, run_id: str) -> str:
+        """Set of agent slots reserved in the run (for the agents-per-run cap), one member
+        per creating turn and index, so a turn delivered twice reserves its slots once."""
+        return f"{self.prefix}:run:{run_id}:agent_slots"
 
     def runs_index(self) -> str:
         return f"{self.prefix}:runs"

@@ -28,7 +28,7 @@ async def spawn_agent(
             f"(available: {', '.join(svc.tools.names())})"
         )
     state = new_agent_state(svc, run_id, spec, task=task, requester=requester, brief=task)
-    await svc.redis.incr(svc.store.keys.agent_count(run_id))
+    await svc.redis.sadd(svc.store.keys.agent_slots(run_id), spec.id)
     await svc.store.create_agent(
         state, [created_event(svc, state)], svc.bus.register_writes(run_id, spec)
     )

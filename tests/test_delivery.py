@@ -265,7 +265,7 @@ async def test_caps_on_creating_agents(make_services, any_redis):
     )
     deep = ToolContext(services=svc, state=grandchild)
     assert "max depth 2" in await create(deep, name="E1", role="member", purpose="p")
-    assert int(await svc.redis.get(svc.store.keys.agent_count(run_id))) == 5
+    assert await svc.redis.scard(svc.store.keys.agent_slots(run_id)) == 5
 
 
 async def test_an_endlessly_spawning_agent_is_stopped(make_services, any_redis):

@@ -181,9 +181,16 @@ async def create_agent(
             f"that share leaves the new agent only {tokens} tokens; raise "
             "budget_share or finish the work yourself"
         )
-    count_key = svc.store.keys.agent_count(ctx.run_id)
-    if await svc.redis.incr(count_key) > caps.per_run:
-        await svc.redis.decr(count_key)
+    # The slot is named after this turn and this creation, so a re-delivered turn finds
+    # the reservation its earlier delivery made instead of taking another.
+    slots = svc.store.keys.agent_slots(ctx.run_id)
+    slot = f"{me.spec.id}:{me.seq}:{len(ctx.spawned)}"
+    async with svc.redis.pipeline(transaction=True) as pipe:
+        pipe.sadd(slots, slot)
+        pipe.scard(slots)
+        added, taken = await pipe.execute()
+    if added and taken > caps.per_run:
+        await svc.redis.srem(slots, slot)
         raise ToolRetry(
             f"the run already has {caps.per_run} agents (the limit); reuse "
             "existing agents via send_message"
