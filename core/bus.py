@@ -208,7 +208,7 @@ class Bus:
                 try:
                     await pipe.watch(agent_key)
                     fields: Any = await pipe.hmget(agent_key, ["status", "seq"])
-                    if fields[0] != AgentStatus.WAITING.value:
+                    if fields[0] is None or not AgentStatus(fields[0]).waiting:
                         await pipe.unwatch()
                         return None
                     pipe.multi()

@@ -104,6 +104,37 @@ class AgentsSettings(_Section):
 
 class SchedulerSettings(_Section):
     inline_concurrency: int = Field(16, ge=1, le=10_000)
+    # How often the background loop fires due timers and processes pending intents.
+    background_interval_s: float = Field(0.2, gt=0, le=60)
+    # An intent claimed by a worker that died is taken over after this long.
+    intent_claim_idle_s: float = Field(30.0, gt=0)
+
+
+class CelerySettings(_Section):
+    """The production scheduler: agent turns as Celery tasks on a Redis broker."""
+
+    # "" = the same Redis as redis.url.
+    broker_url: str = ""
+    queue: str = "caramba-turns"
+    # Worker processes per host (0 = one per CPU core) and turn slots (threads) per process.
+    processes: int = Field(0, ge=0, le=256)
+    concurrency: int = Field(200, ge=1, le=2000)
+    # Broker redelivers a task not acknowledged within this time: keep it above the
+    # longest turn (llm.timeout_s × llm.max_attempts plus tools).
+    visibility_timeout_s: float = Field(3600, gt=0)
+    # A single turn running longer than this inside a worker is abandoned (and retried).
+    turn_timeout_s: float = Field(900, gt=0)
+
+
+class HumansSettings(_Section):
+    """Agents asking people, and people extending budgets."""
+
+    # An unanswered ask_user question is closed after this long; the agent goes on.
+    question_timeout_s: float = Field(3600, gt=0)
+    # Default extension offered when a run reaches its budget or deadline.
+    extend_tokens: int = Field(200_000, ge=0)
+    extend_cost_usd: float = Field(2.0, ge=0)
+    extend_wall_clock_s: float = Field(900, ge=0)
 
 
 class PromptSettings(_Section):
@@ -135,6 +166,8 @@ class Settings(BaseSettings):
     redis: RedisSettings = RedisSettings()
     limits: LimitSettings = LimitSettings()
     scheduler: SchedulerSettings = SchedulerSettings()
+    celery: CelerySettings = CelerySettings()
+    humans: HumansSettings = HumansSettings()
     bus: BusSettings = BusSettings()
     agents: AgentsSettings = AgentsSettings()
     prompts: PromptSettings = PromptSettings()

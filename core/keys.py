@@ -58,5 +58,29 @@ class Keys:
         per creating turn and index, so a turn delivered twice reserves its slots once."""
         return f"{self.prefix}:run:{run_id}:agent_slots"
 
+    def parked(self, run_id: str) -> str:
+        """Set of agents whose turns wait for a paused run to be extended."""
+        return f"{self.prefix}:run:{run_id}:parked"
+
+    def timers(self) -> str:
+        """Sorted set of due-later actions (score: when), shared by every process."""
+        return f"{self.prefix}:timers"
+
+    def intents(self) -> str:
+        """Stream of intents saved by turns and not yet processed (group ``processors``)."""
+        return f"{self.prefix}:intents"
+
+    def intent_done(self, key: str) -> str:
+        """Set once an intent has been processed: the exactly-once marker."""
+        return f"{self.prefix}:intent-done:{key}"
+
+    def intent_failures(self) -> str:
+        """Hash intent key → failed processing attempts."""
+        return f"{self.prefix}:intent-failures"
+
+    def questions(self, run_id: str) -> str:
+        """Hash question id → open question (JSON) of an agent waiting for a person."""
+        return f"{self.prefix}:run:{run_id}:questions"
+
     def runs_index(self) -> str:
         return f"{self.prefix}:runs"

@@ -10,11 +10,8 @@ from core.agents import created_event, new_agent_state
 from core.errors import RunError
 from core.runtime import Services
 from core.scheduler.base import TurnJob
-from core.store import transition
-from core.types._base import new_id
 from core.types.agent import AgentSpec, AgentState
-from core.types.events import RunEvent, RunFinished, RunStarted
-from core.types.run import RunState, RunStatus
+from core.types.events import RunEvent, RunFinished
 
 
 async def spawn_agent(
@@ -48,25 +45,13 @@ async def start_run(
 
     Without a planner in front, the requester's own request counts as the approval.
     """
-    run = RunState(id=new_id("run"), task=task, requested_by=requested_by, root_agent_id=root.id)
-    await svc.store.create_run(run)
-    approver = approved_by or requested_by
-    step = await svc.store.transition_run(run.id, RunStatus.APPROVED, by=approver)
+    from core.control import approve_run, propose_run
+
+    run_id = await propose_run(svc, task, root, requested_by=requested_by)
+    step = await approve_run(svc, run_id, approved_by or requested_by)
     if not step.ok:
         raise RunError(step.reason)
-
-    def begin(r: RunState) -> tuple[RunState | None, list[RunEvent]]:
-        result = transition(r, RunStatus.RUNNING, by=approver)
-        if not result.ok:
-            return None, []
-        result.run.started_at = time.time()
-        result.run.deadline_at = result.run.started_at + svc.settings.limits.wall_clock_s
-        return result.run, [RunStarted(run_id=r.id, task=task)]
-
-    if await svc.store.update_run(run.id, begin) is None:
-        raise RunError(f"run {run.id} could not be started")
-    await spawn_agent(svc, run.id, root, task, requested_by)
-    return run.id
+    return run_id
 
 
 async def follow_events(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from redis.asyncio import Redis
 
@@ -16,7 +17,16 @@ from core.scheduler.base import Scheduler
 from core.store import Store
 from core.tools.registry import ToolRegistry
 
+if TYPE_CHECKING:
+    from core.intents import IntentProcessor
+
 log = logging.getLogger(__name__)
+
+
+def _default_processors() -> dict[str, IntentProcessor]:
+    from core.intents import default_processors
+
+    return default_processors()
 
 
 @dataclass
@@ -31,6 +41,8 @@ class Services:
     prompts: PromptLibrary
     scheduler: Scheduler
     bus: Bus
+    # Intent kind → processor; chat adapters replace post_to_chat/notify with their own.
+    intent_processors: dict[str, IntentProcessor] = field(default_factory=_default_processors)
 
     async def aclose(self) -> None:
         await self.llm.aclose()

@@ -7,7 +7,6 @@ the turn's events and usage, so a turn delivered twice is applied once.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from redis.asyncio import Redis
@@ -15,37 +14,27 @@ from redis.exceptions import WatchError
 
 from core.errors import RunError, UsageError
 from core.keys import Keys
+
+# Re-exported: callers import the run-change helpers from the store they apply to.
+from core.run_changes import RunChange, TransitionResult, chain, transition
 from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
 from core.types.events import RUN_EVENT, RunEvent
-from core.types.run import ALLOWED, RunState, RunStatus, Transition
+from core.types.run import RunState, RunStatus
+
+__all__ = ["PipelineWrite", "RunChange", "Store", "TransitionResult", "chain", "transition"]
 
 _MAX_CAS_ATTEMPTS = 20
 
-# Given the current run, return its new state (or None for no change) and extra events.
-RunChange = Callable[[RunState], tuple[RunState | None, list[RunEvent]]]
-
-
-@dataclass(frozen=True)
-class TransitionResult:
-    ok: bool
-    run: RunState
-    reason: str = ""
-
-
-def transition(run: RunState, to: RunStatus, by: str, note: str = "") -> TransitionResult:
-    """Apply one lifecycle step in memory, or say why it is not allowed."""
-    if to not in ALLOWED[run.status]:
-        return TransitionResult(
-            False, run, f"run {run.id} is {run.status.value}; it cannot become {to.value}"
-        )
-    new = run.model_copy(deep=True)
-    new.history.append(Transition(from_status=run.status, to_status=to, by=by, note=note))
-    new.status = to
-    return TransitionResult(True, new)
-
-
 PipelineWrite = Callable[[Any], None]
+
+
+def _usage(raw: Any) -> Usage:
+    return Usage(
+        prompt_tokens=int(raw.get("prompt_tokens", 0)),
+        completion_tokens=int(raw.get("completion_tokens", 0)),
+        cost_usd=float(raw.get("cost_usd", 0.0)),
+    )
 
 
 def _agent_fields(state: AgentState) -> dict[Any, Any]:
@@ -95,7 +84,7 @@ class Store:
                     pipe.multi()
                     if new is not None:
                         pipe.set(key, new.model_dump_json())
-                    self._add_events(pipe, run_id, events)
+                    self.add_events(pipe, run_id, events)
                     await pipe.execute()
                     return new
                 except WatchError:
@@ -122,12 +111,7 @@ class Store:
         return outcome[0]
 
     async def run_usage(self, run_id: str) -> Usage:
-        raw = await self.redis.hgetall(self.keys.run_usage(run_id))
-        return Usage(
-            prompt_tokens=int(raw.get("prompt_tokens", 0)),
-            completion_tokens=int(raw.get("completion_tokens", 0)),
-            cost_usd=float(raw.get("cost_usd", 0.0)),
-        )
+        return _usage(await self.redis.hgetall(self.keys.run_usage(run_id)))
 
     # --- agents -------------------------------------------------------------------------
 
@@ -156,7 +140,7 @@ class Store:
             self.agent_create_write(state)(pipe)
             for write in writes:
                 write(pipe)
-            self._add_events(pipe, state.run_id, events)
+            self.add_events(pipe, state.run_id, events)
             await pipe.execute()
 
     async def load_spec(self, run_id: str, agent_id: str) -> tuple[AgentSpec, AgentStatus] | None:
@@ -226,7 +210,7 @@ class Store:
                         pipe.hincrbyfloat(ukey, "cost_usd", usage.cost_usd)
                     if new_run is not None:
                         pipe.set(rkey, new_run.model_dump_json())
-                    self._add_events(pipe, run_id, [*events, *run_events])
+                    self.add_events(pipe, run_id, [*events, *run_events])
                     await pipe.execute()
                     return True
                 except WatchError:
@@ -235,17 +219,19 @@ class Store:
 
     async def turn_start(
         self, run_id: str, agent_id: str, seq: int
-    ) -> tuple[AgentState | None, RunState, int]:
-        """One round trip: the agent's state, the run, and this turn's delivery count."""
+    ) -> tuple[AgentState | None, RunState, int, Usage]:
+        """One round trip: the agent's state, the run, this turn's delivery count, and the
+        run's usage so far."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hget(self.keys.agent(run_id, agent_id), "state")
             pipe.get(self.keys.run(run_id))
             pipe.hincrby(self.keys.deliveries(run_id), f"{agent_id}:{seq}", 1)
-            raw_state, raw_run, deliveries = await pipe.execute()
+            pipe.hgetall(self.keys.run_usage(run_id))
+            raw_state, raw_run, deliveries, raw_usage = await pipe.execute()
         if raw_run is None:
             raise RunError(f"unknown run {run_id}")
         state = None if raw_state is None else AgentState.model_validate_json(raw_state)
-        return state, RunState.model_validate_json(raw_run), int(deliveries)
+        return state, RunState.model_validate_json(raw_run), int(deliveries), _usage(raw_usage)
 
     async def count_delivery(self, run_id: str, agent_id: str, seq: int) -> int:
         """How many times this turn has been started, this time included."""
@@ -256,10 +242,10 @@ class Store:
     async def emit(self, *events: RunEvent) -> None:
         """Write progress events now (outside any turn transaction)."""
         async with self.redis.pipeline(transaction=False) as pipe:
-            self._add_events(pipe, events[0].run_id if events else "", list(events))
+            self.add_events(pipe, events[0].run_id if events else "", list(events))
             await pipe.execute()
 
-    def _add_events(self, pipe: object, run_id: str, events: list[RunEvent]) -> None:
+    def add_events(self, pipe: object, run_id: str, events: list[RunEvent]) -> None:
         for event in events:
             pipe.xadd(  # type: ignore[attr-defined]
                 self.keys.events(event.run_id or run_id),

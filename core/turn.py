@@ -8,16 +8,19 @@ twice (a retrying broker, a crashed worker, a double submit) is applied once.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
 from enum import StrEnum
 
+from core import budget, faults, intents, questions
 from core.errors import LLMError
 from core.lifecycle import end_agent, limits_for
 from core.llm.base import LLMRequest
 from core.runtime import Services
 from core.scheduler.base import TurnJob
+from core.store import chain
 from core.turn_io import TurnIO, clip
 from core.types.agent import AgentStatus, EndReason
 from core.types.chat import ChatMessage, ToolCall, Usage
@@ -31,12 +34,13 @@ class TurnOutcome(StrEnum):
     WAITING = "waiting"  # saved; the agent sleeps until a message arrives
     ENDED = "ended"  # saved; the agent finished or hit a cap
     DROPPED = "dropped"  # a duplicate, stale or spurious delivery; nothing applied
+    PARKED = "parked"  # the run is paused at a limit; the turn runs after an extension
 
 
 async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     """Run one turn of one agent. Safe to call twice with the same job."""
     store = svc.store
-    state, run, deliveries = await store.turn_start(job.run_id, job.agent_id, job.seq)
+    state, run, deliveries, run_usage = await store.turn_start(job.run_id, job.agent_id, job.seq)
     if state is None:
         log.warning("turn %s: unknown agent, dropped", job)
         return TurnOutcome.DROPPED
@@ -45,7 +49,7 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
             # This turn was saved but its successor may not have been scheduled (a crash
             # between save and submit). Submitting again is safe: duplicates are dropped.
             await svc.scheduler.submit(job.model_copy(update={"seq": state.seq}))
-        elif state.status is AgentStatus.WAITING and await svc.bus.release_stale_wake(
+        elif state.status.waiting and await svc.bus.release_stale_wake(
             job.run_id, job.agent_id, job.seq
         ):
             # A wake-up claimed for an older turn: release it and look at the mail again.
@@ -65,16 +69,20 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
             f"turn {job.seq} was delivered {deliveries} times without being saved "
             f"(limit {svc.settings.limits.max_deliveries}); quarantined",
         )
-    elif run.deadline_at is not None and time.time() > run.deadline_at:
-        early_end = (
-            EndReason.WALL_CLOCK,
-            f"the run's wall-clock limit of {svc.settings.limits.wall_clock_s:.0f} s was reached",
-        )
     if early_end is not None:
         return await _save_end(io, expected, [], Usage(), *early_end)
 
+    limit_hit = budget.breach(run, run_usage, time.time())
+    if run.paused or limit_hit is not None:
+        if limit_hit is not None and not run.paused:
+            await store.update_run(job.run_id, budget.pause_change(svc, limit_hit, run_usage))
+        if await budget.park(svc, job.run_id, job.agent_id):
+            return TurnOutcome.PARKED
+
     arrived = await io.drain()
-    if state.status is AgentStatus.WAITING and not arrived and not io.dead:
+    if state.open_question is not None:
+        arrived += await _close_question(io, state.open_question)
+    if state.status.waiting and not arrived and not io.dead:
         await io.spurious_wake()
         return TurnOutcome.DROPPED
 
@@ -92,9 +100,19 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         agent_name=spec.name,
     )
     try:
-        response = await svc.llm.complete(request)
+        response = await asyncio.wait_for(svc.llm.complete(request), _llm_deadline(svc))
     except LLMError as exc:
         return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, str(exc))
+    except TimeoutError:
+        detail = f"the model did not answer within {_llm_deadline(svc):.0f} s (with retries)"
+        return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, detail)
+    await faults.point(svc, "after_llm")
+    if (await store.get_run(job.run_id)).status.terminal:
+        # Cancelled while the model was thinking: stop before any tool runs.
+        state.usage = state.usage + response.usage
+        return await _save_end(
+            io, expected, [], response.usage, EndReason.CANCELLED, "the run was cancelled"
+        )
 
     usage = response.usage
     state.usage = state.usage + usage
@@ -125,9 +143,10 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     for call in response.tool_calls:
         stalled = _note_call(state.recent_calls, call, svc.settings.limits.stall_repeats) or stalled
         state.recent_calls = state.recent_calls[-svc.settings.limits.stall_repeats :]
-        result = await svc.tools.execute(
-            ctx, call, allowed, svc.prompts, svc.settings.limits.tool_result_chars
-        )
+        with intents.collecting(ctx.intents):
+            result = await svc.tools.execute(
+                ctx, call, allowed, svc.prompts, svc.settings.limits.tool_result_chars
+            )
         state.thread.append(
             ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=result.content)
         )
@@ -142,10 +161,11 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
                 result=clip(result.content) or "",
             )
         )
+    await faults.point(svc, "after_tools")
     state.seq = expected + 1
     state.children = [*state.children, *(c.spec.id for c in ctx.spawned)]
 
-    run_usage = (await store.run_usage(job.run_id)) + usage
+    run_usage = run_usage + usage
     end: tuple[EndReason, str] | None = None
     if ctx.finish_result is not None:
         state.result = ctx.finish_result
@@ -161,22 +181,10 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
             EndReason.MAX_TOKENS,
             f"used {state.usage.total_tokens} tokens (agent limit {limits.max_tokens})",
         )
-    elif run_usage.total_tokens >= svc.settings.limits.tokens_per_run:
-        end = (
-            EndReason.MAX_TOKENS,
-            f"the run used {run_usage.total_tokens} tokens "
-            f"(run limit {svc.settings.limits.tokens_per_run})",
-        )
     elif state.usage.cost_usd >= limits.max_cost_usd:
         end = (
             EndReason.MAX_COST,
             f"spent ${state.usage.cost_usd:.4f} (agent limit ${limits.max_cost_usd:.4f})",
-        )
-    elif run_usage.cost_usd >= svc.settings.limits.cost_per_run_usd:
-        end = (
-            EndReason.MAX_COST,
-            f"the run spent ${run_usage.cost_usd:.4f} "
-            f"(run limit ${svc.settings.limits.cost_per_run_usd:.4f})",
         )
     elif state.seq >= limits.max_turns:
         end = (
@@ -186,17 +194,71 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     if end is not None:
         return await _save_end(io, expected, events, usage, *end)
 
-    state.status = AgentStatus.WAITING if ctx.wait else AgentStatus.RUNNING
+    # The run's own limits pause it for a person to extend, rather than end agents.
+    limit_hit = budget.breach(run, run_usage, time.time())
+    pause = None if limit_hit is None else budget.pause_change(svc, limit_hit, run_usage)
+    asked = None
+    if ctx.question is not None:
+        now = time.time()
+        io.question = questions.OpenQuestion(
+            id=questions.question_id(state.spec.id, expected),
+            run_id=job.run_id,
+            agent_id=state.spec.id,
+            question=ctx.question,
+            asked_at=now,
+            deadline=now + svc.settings.humans.question_timeout_s,
+        )
+        state.open_question = io.question.id
+        asked = questions.asked_change(io.question)
+
+    state.status = (
+        AgentStatus.WAITING_HUMAN
+        if ctx.question is not None
+        else AgentStatus.WAITING
+        if ctx.wait
+        else AgentStatus.RUNNING
+    )
     state.updated_at = time.time()
     if not await store.commit_turn(
-        state, expected, [*events, *io.events()], usage, writes=io.writes()
+        state,
+        expected,
+        [*events, *io.events()],
+        usage,
+        run_change=chain(pause, asked),
+        writes=io.writes(),
     ):
         return TurnOutcome.DROPPED
+    await faults.point(svc, "after_commit")
     await io.after_commit()
     if ctx.wait:
         return TurnOutcome.WAITING
     await svc.scheduler.submit(TurnJob(run_id=job.run_id, agent_id=job.agent_id, seq=state.seq))
     return TurnOutcome.CONTINUED
+
+
+def _llm_deadline(svc: Services) -> float:
+    """The longest one model call may take, retries and backoff included."""
+    llm = svc.settings.llm
+    return llm.timeout_s * llm.max_attempts + llm.backoff_max_s * (llm.max_attempts - 1) + 5
+
+
+async def _close_question(io: TurnIO, qid: str) -> int:
+    """Forget an answered question; close one past its deadline with a note. Returns 1 when
+    that note was added to the thread (it counts as something that arrived)."""
+    svc, state = io.svc, io.state
+    expired = await questions.expire_if_due(svc, state.run_id, qid)
+    if expired is not None:
+        state.open_question = None
+        note = svc.prompts.render(
+            "feedback/question_timeout.j2",
+            question=expired.question,
+            timeout_s=expired.deadline - expired.asked_at,
+        )
+        state.thread.append(ChatMessage(role="user", content=note))
+        return 1
+    if await questions.get(svc, state.run_id, qid) is None:
+        state.open_question = None  # answered: the reply came with the drain
+    return 0
 
 
 async def _save_end(

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from core import intents, questions, timers
 from core.agents import created_event
 from core.bus import Delivered, Outgoing
 from core.routing import Route
 from core.scheduler.base import TurnJob
 from core.store import PipelineWrite
 from core.tools.context import ToolContext
-from core.types.agent import AgentState, AgentStatus
+from core.types.agent import AgentState
 from core.types.chat import ChatMessage
 from core.types.events import ErrorRaised, MessageSent, RunEvent
 from core.types.messages import HumanReply, Message, ResultMessage
+
+if TYPE_CHECKING:
+    from core.questions import OpenQuestion
 
 if TYPE_CHECKING:
     from core.runtime import Services
@@ -34,6 +38,10 @@ class TurnIO:
         self.ctx = ToolContext(services=svc, state=state)
         self.delivered: list[Delivered] = []
         self.dead: list[Delivered] = []
+        # The sequence number of this turn (state.seq moves on before the save).
+        self.seq = state.seq
+        # A question this turn asked a person (ask_user), saved with the turn.
+        self.question: OpenQuestion | None = None
 
     @property
     def run_id(self) -> str:
@@ -123,6 +131,11 @@ class TurnIO:
             writes += svc.bus.register_writes(self.run_id, child.spec)
         writes += svc.bus.ack_writes(spec, self.run_id, self.delivered, self.dead)
         writes.append(svc.bus.release_wake_write(self.run_id, spec.id))
+        if self.ctx.intents:
+            keyed = intents.keyed(self.ctx.intents, self.run_id, spec.id, self.seq)
+            writes.append(intents.save_write(svc, keyed))
+        if self.question is not None:
+            writes.append(questions.ask_write(svc, self.question))
         return writes
 
     async def after_commit(self) -> None:
@@ -133,14 +146,20 @@ class TurnIO:
         recipients = dict.fromkeys(r for out in self.ctx.outbox for r in out.recipients)
         for agent_id in recipients:
             await self.wake(agent_id)
-        if self.state.status is AgentStatus.WAITING:
+        if self.state.status.waiting:
             if await svc.bus.has_unread(run_id, self.state.spec):
                 await self.wake(self.state.spec.id)
+        if self.state.open_question and self.state.status.waiting:
+            # (Re-)arm the time-out; the timer's id is the question's, so this is idempotent.
+            q = self.question or await questions.get(svc, run_id, self.state.open_question)
+            if q is not None:
+                timer = timers.WakeAgent(id=q.id, run_id=run_id, agent_id=q.agent_id)
+                await timers.schedule(svc, timer, q.deadline)
+        if self.ctx.intents:
+            await intents.process_pending(svc)
 
     async def wake(self, agent_id: str) -> None:
-        seq = await self.svc.bus.claim_wake(self.run_id, agent_id)
-        if seq is not None:
-            await self.svc.scheduler.submit(TurnJob(run_id=self.run_id, agent_id=agent_id, seq=seq))
+        await wake_agent(self.svc, self.run_id, agent_id)
 
     async def spurious_wake(self) -> None:
         """Woken with nothing to read: release the claim, re-check (a message may have
@@ -148,3 +167,12 @@ class TurnIO:
         await self.svc.redis.delete(self.svc.store.keys.wake(self.run_id, self.state.spec.id))
         if await self.svc.bus.has_unread(self.run_id, self.state.spec):
             await self.wake(self.state.spec.id)
+
+
+async def wake_agent(svc: Services, run_id: str, agent_id: str) -> bool:
+    """Schedule one turn for a waiting agent (no-op if it is not waiting or already woken)."""
+    seq = await svc.bus.claim_wake(run_id, agent_id)
+    if seq is None:
+        return False
+    await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=agent_id, seq=seq))
+    return True

@@ -251,7 +251,9 @@ async def test_llm_failure_ends_the_run_with_a_clear_error(
     assert isinstance(final, RunFinished) and final.status is RunStatus.FAILED
 
 
-async def test_wall_clock_limit(settings, make_services, any_redis) -> None:
+async def test_the_run_deadline_pauses_the_run_for_a_person(
+    settings, make_services, any_redis
+) -> None:
     model = ScriptedModel()
     svc = make_services(settings, model, redis=any_redis, start=False)
     recorder = _Recorder()
@@ -264,11 +266,14 @@ async def test_wall_clock_limit(settings, make_services, any_redis) -> None:
         return new, []
 
     await svc.store.update_run(run_id, expire)
-    assert await run_turn(svc, recorder.jobs.pop()) is TurnOutcome.ENDED
+    assert await run_turn(svc, recorder.jobs.pop()) is TurnOutcome.PARKED
     state = await svc.store.load_agent(run_id, spec.id)
-    assert state is not None and state.end_reason is EndReason.WALL_CLOCK
-    assert (await svc.store.get_run(run_id)).status is RunStatus.FAILED
+    assert state is not None and state.seq == 0 and not state.status.terminal
+    run = await svc.store.get_run(run_id)
+    assert run.status is RunStatus.WAITING_HUMAN and run.paused == "wall_clock"
     assert model.requests == []
+    reached = [e for _, e in await svc.store.read_events(run_id) if e.kind == "budget_reached"]
+    assert len(reached) == 1 and "wall-clock" in reached[0].detail
 
 
 async def test_a_turn_that_keeps_crashing_is_quarantined(make_services, any_redis) -> None:

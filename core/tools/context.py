@@ -29,6 +29,8 @@ class ToolContext:
     spawned: list[AgentState] = field(default_factory=list)
     # Set by ``wait_for_messages``: end the turn and sleep until a message arrives.
     wait: bool = False
+    # Set by ``ask_user``: a question for a person; the agent waits for the answer.
+    question: str | None = None
     # Set by the ``finish`` tool: the agent's final result.
     finish_result: str | None = None
 

@@ -259,8 +259,10 @@ SOCIETY_TOOLS: tuple[Tool, ...] = (send_message, roster, wait_for_messages, crea
 
 
 def default_registry() -> ToolRegistry:
-    """Every built-in tool: the helpers, finish, and the society tools."""
-    return ToolRegistry([*BUILTIN_TOOLS, *SOCIETY_TOOLS])
+    """Every built-in tool: the helpers, finish, the society tools, the human tools."""
+    from core.tools.humans import HUMAN_TOOLS
+
+    return ToolRegistry([*BUILTIN_TOOLS, *SOCIETY_TOOLS, *HUMAN_TOOLS])
 
 
 __all__ = ["SOCIETY_TOOLS", "created_event", "default_registry"]

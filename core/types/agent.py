@@ -39,12 +39,18 @@ class AgentStatus(StrEnum):
     READY = "ready"
     RUNNING = "running"
     WAITING = "waiting"
+    # Waiting for a person's answer (ask_user); woken like WAITING.
+    WAITING_HUMAN = "waiting_human"
     FINISHED = "finished"
     FAILED = "failed"
 
     @property
     def terminal(self) -> bool:
         return self in (AgentStatus.FINISHED, AgentStatus.FAILED)
+
+    @property
+    def waiting(self) -> bool:
+        return self in (AgentStatus.WAITING, AgentStatus.WAITING_HUMAN)
 
 
 class EndReason(StrEnum):
@@ -74,6 +80,8 @@ class AgentState(BaseModel):
     # Depth in the agent tree (the root is 0) and the ids of the agents it created.
     depth: int = 0
     children: list[str] = Field(default_factory=list)
+    # The id of the question it asked a person and still waits on (ask_user).
+    open_question: str | None = None
     result: str | None = None
     end_reason: EndReason | None = None
     end_detail: str = ""

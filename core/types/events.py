@@ -89,6 +89,64 @@ class ErrorRaised(_EventBase):
     hint: str = ""
 
 
+class ChatPosted(_EventBase):
+    """An agent's post for the chat (a post_to_chat intent, processed once)."""
+
+    kind: Literal["chat_posted"] = "chat_posted"
+    text: str
+    filename: str | None = None
+    key: str = ""
+
+
+class Notified(_EventBase):
+    """An agent asked to notify someone (a notify intent, processed once)."""
+
+    kind: Literal["notified"] = "notified"
+    who: str
+    text: str
+    key: str = ""
+
+
+class QuestionAsked(_EventBase):
+    """An agent waits for a person's answer (``answer_question`` resumes it)."""
+
+    kind: Literal["question_asked"] = "question_asked"
+    question_id: str
+    question: str
+    timeout_s: float
+
+
+class QuestionClosed(_EventBase):
+    kind: Literal["question_closed"] = "question_closed"
+    question_id: str
+    answer: str | None = None
+    by: str | None = None
+    timed_out: bool = False
+
+
+class BudgetReached(_EventBase):
+    """The run hit its budget or deadline and is paused: extend it or stop it."""
+
+    kind: Literal["budget_reached"] = "budget_reached"
+    what: Literal["tokens", "cost", "wall_clock"]
+    detail: str
+    tokens: int
+    cost_usd: float
+    # What an extension adds by default (config: [humans]).
+    extend_tokens: int
+    extend_cost_usd: float
+    extend_wall_clock_s: float
+
+
+class RunStatusChanged(_EventBase):
+    """A run moved between running and waiting_human (paused, resumed)."""
+
+    kind: Literal["run_status"] = "run_status"
+    status: RunStatus
+    by: str
+    note: str = ""
+
+
 RunEvent = Annotated[
     RunStarted
     | AgentCreated
@@ -98,7 +156,13 @@ RunEvent = Annotated[
     | MessageSent
     | AgentFinished
     | RunFinished
-    | ErrorRaised,
+    | ErrorRaised
+    | ChatPosted
+    | Notified
+    | QuestionAsked
+    | QuestionClosed
+    | BudgetReached
+    | RunStatusChanged,
     Field(discriminator="kind"),
 ]
 RUN_EVENT: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)

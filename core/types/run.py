@@ -7,6 +7,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from core.types._base import Frozen, now
+from core.types.agent import AgentSpec
 
 
 class RunStatus(StrEnum):
@@ -55,12 +56,26 @@ class Transition(Frozen):
     note: str = ""
 
 
+class RunBudget(Frozen):
+    """A run's hard limits; an extension (by a person) raises them."""
+
+    tokens: int = Field(ge=1)
+    cost_usd: float = Field(ge=0)
+    wall_clock_s: float = Field(gt=0)
+
+
 class RunState(BaseModel):
     id: str
     task: str
     status: RunStatus = RunStatus.PROPOSED
     requested_by: str = "console"
     root_agent_id: str | None = None
+    # The top agent, kept from the proposal until the run is approved and started.
+    root: AgentSpec | None = None
+    budget: RunBudget | None = None
+    # Set while the run is paused at its budget or deadline ("tokens", "cost",
+    # "wall_clock"); agents park until a person extends or stops it.
+    paused: str | None = None
     result: str | None = None
     error: str | None = None
     history: list[Transition] = Field(default_factory=list)

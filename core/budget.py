@@ -1,0 +1,202 @@
+"""Run budgets and deadlines: pausing at a limit, and a person's extension or refusal.
+
+A run has hard limits (tokens, cost, wall clock; ``RunState.budget``). Reaching one does
+not kill agents mid-work: the run pauses in ``waiting_human`` with a ``budget_reached``
+event, each agent parks at its next turn (holding no worker), and a person either extends
+the budget (the parked agents resume) or refuses (the run ends with the results so far).
+Per-agent budgets are shares of their creator's, carved out when an agent is created.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, NamedTuple
+
+from core.control import SYSTEM, default_budget, nudge, nudge_all
+from core.store import RunChange, TransitionResult, transition
+from core.types.events import BudgetReached, RunEvent, RunFinished, RunStatusChanged
+from core.types.run import RunBudget, RunState, RunStatus
+
+if TYPE_CHECKING:
+    from core.runtime import Services
+    from core.types.chat import Usage
+
+
+class Breach(NamedTuple):
+    """A run limit that was reached: which one ("tokens", "cost", "wall_clock") and how."""
+
+    what: str
+    detail: str
+
+
+def breach(run: RunState, usage: Usage, now: float) -> Breach | None:
+    """Which run limit is reached, if any."""
+    budget = run.budget
+    if budget is None:
+        return None
+    if usage.total_tokens >= budget.tokens:
+        return Breach("tokens", f"the run used {usage.total_tokens} of {budget.tokens} tokens")
+    if usage.cost_usd >= budget.cost_usd:
+        return Breach("cost", f"the run spent ${usage.cost_usd:.4f} of ${budget.cost_usd:.4f}")
+    if run.deadline_at is not None and now >= run.deadline_at:
+        return Breach(
+            "wall_clock", f"the run reached its wall-clock limit of {budget.wall_clock_s:.0f} s"
+        )
+    return None
+
+
+def pause_change(svc: Services, found: Breach, usage: Usage) -> RunChange:
+    """Pause a running run at its limit and ask people to extend it (or stop it)."""
+    humans = svc.settings.humans
+
+    def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        if run.paused or run.status not in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
+            return None, []
+        events: list[RunEvent] = [
+            BudgetReached(
+                run_id=run.id,
+                what=found.what,  # type: ignore[arg-type]
+                detail=found.detail,
+                tokens=usage.total_tokens,
+                cost_usd=usage.cost_usd,
+                extend_tokens=humans.extend_tokens,
+                extend_cost_usd=humans.extend_cost_usd,
+                extend_wall_clock_s=humans.extend_wall_clock_s,
+            )
+        ]
+        new = run.model_copy(deep=True)
+        if run.status is RunStatus.RUNNING:
+            new = transition(run, RunStatus.WAITING_HUMAN, by=SYSTEM, note=found.detail).run
+            events.append(
+                RunStatusChanged(
+                    run_id=run.id, status=RunStatus.WAITING_HUMAN, by=SYSTEM, note=found.detail
+                )
+            )
+        new.paused = found.what
+        return new, events
+
+    return change
+
+
+async def park(svc: Services, run_id: str, agent_id: str) -> bool:
+    """Hold an agent's turn while the run is paused; False if the run resumed meanwhile.
+
+    The agent joins the parked set *before* re-reading the run, and a resume clears the
+    pause *before* reading the set, so no agent is parked after its run resumed.
+    """
+    keys = svc.store.keys
+    await svc.redis.sadd(keys.parked(run_id), agent_id)
+    # A waiting agent was woken to park: release its wake-up claim for the resume.
+    await svc.redis.delete(keys.wake(run_id, agent_id))
+    run = await svc.store.get_run(run_id)
+    if run.paused and not run.status.terminal:
+        return True
+    await svc.redis.srem(keys.parked(run_id), agent_id)
+    return False
+
+
+async def extend_run(
+    svc: Services,
+    run_id: str,
+    by: str,
+    *,
+    tokens: int | None = None,
+    cost_usd: float | None = None,
+    wall_clock_s: float | None = None,
+) -> TransitionResult:
+    """Raise a paused run's limits (defaults: [humans] in config) and resume it."""
+    humans = svc.settings.humans
+    add_tokens = humans.extend_tokens if tokens is None else tokens
+    add_cost = humans.extend_cost_usd if cost_usd is None else cost_usd
+    add_time = humans.extend_wall_clock_s if wall_clock_s is None else wall_clock_s
+    outcome: list[TransitionResult] = []
+    open_questions = await svc.redis.hlen(svc.store.keys.questions(run_id))
+
+    def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        if not run.paused or run.status.terminal:
+            outcome[:] = [TransitionResult(False, run, _not_paused(run))]
+            return None, []
+        budget = run.budget or default_budget(svc)
+        new = run.model_copy(deep=True)
+        events: list[RunEvent] = []
+        if not open_questions:
+            new = transition(run, RunStatus.RUNNING, by=by, note="budget extended").run
+            events.append(RunStatusChanged(run_id=run.id, status=RunStatus.RUNNING, by=by))
+        new.budget = RunBudget(
+            tokens=budget.tokens + add_tokens,
+            cost_usd=budget.cost_usd + add_cost,
+            wall_clock_s=budget.wall_clock_s + add_time,
+        )
+        if new.deadline_at is not None:
+            new.deadline_at = max(new.deadline_at, time.time()) + add_time
+        new.paused = None
+        outcome[:] = [TransitionResult(True, new)]
+        return new, events
+
+    await svc.store.update_run(run_id, change)
+    if outcome[0].ok:
+        await _resume_parked(svc, run_id)
+    return outcome[0]
+
+
+async def stop_run(svc: Services, run_id: str, by: str) -> TransitionResult:
+    """Refuse an extension: end the paused run cleanly with whatever results exist."""
+    results = await _results_so_far(svc, run_id)
+    usage = await svc.store.run_usage(run_id)
+    outcome: list[TransitionResult] = []
+
+    def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        if not run.paused or run.status.terminal:
+            outcome[:] = [TransitionResult(False, run, _not_paused(run))]
+            return None, []
+        to = RunStatus.COMPLETED if results else RunStatus.FAILED
+        note = f"stopped at its limit ({run.paused}); extension refused by {by}"
+        step = transition(run, to, by=by, note=note)
+        new = step.run
+        new.paused = None
+        new.result = "\n\n".join(results) if results else None
+        new.error = None if results else f"{note}; no agent had finished yet"
+        outcome[:] = [step]
+        return new, [
+            RunFinished(
+                run_id=run.id,
+                status=to,
+                result=new.result,
+                error=new.error or note,
+                tokens=usage.total_tokens,
+                cost_usd=usage.cost_usd,
+            )
+        ]
+
+    await svc.store.update_run(run_id, change)
+    if outcome[0].ok:
+        await nudge_all(svc, run_id)
+    return outcome[0]
+
+
+def _not_paused(run: RunState) -> str:
+    return f"run {run.id} is {run.status.value} and not paused at a limit; nothing to extend"
+
+
+async def _results_so_far(svc: Services, run_id: str) -> list[str]:
+    """The root's result if it has one, else every finished agent's result, by name."""
+    run = await svc.store.get_run(run_id)
+    found: list[str] = []
+    for agent_id in await svc.store.agent_ids(run_id):
+        state = await svc.store.load_agent(run_id, agent_id)
+        if state is None or not state.result:
+            continue
+        if agent_id == run.root_agent_id:
+            return [state.result]
+        found.append(f"{state.spec.name}: {state.result}")
+    return found
+
+
+async def _resume_parked(svc: Services, run_id: str) -> None:
+    key = svc.store.keys.parked(run_id)
+    async with svc.redis.pipeline(transaction=True) as pipe:
+        pipe.smembers(key)
+        pipe.delete(key)
+        members, _ = await pipe.execute()
+    for agent_id in sorted(members):
+        await nudge(svc, run_id, agent_id)

@@ -1,0 +1,137 @@
+"""What people decide about a run: approve, reject, cancel (budgets: ``core.budget``).
+
+Every decision is one atomic transition of the run in Redis (``Store.transition_run`` /
+``Store.update_run``), so two people clicking Approve at once start one run, and an
+illegal step (approve after cancel) is refused with the reason instead of applied.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from core.errors import RunError
+from core.store import TransitionResult, transition
+from core.types.events import RunEvent, RunFinished, RunStarted
+from core.types.run import RunBudget, RunState, RunStatus
+
+if TYPE_CHECKING:
+    from core.runtime import Services
+    from core.types.agent import AgentSpec
+
+SYSTEM = "caramba"
+
+
+def default_budget(svc: Services) -> RunBudget:
+    limits = svc.settings.limits
+    return RunBudget(
+        tokens=limits.tokens_per_run,
+        cost_usd=limits.cost_per_run_usd,
+        wall_clock_s=limits.wall_clock_s,
+    )
+
+
+async def propose_run(
+    svc: Services, task: str, root: AgentSpec, *, requested_by: str, budget: RunBudget | None = None
+) -> str:
+    """Record a proposed run (nothing runs until someone approves it); returns its id."""
+    from core.types._base import new_id
+
+    unknown = svc.tools.unknown(root.tools)
+    if unknown:
+        raise RunError(
+            f"agent {root.name} names unknown tools: {', '.join(unknown)} "
+            f"(available: {', '.join(svc.tools.names())})"
+        )
+    run = RunState(
+        id=new_id("run"),
+        task=task,
+        requested_by=requested_by,
+        root_agent_id=root.id,
+        root=root,
+        budget=budget or default_budget(svc),
+    )
+    await svc.store.create_run(run)
+    return run.id
+
+
+async def approve_run(svc: Services, run_id: str, by: str) -> TransitionResult:
+    """Approve and start a proposed run. Of concurrent approvals exactly one starts it;
+    the others get ``ok=False`` with the reason."""
+    from core.runs import spawn_agent
+
+    step = await svc.store.transition_run(run_id, RunStatus.APPROVED, by=by)
+    if not step.ok:
+        return step
+
+    def begin(r: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        result = transition(r, RunStatus.RUNNING, by=by)
+        if not result.ok:
+            return None, []
+        budget = r.budget or default_budget(svc)
+        result.run.budget = budget
+        result.run.started_at = time.time()
+        result.run.deadline_at = result.run.started_at + budget.wall_clock_s
+        return result.run, [RunStarted(run_id=r.id, task=r.task)]
+
+    started = await svc.store.update_run(run_id, begin)
+    if started is None:  # cancelled between the two steps
+        run = await svc.store.get_run(run_id)
+        return TransitionResult(False, run, f"run {run_id} is {run.status.value}")
+    assert started.root is not None, "a proposed run keeps its root agent"
+    await spawn_agent(svc, run_id, started.root, started.task, started.requested_by)
+    return TransitionResult(True, started)
+
+
+async def reject_run(svc: Services, run_id: str, by: str, reason: str = "") -> TransitionResult:
+    return await svc.store.transition_run(
+        run_id,
+        RunStatus.REJECTED,
+        by=by,
+        note=reason,
+        events=[RunFinished(run_id=run_id, status=RunStatus.REJECTED, error=reason or None)],
+    )
+
+
+async def cancel_run(svc: Services, run_id: str, by: str, reason: str = "") -> TransitionResult:
+    """Cancel a run: refused if it already ended. Every agent stops within one turn."""
+    usage = await svc.store.run_usage(run_id)
+    step = await svc.store.transition_run(
+        run_id,
+        RunStatus.CANCELLED,
+        by=by,
+        note=reason,
+        events=[
+            RunFinished(
+                run_id=run_id,
+                status=RunStatus.CANCELLED,
+                error=f"cancelled by {by}" + (f": {reason}" if reason else ""),
+                tokens=usage.total_tokens,
+                cost_usd=usage.cost_usd,
+            )
+        ],
+    )
+    if step.ok:
+        await nudge_all(svc, run_id)
+    return step
+
+
+async def nudge_all(svc: Services, run_id: str) -> None:
+    """Give every agent that is not finished one turn (to stop, or to go on)."""
+    await svc.redis.delete(svc.store.keys.parked(run_id))
+    for agent_id in await svc.store.agent_ids(run_id):
+        await nudge(svc, run_id, agent_id)
+
+
+async def nudge(svc: Services, run_id: str, agent_id: str) -> None:
+    from core.scheduler.base import TurnJob
+    from core.turn_io import wake_agent
+
+    fields: Any = await svc.redis.hmget(svc.store.keys.agent(run_id, agent_id), ["status", "seq"])
+    status, seq = fields
+    if status is None or status in ("finished", "failed"):
+        return
+    if status in ("waiting", "waiting_human"):
+        await wake_agent(svc, run_id, agent_id)
+    else:
+        await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=agent_id, seq=int(seq)))

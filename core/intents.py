@@ -1,0 +1,227 @@
+"""Intents: side effects a tool asks for during a turn, processed exactly once after it.
+
+During a turn, tools register intents with :func:`collect` (a context-local collector: the
+turn opens it with :func:`collecting`). They are written to the ``{prefix}:intents``
+stream in the turn's save transaction, so an intent exists if and only if its turn was
+saved. After the save, and from every process's background loop, pending intents are read
+through one consumer group and handed to their processor; entries a dead worker had
+claimed are taken over after ``scheduler.intent_claim_idle_s``.
+
+Each intent has a key unique per run/agent/turn/index. An intent whose done-marker exists
+is skipped, and a processor's Redis effects (its events) are written in one transaction
+with the marker and the acknowledgement, so they happen exactly once. A processor with an
+effect outside Redis receives the key to deduplicate on the far side.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Protocol
+
+from redis.exceptions import ResponseError, WatchError
+
+from core.store import PipelineWrite
+from core.types.events import ChatPosted, ErrorRaised, Notified, RunEvent
+from core.types.intents import INTENT, Intent, Notify, PostToChat, Remind
+
+if TYPE_CHECKING:
+    from core.runtime import Services
+
+log = logging.getLogger(__name__)
+
+GROUP = "processors"
+_CONSUMER = f"{socket.gethostname()}-{os.getpid()}"
+_DONE_TTL_S = 7 * 24 * 3600
+_BATCH = 100
+_MAX_FAILURES = 5
+
+_collector: ContextVar[list[Intent] | None] = ContextVar("caramba_intents", default=None)
+
+
+@contextmanager
+def collecting(into: list[Intent]) -> Iterator[None]:
+    """Collect intents registered by tools (in this context) into ``into``."""
+    token = _collector.set(into)
+    try:
+        yield
+    finally:
+        _collector.reset(token)
+
+
+def collect(intent: Intent) -> None:
+    """Register a side effect to be carried out once, after the current turn is saved."""
+    target = _collector.get()
+    if target is None:
+        raise RuntimeError("intents can only be registered by a tool during a turn")
+    target.append(intent)
+
+
+def keyed(intents: list[Intent], run_id: str, agent_id: str, seq: int) -> list[Intent]:
+    """The turn's intents with their idempotency keys."""
+    return [
+        i.model_copy(update={"key": f"{run_id}:{agent_id}:{seq}:{n}"})
+        for n, i in enumerate(intents)
+    ]
+
+
+def save_write(svc: Services, intents: list[Intent]) -> PipelineWrite:
+    """The command (for the turn's save transaction) that records the turn's intents."""
+    stream = svc.store.keys.intents()
+
+    def write(pipe: Any) -> None:
+        for intent in intents:
+            pipe.xadd(stream, {"i": INTENT.dump_json(intent)})
+
+    return write
+
+
+class IntentProcessor(Protocol):
+    """Carries out one kind of intent; returns events to record with its done-marker."""
+
+    async def __call__(self, svc: Services, intent: Intent) -> list[RunEvent]: ...
+
+
+async def _post(svc: Services, intent: Intent) -> list[RunEvent]:
+    assert isinstance(intent, PostToChat)
+    return [
+        ChatPosted(
+            run_id=intent.run_id,
+            agent_id=intent.agent_id,
+            text=intent.text,
+            filename=intent.filename,
+            key=intent.key,
+        )
+    ]
+
+
+async def _notify(svc: Services, intent: Intent) -> list[RunEvent]:
+    assert isinstance(intent, Notify)
+    return [
+        Notified(
+            run_id=intent.run_id,
+            agent_id=intent.agent_id,
+            who=intent.who,
+            text=intent.text,
+            key=intent.key,
+        )
+    ]
+
+
+async def _remind(svc: Services, intent: Intent) -> list[RunEvent]:
+    import time
+
+    from core import timers
+
+    assert isinstance(intent, Remind)
+    # The timer's id is the intent's key, so a repeated schedule replaces, not duplicates.
+    timer = timers.DeliverMessage(
+        id=intent.key,
+        run_id=intent.run_id,
+        agent_id=intent.agent_id,
+        body=f"Reminder you set: {intent.text}",
+        author="reminder",
+    )
+    await timers.schedule(svc, timer, time.time() + intent.after_s)
+    return []
+
+
+def default_processors() -> dict[str, IntentProcessor]:
+    """Post and notify become run events (the chat adapters relay them); remind is a timer."""
+    return {"post_to_chat": _post, "notify": _notify, "remind": _remind}
+
+
+async def _ensure_group(svc: Services) -> None:
+    try:
+        await svc.redis.xgroup_create(svc.store.keys.intents(), GROUP, id="0", mkstream=True)
+    except ResponseError as exc:
+        if "BUSYGROUP" not in str(exc):
+            raise
+
+
+async def process_pending(svc: Services) -> int:
+    """Process new intents and those a dead worker left claimed; returns how many ran."""
+    stream = svc.store.keys.intents()
+    try:
+        taken = await _take(svc, stream)
+    except ResponseError as exc:
+        if "NOGROUP" not in str(exc):
+            raise
+        await _ensure_group(svc)
+        taken = await _take(svc, stream)
+    done = 0
+    for entry_id, fields in taken:
+        if fields and await _process_one(svc, stream, entry_id, INTENT.validate_json(fields["i"])):
+            done += 1
+        elif not fields:  # trimmed or deleted meanwhile
+            await svc.redis.xack(stream, GROUP, entry_id)
+    return done
+
+
+async def _take(svc: Services, stream: str) -> list[tuple[str, dict[str, str]]]:
+    idle_ms = int(svc.settings.scheduler.intent_claim_idle_s * 1000)
+    claimed: Any = await svc.redis.xautoclaim(
+        stream, GROUP, _CONSUMER, min_idle_time=idle_ms, start_id="0-0", count=_BATCH
+    )
+    entries: list[tuple[str, dict[str, str]]] = list(claimed[1]) if claimed else []
+    fresh: Any = await svc.redis.xreadgroup(GROUP, _CONSUMER, {stream: ">"}, count=_BATCH)
+    for _stream, items in fresh or ():
+        entries.extend(items)
+    return entries
+
+
+async def _process_one(svc: Services, stream: str, entry_id: str, intent: Intent) -> bool:
+    keys = svc.store.keys
+    done_key = keys.intent_done(intent.key)
+    if await svc.redis.exists(done_key):
+        await svc.redis.xack(stream, GROUP, entry_id)
+        return False
+    processor = svc.intent_processors.get(intent.kind)
+    events: list[RunEvent]
+    if processor is None:
+        events = [
+            ErrorRaised(
+                run_id=intent.run_id,
+                agent_id=intent.agent_id,
+                message=f"no processor for intent kind {intent.kind!r}; it was dropped",
+                hint="register one in Services.intent_processors",
+            )
+        ]
+    else:
+        try:
+            events = await processor(svc, intent)
+        except Exception as exc:
+            failures = await svc.redis.hincrby(keys.intent_failures(), intent.key, 1)
+            log.exception("intent %s failed (%d)", intent.key, failures)
+            if failures < _MAX_FAILURES:
+                return False  # stays pending; retried after intent_claim_idle_s
+            events = [
+                ErrorRaised(
+                    run_id=intent.run_id,
+                    agent_id=intent.agent_id,
+                    message=f"{intent.kind} failed {failures} times and was given up: {exc}",
+                    hint="see the worker logs",
+                )
+            ]
+    async with svc.redis.pipeline(transaction=True) as pipe:
+        try:
+            # WATCH the marker: if another process finished this intent meanwhile (it
+            # took the entry over after our claim went idle), record nothing twice.
+            await pipe.watch(done_key)
+            if await pipe.exists(done_key):
+                await pipe.unwatch()
+                await svc.redis.xack(stream, GROUP, entry_id)
+                return False
+            pipe.multi()
+            pipe.set(done_key, "1", ex=_DONE_TTL_S)
+            svc.store.add_events(pipe, intent.run_id, events)
+            pipe.xack(stream, GROUP, entry_id)
+            pipe.xdel(stream, entry_id)
+            await pipe.execute()
+        except WatchError:
+            return False
+    return processor is not None

@@ -1,0 +1,155 @@
+"""Agents asking people: open questions, answers from chat, and time-outs.
+
+``ask_user`` ends the agent's turn in ``waiting_human`` without holding a worker; the
+question is kept in ``{prefix}:run:{run}:questions`` and the run shows ``waiting_human``.
+:func:`answer_question` (called by the chat adapters) delivers the answer as a message
+and wakes the agent; a timer wakes it at the deadline, and the turn then closes the
+question with a time-out note. HDEL is the claim: an answer and a time-out racing close
+the question once.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from core.errors import UsageError
+from core.store import RunChange, TransitionResult, transition
+from core.types._base import Frozen
+from core.types.events import QuestionAsked, QuestionClosed, RunEvent, RunStatusChanged
+from core.types.messages import BUS_MESSAGE, HumanReply
+from core.types.run import RunState, RunStatus
+
+if TYPE_CHECKING:
+    from core.runtime import Services
+    from core.store import PipelineWrite
+
+
+class OpenQuestion(Frozen):
+    id: str
+    run_id: str
+    agent_id: str
+    question: str
+    asked_at: float
+    deadline: float
+
+
+def question_id(agent_id: str, seq: int) -> str:
+    """Deterministic per turn, so a re-delivered turn asks the same question once."""
+    return f"q-{agent_id}-{seq}"
+
+
+def ask_write(svc: Services, q: OpenQuestion) -> PipelineWrite:
+    key = svc.store.keys.questions(q.run_id)
+    return lambda pipe: pipe.hset(key, q.id, q.model_dump_json())
+
+
+def asked_change(q: OpenQuestion) -> RunChange:
+    """The run shows waiting_human while a question is open."""
+
+    def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        events: list[RunEvent] = [
+            QuestionAsked(
+                run_id=q.run_id,
+                agent_id=q.agent_id,
+                question_id=q.id,
+                question=q.question,
+                timeout_s=q.deadline - q.asked_at,
+            )
+        ]
+        if run.status is not RunStatus.RUNNING:
+            return None, events
+        new = transition(run, RunStatus.WAITING_HUMAN, by=q.agent_id, note="asked a question")
+        events.append(
+            RunStatusChanged(
+                run_id=run.id, status=RunStatus.WAITING_HUMAN, by=q.agent_id, note=q.question
+            )
+        )
+        return new.run, events
+
+    return change
+
+
+async def open_questions(svc: Services, run_id: str) -> list[OpenQuestion]:
+    raw: Any = await svc.redis.hgetall(svc.store.keys.questions(run_id))
+    found = [OpenQuestion.model_validate_json(v) for v in raw.values()]
+    return sorted(found, key=lambda q: q.asked_at)
+
+
+async def _claim(svc: Services, run_id: str, qid: str) -> OpenQuestion | None:
+    key = svc.store.keys.questions(run_id)
+    async with svc.redis.pipeline(transaction=True) as pipe:
+        pipe.hget(key, qid)
+        pipe.hdel(key, qid)
+        raw, removed = await pipe.execute()
+    return OpenQuestion.model_validate_json(raw) if removed and raw else None
+
+
+async def _closed(svc: Services, q: OpenQuestion, event: QuestionClosed) -> None:
+    """Record the closing and, with no question left and no pause, the run runs again."""
+    left = await svc.redis.hlen(svc.store.keys.questions(q.run_id))
+
+    def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        if left or run.paused or run.status is not RunStatus.WAITING_HUMAN:
+            return None, [event]
+        by = event.by or "caramba"
+        new = transition(run, RunStatus.RUNNING, by=by, note="question closed")
+        return new.run, [event, RunStatusChanged(run_id=run.id, status=RunStatus.RUNNING, by=by)]
+
+    await svc.store.update_run(q.run_id, change)
+
+
+async def answer_question(
+    svc: Services, run_id: str, answer: str, by: str, question_id: str | None = None
+) -> TransitionResult:
+    """Deliver a person's answer to the agent that asked (the oldest open question when
+    ``question_id`` is not given) and wake it. ``ok=False`` says why nothing was done."""
+    from core.turn_io import wake_agent
+
+    run = await svc.store.get_run(run_id)
+    if run.status.terminal:
+        return TransitionResult(False, run, f"run {run_id} is {run.status.value}")
+    if not answer.strip():
+        raise UsageError("the answer is empty", hint="write an answer to the agent's question")
+    pending = await open_questions(svc, run_id)
+    if question_id is None and pending:
+        question_id = pending[0].id
+    q = await _claim(svc, run_id, question_id) if question_id else None
+    if q is None:
+        return TransitionResult(False, run, f"run {run_id} has no open question to answer")
+    reply = HumanReply(run_id=run_id, sender=by, recipient=q.agent_id, body=answer, author=by)
+    await svc.redis.xadd(
+        svc.store.keys.inbox(run_id, q.agent_id),
+        {"m": BUS_MESSAGE.dump_json(reply)},
+        maxlen=svc.settings.bus.stream_maxlen,
+        approximate=True,
+    )
+    await _closed(
+        svc,
+        q,
+        QuestionClosed(
+            run_id=run_id, agent_id=q.agent_id, question_id=q.id, answer=answer[:500], by=by
+        ),
+    )
+    await wake_agent(svc, run_id, q.agent_id)
+    return TransitionResult(True, await svc.store.get_run(run_id))
+
+
+async def expire_if_due(svc: Services, run_id: str, qid: str) -> OpenQuestion | None:
+    """Close the question if its deadline passed (and nobody answered); return it then."""
+    raw: Any = await svc.redis.hget(svc.store.keys.questions(run_id), qid)
+    if raw is None or OpenQuestion.model_validate_json(raw).deadline > time.time():
+        return None
+    q = await _claim(svc, run_id, qid)
+    if q is not None:
+        await _closed(
+            svc,
+            q,
+            QuestionClosed(run_id=run_id, agent_id=q.agent_id, question_id=q.id, timed_out=True),
+        )
+    return q
+
+
+async def get(svc: Services, run_id: str, qid: str) -> OpenQuestion | None:
+    raw: Any = await svc.redis.hget(svc.store.keys.questions(run_id), qid)
+    return None if raw is None else OpenQuestion.model_validate_json(raw)
