@@ -36,6 +36,7 @@ async def run_background(svc: Services, stop: asyncio.Event) -> None:
         except Exception:
             log.exception("background tick failed; retrying in %.1f s", interval)
         try:
-            await asyncio.wait_for(stop.wait(), timeout=interval)
+            async with asyncio.timeout(interval):
+                await stop.wait()
         except TimeoutError:
             pass

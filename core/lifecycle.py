@@ -71,6 +71,8 @@ async def end_agent(
             detail=detail,
             tokens=state.usage.total_tokens,
             cost_usd=state.usage.cost_usd,
+            subtree_tokens=(state.usage + state.team_usage).total_tokens,
+            subtree_cost_usd=(state.usage + state.team_usage).cost_usd,
         ),
     ]
     if not ok and reason is not EndReason.CANCELLED:

@@ -100,7 +100,9 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         agent_name=spec.name,
     )
     try:
-        response = await asyncio.wait_for(svc.llm.complete(request), _llm_deadline(svc))
+        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation.
+        async with asyncio.timeout(_llm_deadline(svc)):
+            response = await svc.llm.complete(request)
     except LLMError as exc:
         return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, str(exc))
     except TimeoutError:

@@ -12,7 +12,7 @@ from core.scheduler.base import TurnJob
 from core.store import PipelineWrite
 from core.tools.context import ToolContext
 from core.types.agent import AgentState
-from core.types.chat import ChatMessage
+from core.types.chat import ChatMessage, Usage
 from core.types.events import ErrorRaised, MessageSent, RunEvent
 from core.types.messages import HumanReply, Message, ResultMessage
 
@@ -55,6 +55,10 @@ class TurnIO:
             message = d.message
             if message.sender == self.state.spec.id:
                 continue  # its own post on the team topic
+            if isinstance(message, ResultMessage):
+                self.state.team_usage = self.state.team_usage + Usage(
+                    completion_tokens=message.tokens, cost_usd=message.cost_usd
+                )
             if message.sender not in names:
                 found = await self.svc.store.load_spec(self.run_id, message.sender)
                 names[message.sender] = (
@@ -88,8 +92,15 @@ class TurnIO:
         spec = self.state.spec
         if not spec.parent_id:
             return
+        spent = self.state.usage + self.state.team_usage
         message = ResultMessage(
-            run_id=self.run_id, sender=spec.id, recipient=spec.parent_id, body=body, ok=ok
+            run_id=self.run_id,
+            sender=spec.id,
+            recipient=spec.parent_id,
+            body=body,
+            ok=ok,
+            tokens=spent.total_tokens,
+            cost_usd=spent.cost_usd,
         )
         stream = self.svc.store.keys.inbox(self.run_id, spec.parent_id)
         self.ctx.outbox.append(Outgoing(stream, message, (spec.parent_id,)))

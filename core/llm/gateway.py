@@ -103,9 +103,9 @@ class LiteLLMGateway:
                 with attempt:
                     attempts += 1
                     # litellm's own timeout covers the HTTP call; this one is the backstop.
-                    response = await asyncio.wait_for(
-                        self._litellm.acompletion(**kwargs), timeout=s.timeout_s + 5
-                    )
+                    # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel.
+                    async with asyncio.timeout(s.timeout_s + 5):
+                        response = await self._litellm.acompletion(**kwargs)
         except Exception as exc:
             raise LLMError(
                 f"{type(exc).__name__}: {_short(exc)}",

@@ -14,7 +14,9 @@ class InlineScheduler:
     """Runs turns on this event loop with at most ``concurrency`` at once."""
 
     def __init__(self, concurrency: int = 16) -> None:
-        self._queue: asyncio.Queue[TurnJob] = asyncio.Queue()
+        # None is the stop sentinel: a worker that lost a cancellation (some libraries
+        # swallow one) still ends when it takes it.
+        self._queue: asyncio.Queue[TurnJob | None] = asyncio.Queue()
         self._concurrency = concurrency
         self._workers: list[asyncio.Task[None]] = []
         self._handler: TurnHandler | None = None
@@ -38,6 +40,8 @@ class InlineScheduler:
     async def stop(self) -> None:
         for w in self._workers:
             w.cancel()
+        for _ in self._workers:
+            self._queue.put_nowait(None)
         await asyncio.gather(*self._workers, return_exceptions=True)
         self._workers = []
 
@@ -45,6 +49,9 @@ class InlineScheduler:
         assert self._handler is not None
         while True:
             job = await self._queue.get()
+            if job is None:
+                self._queue.task_done()
+                return
             try:
                 await self._handler(job)
             except asyncio.CancelledError:

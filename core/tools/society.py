@@ -19,6 +19,7 @@ from core.tools.builtin import BUILTIN_TOOLS
 from core.tools.context import ToolContext
 from core.tools.registry import Tool, ToolRegistry, tool
 from core.types.agent import AgentSpec, Budget
+from core.types.chat import Usage
 from core.types.messages import TextMessage
 
 MAX_BODY_CHARS = 20_000
@@ -135,7 +136,8 @@ async def create_agent(
         tools: Tools to give it, from your own tools (messaging and finish are always given).
         system_prompt: Extra instructions appended to its role's prompt.
         model: A model for it (default: the model configured for its role).
-        budget_share: The share of your remaining token budget it gets (0.01 to 0.9).
+        budget_share: The share of your remaining budget (tokens and cost) it gets
+            (0.01 to 0.9). What you give is set aside for it and no longer yours.
         pattern: For a lead: its team's playbook (discussion, competition, pipeline, fan_out).
     """
     svc, me = ctx.services, ctx.state
@@ -175,7 +177,12 @@ async def create_agent(
     if pattern is not None:
         playbook = _playbook(ctx, pattern, name, purpose)
     limits = limits_for(svc.settings, me)
-    tokens = int((limits.max_tokens - me.usage.total_tokens) * budget_share)
+    # A child's budget is carved out of its creator's remainder, so the caps of a whole
+    # subtree never add up to more than its root's.
+    left_tokens = limits.max_tokens - me.usage.total_tokens - me.granted.total_tokens
+    left_cost = limits.max_cost_usd - me.usage.cost_usd - me.granted.cost_usd
+    tokens = int(left_tokens * budget_share)
+    cost = round(max(0.0, left_cost) * budget_share, 6)
     if tokens < 1000:
         raise ToolRetry(
             f"that share leaves the new agent only {tokens} tokens; raise "
@@ -213,7 +220,7 @@ async def create_agent(
         system_prompt=system_prompt,
         tools=tuple(dict.fromkeys([*wanted, *base])),
         model=model,
-        budget=Budget(max_tokens=tokens),
+        budget=Budget(max_tokens=tokens, max_cost_usd=cost),
         description=purpose,
     )
     run = await svc.store.get_run(ctx.run_id)
@@ -228,11 +235,12 @@ async def create_agent(
         playbook=playbook,
     )
     ctx.spawned.append(child)
+    me.granted = me.granted + Usage(completion_tokens=tokens, cost_usd=cost)
     return (
         f"Created {name} (id {spec.id}, {role}"
         + (f", team {team_id}" if team_id else "")
-        + f", {tokens} tokens). It starts when this turn ends; its result will come to "
-        "you as a message."
+        + f", {tokens} tokens, ${cost:.4f}). It starts when this turn ends; its result "
+        "will come to you as a message."
     )
 
 

@@ -75,6 +75,10 @@ class AgentState(BaseModel):
     seq: int = 0
     thread: list[ChatMessage] = Field(default_factory=list)
     usage: Usage = Usage()
+    # Budget set aside for the agents it created (carved out of its own).
+    granted: Usage = Usage()
+    # What its finished descendants spent, reported up with their results.
+    team_usage: Usage = Usage()
     # Signatures of recent tool calls, for the stall detector.
     recent_calls: list[str] = Field(default_factory=list)
     # Depth in the agent tree (the root is 0) and the ids of the agents it created.

@@ -72,6 +72,9 @@ class AgentFinished(_EventBase):
     detail: str = ""
     tokens: int = 0
     cost_usd: float = 0.0
+    # Its own spending plus what its finished descendants reported up.
+    subtree_tokens: int = 0
+    subtree_cost_usd: float = 0.0
 
 
 class RunFinished(_EventBase):

@@ -30,6 +30,9 @@ class ResultMessage(_MessageBase):
     kind: Literal["result"] = "result"
     body: str
     ok: bool = True
+    # What the sender and its descendants spent: spending rolls up the tree.
+    tokens: int = 0
+    cost_usd: float = 0.0
 
 
 class HumanReply(_MessageBase):
