@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
+from core.background import run_background
 from core.config import Settings
 from core.llm.base import LLM
 from core.runs import follow_events, start_run
@@ -31,6 +33,8 @@ async def run_embedded(
     scheduler = InlineScheduler(settings.scheduler.inline_concurrency)
     svc = build_services(settings, scheduler, llm=llm)
     scheduler.start(lambda job: run_turn(svc, job))
+    stop = asyncio.Event()
+    background = asyncio.create_task(run_background(svc, stop), name="caramba-background")
     try:
         run_id = await start_run(svc, task, root, requested_by=requested_by)
         limit = timeout_s if timeout_s is not None else settings.limits.wall_clock_s + 60
@@ -41,5 +45,7 @@ async def run_embedded(
                     await maybe
         return await svc.store.get_run(run_id)
     finally:
+        stop.set()
+        await background
         await scheduler.stop()
         await svc.aclose()
