@@ -4,11 +4,17 @@ it, answer an agent's question — with the inline scheduler, on fakeredis and r
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
 
 from core import budget, control
-from core.llm.base import LLMRequest
+from core.config import Settings
+from core.llm.base import LLM, LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.questions import answer_question, open_questions
+from core.runtime import Services
 from core.types import AgentSpec
 from core.types.agent import AgentStatus, EndReason
 from core.types.events import (
@@ -24,6 +30,20 @@ from core.types.run import RunBudget, RunStatus
 from tests.conftest import make_settings
 from tests.helpers import collect
 from tests.scenarios import ORCHESTRATOR_TOOLS, calls_made, texts
+from tests.schedulers import SCHEDULERS, scheduled_services
+
+
+@pytest.fixture
+async def services(any_redis, kind) -> AsyncIterator[Callable[..., Awaitable[Services]]]:
+    """Build Services run by the parametrised scheduler (inline or a real Celery worker)."""
+    async with contextlib.AsyncExitStack() as stack:
+
+        async def make(settings: Settings, model: LLM) -> Services:
+            return await stack.enter_async_context(
+                scheduled_services(settings, model, kind, any_redis)
+            )
+
+        yield make
 
 
 def solo(*tools: str) -> AgentSpec:
@@ -42,8 +62,9 @@ async def _until(predicate, timeout_s: float = 10.0) -> None:  # type: ignore[no
         await asyncio.sleep(0.02)
 
 
-async def test_concurrent_approvals_start_one_run(settings, make_services, any_redis) -> None:
-    svc = make_services(settings, ScriptedModel(), redis=any_redis)
+@SCHEDULERS
+async def test_concurrent_approvals_start_one_run(settings, services, kind) -> None:
+    svc = await services(settings, ScriptedModel())
     run_id = await control.propose_run(svc, "t", solo(), requested_by="@ana")
     assert (await svc.store.get_run(run_id)).status is RunStatus.PROPOSED
 
@@ -57,8 +78,9 @@ async def test_concurrent_approvals_start_one_run(settings, make_services, any_r
     assert events[-1].status is RunStatus.COMPLETED  # type: ignore[union-attr]
 
 
-async def test_illegal_decisions_are_refused(settings, make_services, any_redis) -> None:
-    svc = make_services(settings, ScriptedModel(), redis=any_redis)
+@SCHEDULERS
+async def test_illegal_decisions_are_refused(settings, services, kind) -> None:
+    svc = await services(settings, ScriptedModel())
     run_id = await control.propose_run(svc, "t", solo(), requested_by="@ana")
     assert (await control.cancel_run(svc, run_id, "@ana")).ok
     late = await control.approve_run(svc, run_id, "@bob")
@@ -93,10 +115,11 @@ def _busy_team() -> ScriptedModel:
     return ScriptedModel(responder=respond)
 
 
-async def test_cancel_stops_a_running_cohort(make_services, any_redis) -> None:
+@SCHEDULERS
+async def test_cancel_stops_a_running_cohort(services, kind) -> None:
     settings = make_settings(limits={"turns_per_agent": 10_000, "stall_repeats": 50})
     model = _busy_team()
-    svc = make_services(settings, model, redis=any_redis)
+    svc = await services(settings, model)
     root = AgentSpec(name="Orchestrator", role="orchestrator", tools=ORCHESTRATOR_TOOLS)
     run_id = await control.propose_run(svc, "loop forever", root, requested_by="@ana")
     assert (await control.approve_run(svc, run_id, "@ana")).ok
@@ -139,11 +162,12 @@ def _spender() -> ScriptedModel:
     return ScriptedModel(responder=respond)
 
 
+@SCHEDULERS
 async def test_a_run_at_its_budget_pauses_then_resumes_on_extension(
-    settings, make_services, any_redis
+    settings, services, kind
 ) -> None:
     model = _spender()
-    svc = make_services(settings, model, redis=any_redis)
+    svc = await services(settings, model)
     run_id = await control.propose_run(
         svc,
         "spend",
@@ -177,8 +201,9 @@ async def test_a_run_at_its_budget_pauses_then_resumes_on_extension(
     assert statuses == [RunStatus.WAITING_HUMAN, RunStatus.RUNNING]
 
 
+@SCHEDULERS
 async def test_refusing_an_extension_ends_the_run_with_the_results_so_far(
-    settings, make_services, any_redis
+    settings, services, kind
 ) -> None:
     def respond(r: LLMRequest) -> Reply:
         if r.agent_name == "Orchestrator":
@@ -197,7 +222,7 @@ async def test_refusing_an_extension_ends_the_run_with_the_results_so_far(
         n = calls_made(r, "calculate")
         return Reply(calls=(call("calculate", {"expression": f"{n}+1"}),), prompt_tokens=400)
 
-    svc = make_services(settings, ScriptedModel(responder=respond), redis=any_redis)
+    svc = await services(settings, ScriptedModel(responder=respond))
     root = AgentSpec(name="Orchestrator", role="orchestrator", tools=ORCHESTRATOR_TOOLS)
     run_id = await control.propose_run(
         svc,
@@ -220,9 +245,8 @@ async def test_refusing_an_extension_ends_the_run_with_the_results_so_far(
     assert "extension refused by @ana" in (final.error or "")
 
 
-async def test_ask_user_waits_for_an_answer_without_a_worker(
-    settings, make_services, any_redis
-) -> None:
+@SCHEDULERS
+async def test_ask_user_waits_for_an_answer_without_a_worker(settings, services, kind) -> None:
     def respond(r: LLMRequest) -> Reply:
         replies = texts(r, "[Reply from")
         if not replies:
@@ -230,7 +254,7 @@ async def test_ask_user_waits_for_an_answer_without_a_worker(
         return Reply(calls=(call("finish", {"result": replies[0].splitlines()[1]}),))
 
     model = ScriptedModel(responder=respond)
-    svc = make_services(settings, model, redis=any_redis)
+    svc = await services(settings, model)
     run_id = await control.propose_run(svc, "fly", solo("ask_user"), requested_by="@ana")
     assert (await control.approve_run(svc, run_id, "@ana")).ok
 
@@ -258,9 +282,8 @@ async def test_ask_user_waits_for_an_answer_without_a_worker(
     assert len(closed) == 1 and closed[0].by == "@ana" and not closed[0].timed_out
 
 
-async def test_an_unanswered_question_times_out_and_the_agent_goes_on(
-    make_services, any_redis
-) -> None:
+@SCHEDULERS
+async def test_an_unanswered_question_times_out_and_the_agent_goes_on(services, kind) -> None:
     from core.background import run_background
 
     settings = make_settings(
@@ -273,7 +296,7 @@ async def test_an_unanswered_question_times_out_and_the_agent_goes_on(
             return Reply(calls=(call("ask_user", {"question": "Which colour?"}),))
         return Reply(calls=(call("finish", {"result": "assumed blue"}),))
 
-    svc = make_services(settings, ScriptedModel(responder=respond), redis=any_redis)
+    svc = await services(settings, ScriptedModel(responder=respond))
     stop = asyncio.Event()
     background = asyncio.create_task(run_background(svc, stop))
     try:

@@ -8,13 +8,17 @@ from core.types.events import AgentCreated, AgentFinished, MessageSent, RunFinis
 from core.types.run import RunStatus
 from tests import scenarios
 from tests.helpers import collect
+from tests.schedulers import SCHEDULERS, scheduled_services
 
 
-async def test_competition_scenario(settings, make_services, any_redis) -> None:
+@SCHEDULERS
+async def test_competition_scenario(settings, any_redis, kind) -> None:
     model = scenarios.competition()
-    svc = make_services(settings, model, redis=any_redis)
-    run_id = await start_run(svc, "Leap-year seconds, best answer wins", scenarios.orchestrator())
-    events = await collect(svc, run_id, timeout_s=20)
+    async with scheduled_services(settings, model, kind, any_redis) as svc:
+        run_id = await start_run(
+            svc, "Leap-year seconds, best answer wins", scenarios.orchestrator()
+        )
+        events = await collect(svc, run_id, timeout_s=20)
 
     final = events[-1]
     assert isinstance(final, RunFinished), events[-3:]
@@ -43,11 +47,12 @@ async def test_competition_scenario(settings, make_services, any_redis) -> None:
         assert found is not None and found[1] is AgentStatus.FINISHED
 
 
-async def test_discussion_scenario(settings, make_services, any_redis) -> None:
+@SCHEDULERS
+async def test_discussion_scenario(settings, any_redis, kind) -> None:
     model = scenarios.discussion()
-    svc = make_services(settings, model, redis=any_redis)
-    run_id = await start_run(svc, "Ship on Friday?", scenarios.orchestrator())
-    events = await collect(svc, run_id, timeout_s=20)
+    async with scheduled_services(settings, model, kind, any_redis) as svc:
+        run_id = await start_run(svc, "Ship on Friday?", scenarios.orchestrator())
+        events = await collect(svc, run_id, timeout_s=20)
 
     final = events[-1]
     assert isinstance(final, RunFinished) and final.status is RunStatus.COMPLETED
