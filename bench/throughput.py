@@ -1,0 +1,266 @@
+"""Throughput of the production path: real Celery worker processes, real Redis, the real
+litellm HTTP path against the OpenAI-compatible fake at a fixed latency.
+
+    .venv/bin/python bench/throughput.py [--inflight-agents 1000] [--skip-inflight]
+
+Two figures, as the last lines:
+
+``bench cohort``: one cohort of 13 agents (orchestrator → 3 leads → 3 members each);
+members take 5 turns each (4 calculations, then finish). The critical path is 9 model
+calls (orchestrator, lead, 5 × member, lead, orchestrator), so ideal_s = 9 × llm_ms.
+overhead_pct is what scheduling, Redis and Celery add to that path.
+
+``bench inflight``: ``agents`` independent agents at once, 4 turns each, on one worker
+host (as many worker processes as cores). ideal_turns_per_s = agents / llm_s: every agent
+always has its model call in flight. cpu_ms_per_turn is the workers' CPU time per turn
+(the fake server and this process are not counted); rss_mb is the workers' resident
+memory at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from redis.asyncio import Redis  # noqa: E402
+
+from core.config import Settings, load_settings  # noqa: E402
+from core.control import approve_run, propose_run  # noqa: E402
+from core.llm.scripted import ScriptedModel  # noqa: E402
+from core.runtime import build_services  # noqa: E402
+from core.types import AgentSpec  # noqa: E402
+from tasks.app import make_app  # noqa: E402
+from tasks.scheduler import CeleryScheduler  # noqa: E402
+from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer  # noqa: E402
+from tests.integration.processes import Process, worker_env  # noqa: E402
+
+URL = "redis://127.0.0.1:6379/14"
+_NAME = re.compile(r"You are (.+?), ")
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _name(body: dict[str, Any]) -> str:
+    found = _NAME.search(body["messages"][0].get("content") or "")
+    return found.group(1) if found else "?"
+
+
+def _calls(body: dict[str, Any], tool: str) -> int:
+    return sum(
+        c["function"]["name"] == tool
+        for m in body["messages"]
+        if m.get("role") == "assistant"
+        for c in m.get("tool_calls") or ()
+    )
+
+
+def _results(body: dict[str, Any]) -> int:
+    return sum(
+        (m.get("content") or "").startswith("[Result from")
+        for m in body["messages"]
+        if m.get("role") == "user"
+    )
+
+
+def respond(body: dict[str, Any]) -> FakeReply:
+    name = _name(body)
+    wait: tuple[str, dict[str, Any]] = ("wait_for_messages", {})
+    if name == "Orchestrator" or name.startswith("Lead"):
+        if not _calls(body, "create_agent"):
+            if name == "Orchestrator":
+                kids = [(f"Lead {i}", "lead") for i in (1, 2, 3)]
+            else:
+                kids = [(f"Member {name[-1]}.{i}", "member") for i in (1, 2, 3)]
+            creates = [
+                (
+                    "create_agent",
+                    {
+                        "name": kid,
+                        "role": role,
+                        "purpose": "work",
+                        "tools": ["calculate", "create_agent"]
+                        if role == "lead"
+                        else ["calculate"],
+                        "budget_share": 0.3,
+                    },
+                )
+                for kid, role in kids
+            ]
+            return FakeReply(tool_calls=[*creates, wait])
+        if _results(body) >= 3:
+            return FakeReply(tool_calls=[("finish", {"result": f"{name}: all done"})])
+        return FakeReply(tool_calls=[wait])
+    n = _calls(body, "calculate")
+    if n < 4:
+        return FakeReply(tool_calls=[("calculate", {"expression": f"{n} + 1"})])
+    return FakeReply(tool_calls=[("finish", {"result": f"{name}: {n}"})])
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def client_settings(prefix: str, queue: str) -> Settings:
+    return load_settings(
+        redis={"url": URL, "key_prefix": prefix},
+        celery={"queue": queue},
+        limits={"stall_repeats": 50},
+    )
+
+
+async def _wait_all(redis: Redis, prefix: str, run_ids: list[str], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    pending = list(run_ids)
+    while pending:
+        async with redis.pipeline(transaction=False) as pipe:
+            for run_id in pending:
+                pipe.get(f"{prefix}:run:{run_id}")
+            raws = await pipe.execute()
+        pending = [
+            r
+            for r, raw in zip(pending, raws, strict=True)
+            if not re.search(r'"status":"(completed|failed|cancelled)"', raw or "")
+        ]
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(pending)} runs unfinished after {timeout_s} s")
+        await asyncio.sleep(0.02)
+
+
+async def _phase(
+    server: ThreadedFakeLLMServer,
+    *,
+    llm_ms: int,
+    roots: list[AgentSpec],
+    processes: int,
+    concurrency: int,
+    timeout_s: float,
+) -> dict[str, float]:
+    prefix, queue = f"bench-{uuid.uuid4().hex[:6]}", f"bench-{uuid.uuid4().hex[:6]}"
+    env = worker_env(
+        redis__url=URL,
+        redis__key_prefix=prefix,
+        celery__queue=queue,
+        llm__model="openai/fake-model",
+        llm__api_base=server.base_url,
+        limits__stall_repeats="50",
+    )
+    procs = [
+        Process.worker(env, f"bench-worker{i}", concurrency=concurrency) for i in range(processes)
+    ]
+    redis = Redis.from_url(URL, decode_responses=True)
+    settings = client_settings(prefix, queue)
+    app = make_app(settings)
+    publisher = CeleryScheduler(app, settings)
+    svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
+    try:
+        for proc in procs:
+            proc.wait_for(" ready.", timeout=120)
+        # Warm-up on these workers (imports, connections, the first turns), not measured.
+        server.latency_s = 0.01
+        warm = [
+            await propose_run(svc, "warm-up", _orchestrator(), requested_by="bench")
+            for _ in range(processes * 2)
+        ]
+        await asyncio.gather(*(approve_run(svc, r, "bench") for r in warm))
+        await _wait_all(redis, prefix, warm, timeout_s)
+        server.latency_s = llm_ms / 1000
+        proposed = await asyncio.gather(
+            *(propose_run(svc, "bench", root, requested_by="bench") for root in roots)
+        )
+        calls_before = len(server.requests)
+        cpu_before = sum(_cpu_s(p.pid) for p in procs)
+        t0 = time.perf_counter()
+        await asyncio.gather(*(approve_run(svc, r, "bench") for r in proposed))
+        await _wait_all(redis, prefix, list(proposed), timeout_s)
+        wall = time.perf_counter() - t0
+        cpu = sum(_cpu_s(p.pid) for p in procs) - cpu_before
+        turns = len(server.requests) - calls_before
+        failed = 0
+        for run_id in proposed:
+            raw = await redis.get(f"{prefix}:run:{run_id}") or ""
+            failed += '"status":"completed"' not in raw
+        return {
+            "wall_s": wall,
+            "turns": turns,
+            "cpu_ms_per_turn": cpu * 1000 / max(1, turns),
+            "rss_mb": sum(_rss_mb(p.pid) for p in procs),
+            "failed": failed,
+        }
+    finally:
+        await publisher.aclose()
+        app.close()
+        for proc in procs:
+            proc.cleanup()
+        keys = [k async for k in redis.scan_iter(match=f"{prefix}:*", count=5000)]
+        for i in range(0, len(keys), 5000):
+            await redis.delete(*keys[i : i + 5000])
+        await redis.aclose()
+
+
+def _orchestrator() -> AgentSpec:
+    return AgentSpec(
+        name="Orchestrator",
+        role="orchestrator",
+        tools=("create_agent", "wait_for_messages", "finish", "calculate"),
+    )
+
+
+async def main(args: argparse.Namespace) -> None:
+    cores = os.cpu_count() or 1
+    with ThreadedFakeLLMServer() as server:
+        server.set_responder(respond)
+        cohort = await _phase(
+            server, llm_ms=200, roots=[_orchestrator()], processes=1, concurrency=50, timeout_s=120
+        )
+        ideal = 9 * 0.2
+        cohort_line = (
+            f"bench cohort: agents=13 turns=5 llm_ms=200 wall_s={cohort['wall_s']:.2f} "
+            f"ideal_s={ideal:.2f} overhead_pct={(cohort['wall_s'] - ideal) / ideal * 100:.1f}"
+        )
+        print(f"cohort: {cohort}")
+        inflight_line = ""
+        if not args.skip_inflight:
+            n = args.inflight_agents
+            roots = [
+                AgentSpec(name=f"Agent {i}", role="solo", tools=("calculate", "finish"))
+                for i in range(n)
+            ]
+            slots = -(-n // cores) + 10
+            flight = await _phase(
+                server, llm_ms=500, roots=roots, processes=cores, concurrency=slots, timeout_s=600
+            )
+            print(f"inflight: {flight}")
+            rate = flight["turns"] / flight["wall_s"]
+            ideal_rate = n / 0.5
+            inflight_line = (
+                f"bench inflight: agents={n} llm_ms=500 turns_per_s={rate:.0f} "
+                f"ideal_turns_per_s={ideal_rate:.0f} ratio={rate / ideal_rate:.2f} "
+                f"cpu_ms_per_turn={flight['cpu_ms_per_turn']:.2f} rss_mb={flight['rss_mb']:.0f}"
+            )
+    print(cohort_line)
+    if inflight_line:
+        print(inflight_line)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inflight-agents", type=int, default=1000)
+    parser.add_argument("--skip-inflight", action="store_true")
+    asyncio.run(main(parser.parse_args()))
