@@ -31,17 +31,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from redis.asyncio import Redis  # noqa: E402
+from redis.asyncio import Redis
 
-from core.config import Settings, load_settings  # noqa: E402
-from core.control import approve_run, propose_run  # noqa: E402
-from core.llm.scripted import ScriptedModel  # noqa: E402
-from core.runtime import build_services  # noqa: E402
-from core.types import AgentSpec  # noqa: E402
-from tasks.app import make_app  # noqa: E402
-from tasks.scheduler import CeleryScheduler  # noqa: E402
-from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer  # noqa: E402
-from tests.integration.processes import Process, worker_env  # noqa: E402
+from core.config import Settings, load_settings
+from core.control import approve_run, propose_run
+from core.llm.scripted import ScriptedModel
+from core.runtime import build_services
+from core.types import AgentSpec
+from tasks.app import make_app
+from tasks.scheduler import CeleryScheduler
+from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
+from tests.integration.processes import Process, worker_env
 
 URL = "redis://127.0.0.1:6379/14"
 _NAME = re.compile(r"You are (.+?), ")
@@ -86,9 +86,7 @@ def respond(body: dict[str, Any]) -> FakeReply:
                         "name": kid,
                         "role": role,
                         "purpose": "work",
-                        "tools": ["calculate", "create_agent"]
-                        if role == "lead"
-                        else ["calculate"],
+                        "tools": ["calculate", "create_agent"] if role == "lead" else ["calculate"],
                         "budget_share": 0.3,
                     },
                 )
