@@ -178,13 +178,13 @@ async def _phase(
         await asyncio.gather(*(approve_run(svc, r, "bench") for r in warm))
         await _wait_all(redis, prefix, warm, timeout_s)
         server.latency_s = llm_ms / 1000
-        proposed = await asyncio.gather(
-            *(propose_run(svc, "bench", root, requested_by="bench") for root in roots)
+        proposed = await _bounded(
+            [propose_run(svc, "bench", root, requested_by="bench") for root in roots]
         )
         calls_before = len(server.requests)
         cpu_before = sum(_cpu_s(p.pid) for p in procs)
         t0 = time.perf_counter()
-        await asyncio.gather(*(approve_run(svc, r, "bench") for r in proposed))
+        await _bounded([approve_run(svc, r, "bench") for r in proposed])
         await _wait_all(redis, prefix, list(proposed), timeout_s)
         wall = time.perf_counter() - t0
         cpu = sum(_cpu_s(p.pid) for p in procs) - cpu_before
@@ -209,6 +209,17 @@ async def _phase(
         for i in range(0, len(keys), 5000):
             await redis.delete(*keys[i : i + 5000])
         await redis.aclose()
+
+
+async def _bounded(coros: list[Any], limit: int = 50) -> list[Any]:
+    """gather with at most ``limit`` at once: the Redis pool has 100 connections."""
+    gate = asyncio.Semaphore(limit)
+
+    async def one(coro: Any) -> Any:
+        async with gate:
+            return await coro
+
+    return await asyncio.gather(*(one(c) for c in coros))
 
 
 def _orchestrator() -> AgentSpec:
