@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-unit lint bench clean
+.PHONY: install demo worker test test-unit lint bench clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (or run: make PYTHON=python3)"; exit 1; }
@@ -19,6 +19,11 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/caramba demo
+
+# Production mode: Celery workers running agent turns (one process per core by default).
+# Needs a Redis server: CARAMBA_REDIS__URL=redis://127.0.0.1:6379/0 make worker
+worker: $(STAMP)
+	$(BIN)/caramba worker
 
 # The whole suite: unit tests (fakeredis) and integration tests (real Redis on
 # 127.0.0.1:6379, the OpenAI-compatible HTTP fake). Exit code 5 (no tests) is a failure.

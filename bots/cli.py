@@ -1,4 +1,4 @@
-"""The ``caramba`` command line: demo, run, doctor."""
+"""The ``caramba`` command line: demo, run, worker, doctor."""
 
 from __future__ import annotations
 
@@ -76,6 +76,41 @@ def run(
         raise typer.Exit(1) from None
     if result.status.value != "completed":
         raise typer.Exit(1)
+
+
+@app.command()
+def worker(
+    processes: int | None = typer.Option(
+        None, "--processes", "-p", help="Worker processes (default celery.processes; 0 = cores)."
+    ),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", "-c", help="Turn slots per process (default celery.concurrency)."
+    ),
+    loglevel: str = typer.Option("info", "--loglevel", "-l", help="debug, info, warning, error."),
+) -> None:
+    """Run agent turns for production mode: Celery workers on the Redis of redis.url."""
+    import os
+
+    from tasks.app import require_redis
+    from tasks.supervisor import Supervisor, worker_command
+    from tasks.worker import configure_logging, run_worker
+
+    settings = _settings()
+    try:
+        require_redis(settings)
+    except CarambaError as exc:
+        console.print(f"[bold red]configuration error:[/] {exc}")
+        raise typer.Exit(2) from None
+    count = processes if processes is not None else settings.celery.processes
+    count = count or os.cpu_count() or 1
+    slots = concurrency or settings.celery.concurrency
+    configure_logging(loglevel)
+    if count == 1:
+        raise typer.Exit(run_worker(settings, concurrency=slots, loglevel=loglevel))
+    supervisor = Supervisor(
+        count, lambda i: worker_command(i, concurrency=slots, loglevel=loglevel)
+    )
+    raise typer.Exit(supervisor.run())
 
 
 @app.command()

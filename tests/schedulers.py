@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pytest
 from celery import Celery
 from celery.contrib.testing.worker import start_worker
+from celery.worker import state as worker_state
 
 from core.config import Settings
 from core.llm.base import LLM
@@ -26,6 +27,7 @@ from core.scheduler.base import Scheduler
 from core.scheduler.inline import InlineScheduler
 from core.turn import run_turn
 from tasks.app import make_app
+from tasks.runtime import WorkerRuntime
 from tasks.scheduler import CeleryScheduler
 from tests.conftest import REDIS_URL
 
@@ -45,11 +47,15 @@ SCHEDULERS = pytest.mark.parametrize(
 
 
 def celery_settings(settings: Settings, prefix: str, **celery: Any) -> Settings:
-    """``settings`` pointed at the test Redis under ``prefix`` (broker keys included)."""
+    """``settings`` pointed at the test Redis under ``prefix`` (broker keys included).
+
+    A turn is abandoned after 20 s (not 15 min), so a stuck turn fails the test instead of
+    holding the worker's shutdown.
+    """
     return settings.model_copy(
         update={
             "redis": settings.redis.model_copy(update={"url": REDIS_URL, "key_prefix": prefix}),
-            "celery": settings.celery.model_copy(update=celery),
+            "celery": settings.celery.model_copy(update={"turn_timeout_s": 20.0, **celery}),
         }
     )
 
@@ -71,8 +77,12 @@ async def celery_worker(app: Celery, concurrency: int = 8) -> AsyncIterator[Any]
     """A real Celery worker (threads pool) for ``app`` in a thread of this process.
 
     Started and stopped off the event loop: both block (start until the consumer is
-    ready, stop until running turns finish).
+    ready, stop until running turns finish). The turn runtime is started first, here:
+    if it cannot start, the worker would log an "unrecoverable error" and
+    ``start_worker`` would wait for it forever; this way the test fails with the cause.
     """
+    runtime: WorkerRuntime = app.conf.caramba_runtime
+    await asyncio.to_thread(runtime.start)
     with _quiet_root_logger():
         cm = start_worker(
             app,
@@ -82,11 +92,17 @@ async def celery_worker(app: Celery, concurrency: int = 8) -> AsyncIterator[Any]
             loglevel="WARNING",
             shutdown_timeout=30,
         )
-        worker = await asyncio.to_thread(cm.__enter__)
         try:
-            yield worker
+            worker = await asyncio.to_thread(cm.__enter__)
+            try:
+                yield worker
+            finally:
+                await asyncio.to_thread(cm.__exit__, None, None, None)
         finally:
-            await asyncio.to_thread(cm.__exit__, None, None, None)
+            runtime.stop(grace_s=0)  # a no-op after a clean worker shutdown
+            # A worker thread that outlived its join leaves this global set, which would
+            # stop the next embedded worker before it is ready.
+            worker_state.should_terminate = None
 
 
 @contextlib.asynccontextmanager

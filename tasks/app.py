@@ -1,0 +1,144 @@
+"""The Celery app: one task, ``caramba.turn``, that runs one agent turn.
+
+An app is built per :class:`~core.config.Settings` (Celery ignores a ``broker_url``
+changed after first use, so settings are baked in at construction). Delivery is
+at-least-once on purpose: the task is acknowledged only after the turn returns
+(``acks_late``), a worker that dies leaves its tasks unacknowledged and the broker hands
+them to another worker after ``celery.visibility_timeout_s``. The turn itself is
+idempotent by sequence number, so a second delivery is dropped, never applied twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import Celery, Task, bootsteps
+from celery.exceptions import Reject
+
+from core.config import Settings
+from core.errors import ConfigError
+from core.scheduler.base import TurnJob
+from tasks.ledger import sweep_interval_s
+from tasks.runtime import ServicesFactory, WorkerRuntime, WorkerStopped
+from tasks.scheduler import TURN_TASK
+
+log = logging.getLogger(__name__)
+
+# A turn whose task raised is tried again at most this often (core quarantines a turn
+# delivered more than ``limits.max_deliveries`` times first); never forever.
+_RETRY_CAP_S = 30.0
+
+
+def require_redis(settings: Settings) -> None:
+    """Production mode needs a real Redis: workers in other processes must share state."""
+    if settings.redis.embedded:
+        raise ConfigError(
+            "Celery workers need a Redis server shared by every process, "
+            "but redis.url is empty (embedded mode)",
+            hint="set CARAMBA_REDIS__URL=redis://127.0.0.1:6379/0 (or [redis] url in "
+            "config.toml), or use `caramba run` for embedded mode",
+        )
+
+
+def broker_url(settings: Settings) -> str:
+    return settings.celery.broker_url or settings.redis.url
+
+
+def transport_options(settings: Settings) -> dict[str, Any]:
+    """Redis transport options derived from the settings.
+
+    kombu sweeps for unacknowledged tasks of dead workers only every
+    ``unacked_restore_interval × unacked_restore_throttle`` seconds (100 s by default);
+    a sweep every quarter of the visibility timeout (1–60 s) keeps recovery close to it.
+    Every broker key is put under ``{redis.key_prefix}:celery:`` so that deployments
+    (and test runs) sharing one Redis database never see each other's tasks.
+    """
+    return {
+        "visibility_timeout": settings.celery.visibility_timeout_s,
+        "unacked_restore_interval": int(sweep_interval_s(settings)),
+        "unacked_restore_throttle": 1,
+        "global_keyprefix": f"{settings.redis.key_prefix}:celery:",
+    }
+
+
+def make_app(
+    settings: Settings,
+    *,
+    services_factory: ServicesFactory | None = None,
+    retry_delay_s: float = 1.0,
+    name: str = "caramba",
+) -> Celery:
+    """A Celery app for ``settings``: the turn task and the per-process worker runtime.
+
+    ``services_factory`` replaces how a worker process builds its Services (tests use it
+    to run an in-process worker with a scripted model). ``retry_delay_s`` is the first
+    back-off after a turn raised; it doubles per retry up to 30 s.
+    """
+    require_redis(settings)
+    app = Celery(name, set_as_current=False)
+    queue = settings.celery.queue
+    app.conf.update(
+        broker_url=broker_url(settings),
+        broker_transport_options=transport_options(settings),
+        broker_connection_retry_on_startup=True,
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        task_ignore_result=True,
+        result_backend=None,
+        task_default_queue=queue,
+        task_routes={TURN_TASK: {"queue": queue}},
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        worker_hijack_root_logger=False,
+        worker_redirect_stdouts=False,
+        enable_utc=True,
+    )
+    runtime = WorkerRuntime(app, settings, services_factory)
+    app.conf.caramba_runtime = runtime  # read by tests and `caramba worker` for diagnostics
+    max_retries = settings.limits.max_deliveries
+
+    class RuntimeStep(bootsteps.StartStopStep):
+        """Starts this process's turn runtime with the worker and stops it after the pool
+        has drained (the threads pool waits for running tasks on stop)."""
+
+        requires = ("celery.worker.components:Pool",)
+
+        def start(self, parent: Any) -> None:
+            runtime.start()
+
+        def stop(self, parent: Any) -> None:
+            runtime.stop()
+
+        def shutdown(self, parent: Any) -> None:
+            runtime.stop()
+
+    app.steps["worker"].add(RuntimeStep)
+
+    # shared=False: a shared task would be registered in every app of the process, and a
+    # second app (other settings, a test) would run the first app's runtime.
+    @app.task(name=TURN_TASK, bind=True, acks_late=True, ignore_result=True, shared=False)
+    def turn(self: Task, job: dict[str, Any]) -> str:
+        """Run one agent turn on this process's event loop; returns the outcome's name."""
+        task_id = self.request.id
+        try:
+            outcome = runtime.run_turn(TurnJob.model_validate(job)).value
+        except WorkerStopped:
+            # Shutting down: put the message back for another worker instead of failing it.
+            raise Reject("worker is stopping", requeue=True) from None
+        except Exception as exc:
+            retries = self.request.retries
+            if retries >= max_retries:
+                log.error("turn %s failed %d times; giving up", job, retries + 1)
+                runtime.settle(task_id, job)
+                raise
+            delay = min(_RETRY_CAP_S, retry_delay_s * 2**retries)
+            log.warning("turn %s raised %r; retrying in %.1f s", job, exc, delay)
+            # The retry is the same message (same task id): its ledger entry stays.
+            raise self.retry(exc=exc, countdown=delay, max_retries=max_retries) from exc
+        runtime.settle(task_id, job)
+        return outcome
+
+    return app

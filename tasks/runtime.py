@@ -1,0 +1,163 @@
+"""Per worker process: one event loop, one set of Services, the background loop.
+
+Built once when the Celery worker starts (a worker bootstep) and shared by every pool
+thread of the process: each turn task runs ``core.turn.run_turn`` on the process's loop
+and waits for it. ``core.background.run_background`` (due timers, pending intents) runs
+on the same loop for as long as the worker lives, as every turn-running process must.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from core.background import run_background
+from core.config import Settings
+from core.runtime import Services, build_services
+from core.scheduler.base import Scheduler, TurnJob
+from core.turn import TurnOutcome, run_turn
+from tasks.ledger import sweep_interval_s
+from tasks.loop import LoopThread
+from tasks.scheduler import CeleryScheduler
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+log = logging.getLogger(__name__)
+
+# How a worker process builds its Services; called once, on the worker's event loop, with
+# the Celery scheduler the turns must use to schedule their successors.
+ServicesFactory = Callable[[Settings, Scheduler], Services]
+
+
+def default_services(settings: Settings, scheduler: Scheduler) -> Services:
+    """Real Redis from ``redis.url`` and the configured litellm gateway."""
+    return build_services(settings, scheduler)
+
+
+class WorkerStopped(RuntimeError):
+    """A turn arrived while the runtime is not running (starting up or shutting down)."""
+
+
+class WorkerRuntime:
+    """The turn-running machinery of one worker process. Thread-safe; start/stop idempotent."""
+
+    def __init__(
+        self, app: Celery, settings: Settings, services_factory: ServicesFactory | None = None
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self._factory = services_factory or default_services
+        self._lock = threading.Condition()
+        self._loop: LoopThread | None = None
+        self._svc: Services | None = None
+        self._scheduler: CeleryScheduler | None = None
+        self._stop_background: asyncio.Event | None = None
+        self._background: list[asyncio.Task[None]] = []
+        self._inflight = 0
+        self.turns_run = 0
+
+    @property
+    def services(self) -> Services:
+        if self._svc is None:
+            raise WorkerStopped("the worker runtime is not running")
+        return self._svc
+
+    def start(self) -> None:
+        with self._lock:
+            if self._loop is not None:
+                return
+            loop = LoopThread(name="caramba-turns")
+            loop.start()
+            try:
+                self._svc = loop.run(self._open(), timeout=60)
+            except BaseException:
+                loop.stop()
+                raise
+            self._loop = loop
+        log.info("turn runtime started (queue %s)", self.settings.celery.queue)
+
+    async def _open(self) -> Services:
+        scheduler = CeleryScheduler(self.app, self.settings)
+        svc = self._factory(self.settings, scheduler)
+        await svc.redis.ping()  # fail at start-up, not on the first turn
+        self._scheduler = scheduler
+        self._stop_background = stop = asyncio.Event()
+        self._background = [
+            asyncio.create_task(run_background(svc, stop), name="caramba-background"),
+            asyncio.create_task(self._sweep(scheduler, stop), name="caramba-ledger-sweep"),
+        ]
+        return svc
+
+    async def _sweep(self, scheduler: CeleryScheduler, stop: asyncio.Event) -> None:
+        """Publish again the turns the broker lost (see :mod:`tasks.ledger`)."""
+        interval = sweep_interval_s(self.settings)
+        while not stop.is_set():
+            try:
+                n = await scheduler.republish_stale(self.settings.celery.visibility_timeout_s)
+                if n:
+                    log.warning("published %d turns again that no worker had run", n)
+            except Exception:
+                log.exception("ledger sweep failed; retrying in %.0f s", interval)
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=interval)
+            except TimeoutError:
+                pass
+
+    def run_turn(self, job: TurnJob) -> TurnOutcome:
+        """Run one turn to its end; abandoned (cancelled) after ``celery.turn_timeout_s``."""
+        with self._lock:
+            if self._loop is None or self._svc is None:
+                raise WorkerStopped("the worker runtime is not running")
+            loop, svc = self._loop, self._svc
+            self._inflight += 1
+        try:
+            return loop.run(run_turn(svc, job), timeout=self.settings.celery.turn_timeout_s)
+        finally:
+            with self._lock:
+                self._inflight -= 1
+                self.turns_run += 1
+                self._lock.notify_all()
+
+    def settle(self, task_id: str, job: dict[str, object]) -> None:
+        """The message ``task_id`` ran to its end: forget it in the ledger."""
+        scheduler = self._scheduler
+        if scheduler is not None:
+            scheduler.ledger.settle(task_id, job)
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """Wait for running turns (up to ``grace_s``, default the turn timeout), then stop
+        the background loop, close the services and the event loop."""
+        grace = self.settings.celery.turn_timeout_s + 5 if grace_s is None else grace_s
+        deadline = time.monotonic() + grace
+        with self._lock:
+            if self._loop is None:
+                return
+            loop, self._loop = self._loop, None  # no new turns from here on
+            while self._inflight and (left := deadline - time.monotonic()) > 0:
+                self._lock.wait(left)
+            if self._inflight:
+                log.warning("stopping with %d turns still running", self._inflight)
+        try:
+            loop.run(self._close(), timeout=10)
+        except Exception:
+            log.exception("closing the worker services failed")
+        finally:
+            loop.stop()
+            self._svc = None
+        log.info("turn runtime stopped after %d turns", self.turns_run)
+
+    async def _close(self) -> None:
+        if self._stop_background is not None:
+            self._stop_background.set()
+        if self._background:
+            await asyncio.wait(self._background, timeout=5)
+        if self._svc is not None:
+            await self._svc.aclose()
+        if self._scheduler is not None:
+            await self._scheduler.aclose()
+            self._scheduler = None

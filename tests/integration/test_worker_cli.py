@@ -1,0 +1,98 @@
+"""``caramba worker``: N worker processes that run turns, are restarted when they die,
+and stop together on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from redis import Redis as SyncRedis
+from redis.asyncio import Redis
+
+from core.config import load_settings
+from core.llm.scripted import ScriptedModel
+from core.runs import start_run
+from core.runtime import build_services
+from core.types import AgentSpec
+from core.types.events import RunFinished
+from core.types.run import RunStatus
+from tasks.app import make_app
+from tasks.scheduler import CeleryScheduler
+from tests.conftest import REDIS_URL
+from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
+from tests.helpers import collect
+from tests.integration.processes import Process, worker_env
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    yield name
+    client = SyncRedis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(match=f"{name}:*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+def solo(body: dict) -> FakeReply:
+    done = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    if not done:
+        return FakeReply(tool_calls=[("calculate", {"expression": "2**10"})])
+    return FakeReply(tool_calls=[("finish", {"result": done[-1]})])
+
+
+async def test_caramba_worker_runs_restarts_and_stops_its_processes(prefix: str) -> None:
+    with ThreadedFakeLLMServer() as llm:
+        llm.set_responder(solo)
+        env = worker_env(
+            redis__url=REDIS_URL,
+            redis__key_prefix=prefix,
+            llm__model="openai/fake-model",
+            llm__api_base=llm.base_url,
+        )
+        command = [sys.executable, "-m", "bots.cli", "worker", "-p", "2", "-c", "4"]
+        supervisor = Process(command, env, "caramba-worker")
+        try:
+            supervisor.wait_for(" ready.", timeout=60, count=2)
+            settings = load_settings(redis={"url": REDIS_URL, "key_prefix": prefix})
+            app = make_app(settings)
+            publisher = CeleryScheduler(app, settings)
+            redis = Redis.from_url(REDIS_URL, decode_responses=True)
+            svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
+            try:
+                run_id = await start_run(
+                    svc, "2 to the 10th?", AgentSpec(name="Solo", tools=("calculate", "finish"))
+                )
+                final = (await collect(svc, run_id, timeout_s=30))[-1]
+            finally:
+                await publisher.aclose()
+                app.close()
+                await redis.aclose()
+            assert isinstance(final, RunFinished)
+            assert (final.status, final.result) == (RunStatus.COMPLETED, "2**10 = 1024")
+
+            # A worker that dies is started again.
+            pids = [
+                int(p) for p in re.findall(r"worker \d started \(pid (\d+)\)", supervisor.output())
+            ]
+            assert len(pids) == 2
+            os.kill(pids[0], signal.SIGKILL)
+            supervisor.wait_for("killed by SIGKILL", timeout=10)
+            supervisor.wait_for(" started (pid ", timeout=10, count=3)
+
+            # SIGTERM: every worker is stopped, then the supervisor exits cleanly.
+            assert supervisor.stop(timeout=30) == 0, supervisor.tail()
+            assert "warm shutdown of 2 workers" in supervisor.output()
+            for pid in [*pids[1:], *map(int, re.findall(r"\(pid (\d+)\)", supervisor.output()))]:
+                with pytest.raises(ProcessLookupError):
+                    os.kill(pid, 0)
+        finally:
+            supervisor.cleanup()

@@ -1,0 +1,245 @@
+"""Crash recovery with real worker processes: a worker killed (SIGKILL) mid-turn loses
+nothing and applies nothing twice; another worker finishes the run.
+
+Four ``python -m tasks.worker`` processes run with ``CARAMBA_FAULTS=1`` and a 3 s
+visibility timeout, against real Redis and the OpenAI-compatible fake (the real litellm
+path). Each case arms one fault point; the first process to reach it kills itself like
+``kill -9``, its unacknowledged turns are handed to the others by the broker, and the run
+still ends with every agent's result at its parent and every intent processed once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from redis import Redis as SyncRedis
+from redis.asyncio import Redis
+
+from core import faults
+from core.config import Settings, load_settings
+from core.llm.scripted import ScriptedModel
+from core.runs import start_run
+from core.runtime import build_services
+from core.types import AgentSpec
+from core.types.events import (
+    AgentFinished,
+    ChatPosted,
+    LLMCalled,
+    MessageSent,
+    RunEvent,
+    RunFinished,
+)
+from core.types.run import RunStatus
+from tasks.app import make_app
+from tasks.scheduler import CeleryScheduler
+from tests.conftest import REDIS_URL
+from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
+from tests.helpers import collect
+from tests.integration.processes import Process, worker_env
+
+pytestmark = pytest.mark.integration
+
+WORKERS = 4  # each case kills one; at least one must be left for the last case
+VISIBILITY_TIMEOUT_S = 3
+
+ROOT_TOOLS = ("create_agent", "wait_for_messages", "finish", "calculate", "post_to_chat")
+
+
+class Society:
+    """The fake model's script, as a function of each request.
+
+    The Orchestrator creates Alpha and Beta and waits. Each of them posts to the chat and
+    calculates in its first turn (a turn that is saved, with an intent, and goes on), then
+    finishes with the answer. The Orchestrator finishes with both results. ``arm`` is
+    called when the first of Alpha's or Beta's first turns asks the model: the crash hits
+    one of the busiest turns of the run.
+    """
+
+    def __init__(self, arm: Callable[[], object]) -> None:
+        self._arm = arm
+        self._armed = threading.Event()
+
+    def __call__(self, body: dict[str, Any]) -> FakeReply:
+        messages = body["messages"]
+        match = re.match(r"You are (.+?),", messages[0]["content"])
+        assert match, messages[0]["content"][:200]
+        name = match.group(1)
+        calls = [
+            c["function"]["name"]
+            for m in messages
+            if m["role"] == "assistant"
+            for c in m.get("tool_calls") or ()
+        ]
+        if name == "Orchestrator":
+            results = sorted(
+                m["content"].split("\n", 1)[1]
+                for m in messages
+                if m["role"] == "user" and m["content"].startswith("[Result from")
+            )
+            if "create_agent" not in calls:
+                return FakeReply(
+                    tool_calls=[
+                        ("create_agent", child("Alpha")),
+                        ("create_agent", child("Beta")),
+                        ("wait_for_messages", {}),
+                    ]
+                )
+            if len(results) == 2:
+                return FakeReply(tool_calls=[("finish", {"result": " | ".join(results)})])
+            return FakeReply(tool_calls=[("wait_for_messages", {})])
+        if "calculate" not in calls:
+            if not self._armed.is_set():
+                self._armed.set()
+                self._arm()
+            expression = "6*7" if name == "Alpha" else "6*9"
+            return FakeReply(
+                tool_calls=[
+                    ("post_to_chat", {"text": f"{name} is on it"}),
+                    ("calculate", {"expression": expression}),
+                ]
+            )
+        answer = next(m["content"] for m in reversed(messages) if m["role"] == "tool")
+        return FakeReply(tool_calls=[("finish", {"result": f"{name}: {answer}"})])
+
+
+def child(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "role": "member",
+        "purpose": "Compute your product and report it.",
+        "tools": ["calculate", "post_to_chat"],
+    }
+
+
+@pytest.fixture(scope="module")
+def fake_llm() -> Iterator[ThreadedFakeLLMServer]:
+    with ThreadedFakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def prefix() -> Iterator[str]:
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    yield name
+    client = SyncRedis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(match=f"{name}:*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def workers(fake_llm: ThreadedFakeLLMServer, prefix: str) -> Iterator[list[Process]]:
+    env = worker_env(
+        faults="1",
+        redis__url=REDIS_URL,
+        redis__key_prefix=prefix,
+        llm__model="openai/fake-model",
+        llm__api_base=fake_llm.base_url,
+        llm__backoff_initial_s="0.01",
+        llm__backoff_max_s="0.05",
+        celery__visibility_timeout_s=str(VISIBILITY_TIMEOUT_S),
+        celery__turn_timeout_s="20",
+        scheduler__intent_claim_idle_s="2",
+        scheduler__background_interval_s="0.1",
+    )
+    procs = [Process.worker(env, f"worker{i}") for i in range(WORKERS)]
+    try:
+        for proc in procs:
+            proc.wait_for(" ready.", timeout=60)
+        yield procs
+    finally:
+        for proc in procs:
+            proc.cleanup()
+
+
+def client_settings(prefix: str) -> Settings:
+    return load_settings(
+        redis={"url": REDIS_URL, "key_prefix": prefix},
+        celery={"visibility_timeout_s": VISIBILITY_TIMEOUT_S},
+    )
+
+
+async def events_until(
+    svc: Any, run_id: str, done: Callable[[list[RunEvent]], bool], timeout_s: float
+) -> list[RunEvent]:
+    """All the run's events, re-read until ``done`` holds (intents may land after the end)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        events = [e for _, e in await svc.store.read_events(run_id, count=10_000)]
+        if done(events) or loop.time() > deadline:
+            return events
+        await asyncio.sleep(0.1)
+
+
+@pytest.mark.parametrize("point", faults.POINTS)
+async def test_a_worker_killed_mid_turn_loses_nothing(
+    point: str, workers: list[Process], fake_llm: ThreadedFakeLLMServer, prefix: str
+) -> None:
+    alive = [w for w in workers if w.returncode is None]
+    assert len(alive) >= 2, "a previous case killed more than one worker"
+    sync = SyncRedis.from_url(REDIS_URL)
+    fake_llm.set_responder(Society(arm=lambda: sync.set(faults.key(prefix, point), 1)))
+    settings = client_settings(prefix)
+    app = make_app(settings)
+    publisher = CeleryScheduler(app, settings)
+    redis = Redis.from_url(REDIS_URL, decode_responses=True)
+    svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
+    root = AgentSpec(name="Orchestrator", role="orchestrator", tools=ROOT_TOOLS)
+    try:
+        run_id = await start_run(svc, "Two products, reported by two agents", root)
+        await collect(svc, run_id, timeout_s=45)
+        events = await events_until(
+            svc, run_id, lambda ev: sum(isinstance(e, ChatPosted) for e in ev) >= 2, 10
+        )
+        done_markers = [k async for k in redis.scan_iter(match=f"{prefix}:intent-done:{run_id}:*")]
+        # Every message published was run to its end (a lost one was published again).
+        for _ in range(100):
+            if publisher.ledger.pending() == 0:
+                break
+            await asyncio.sleep(0.1)
+        unsettled = publisher.ledger.pending()
+        counts = await redis.hgetall(svc.store.keys.deliveries(run_id))
+        deliveries = {k: int(v) for k, v in counts.items()}
+    finally:
+        await publisher.aclose()
+        app.close()
+        await redis.aclose()
+        sync.close()
+
+    # Exactly one worker died, killed at the armed point; the others carried on.
+    dead = [w for w in alive if w.returncode is not None]
+    assert len(dead) == 1, [(w.name, w.returncode) for w in alive]
+    assert dead[0].returncode == -signal.SIGKILL
+    assert f"fault point {point} armed" in dead[0].output()
+    assert unsettled == 0
+    # The run completed with both children's results: no message was lost.
+    final = events[-1] if isinstance(events[-1], RunFinished) else None
+    final = final or next(e for e in events if isinstance(e, RunFinished))
+    assert final.status is RunStatus.COMPLETED, final
+    assert final.result == "Alpha: 6*7 = 42 | Beta: 6*9 = 54"
+    # Nothing was applied twice: one save per turn, one end per agent, each message once.
+    turns = Counter((e.agent_id, e.seq) for e in events if isinstance(e, LLMCalled))
+    assert set(turns.values()) == {1}, turns
+    ended = Counter(e.agent_id for e in events if isinstance(e, AgentFinished))
+    assert len(ended) == 3 and set(ended.values()) == {1}, ended
+    sent = Counter(e.message_id for e in events if isinstance(e, MessageSent))
+    assert set(sent.values()) == {1}, sent
+    results_to_root = [e for e in events if isinstance(e, MessageSent) and e.recipient == root.id]
+    assert len(results_to_root) == 2
+    # Every intent was processed exactly once.
+    posted = [e for e in events if isinstance(e, ChatPosted)]
+    assert sorted(e.text for e in posted) == ["Alpha is on it", "Beta is on it"]
+    assert len({e.key for e in posted}) == 2 and len(done_markers) == 2
+    # The turn the dead worker was running was delivered again (and only as often as needed).
+    assert max(deliveries.values()) >= 2, deliveries
+    assert max(deliveries.values()) <= settings.limits.max_deliveries, deliveries
