@@ -81,10 +81,18 @@ def run(
 @app.command()
 def worker(
     processes: int | None = typer.Option(
-        None, "--processes", "-p", help="Worker processes (default celery.processes; 0 = cores)."
+        None,
+        "--processes",
+        "-p",
+        min=0,
+        help="Worker processes (default celery.processes; 0 = one per core).",
     ),
     concurrency: int | None = typer.Option(
-        None, "--concurrency", "-c", help="Turn slots per process (default celery.concurrency)."
+        None,
+        "--concurrency",
+        "-c",
+        min=1,
+        help="Turn slots (threads) per process (default celery.concurrency).",
     ),
     loglevel: str = typer.Option("info", "--loglevel", "-l", help="debug, info, warning, error."),
 ) -> None:

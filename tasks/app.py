@@ -25,9 +25,16 @@ from tasks.scheduler import TURN_TASK
 
 log = logging.getLogger(__name__)
 
-# A turn whose task raised is tried again at most this often (core quarantines a turn
-# delivered more than ``limits.max_deliveries`` times first); never forever.
+# Longest back-off between two tries of a turn whose task raised. Tries are bounded:
+# ``limits.max_deliveries`` retries, and core quarantines the turn before that.
 _RETRY_CAP_S = 30.0
+_RUNTIME_KEY = "caramba_runtime"
+
+
+def runtime_of(app: Celery) -> WorkerRuntime:
+    """The turn runtime of ``app``'s worker in this process (started with the worker)."""
+    runtime: WorkerRuntime = app.conf[_RUNTIME_KEY]
+    return runtime
 
 
 def require_redis(settings: Settings) -> None:
@@ -97,12 +104,17 @@ def make_app(
         enable_utc=True,
     )
     runtime = WorkerRuntime(app, settings, services_factory)
-    app.conf.caramba_runtime = runtime  # read by tests and `caramba worker` for diagnostics
+    app.conf[_RUNTIME_KEY] = runtime
     max_retries = settings.limits.max_deliveries
 
     class RuntimeStep(bootsteps.StartStopStep):
-        """Starts this process's turn runtime with the worker and stops it after the pool
-        has drained (the threads pool waits for running tasks on stop)."""
+        """This process's turn runtime, started with the worker after its pool.
+
+        Steps stop in reverse order, so this one stops before the pool: the consumer has
+        stopped taking tasks by then, and ``runtime.stop`` waits for the turns still
+        running (up to ``celery.turn_timeout_s``); a task reaching a stopped runtime is
+        put back on the queue. A cold shutdown (``shutdown``) does not wait.
+        """
 
         requires = ("celery.worker.components:Pool",)
 
@@ -113,7 +125,7 @@ def make_app(
             runtime.stop()
 
         def shutdown(self, parent: Any) -> None:
-            runtime.stop()
+            runtime.stop(grace_s=1.0)
 
     app.steps["worker"].add(RuntimeStep)
 

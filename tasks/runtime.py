@@ -3,7 +3,8 @@
 Built once when the Celery worker starts (a worker bootstep) and shared by every pool
 thread of the process: each turn task runs ``core.turn.run_turn`` on the process's loop
 and waits for it. ``core.background.run_background`` (due timers, pending intents) runs
-on the same loop for as long as the worker lives, as every turn-running process must.
+on the same loop for as long as the worker lives, as every turn-running process must,
+and so does the sweep that publishes again the turns the broker lost (``tasks.ledger``).
 """
 
 from __future__ import annotations
@@ -61,12 +62,6 @@ class WorkerRuntime:
         self._inflight = 0
         self.turns_run = 0
 
-    @property
-    def services(self) -> Services:
-        if self._svc is None:
-            raise WorkerStopped("the worker runtime is not running")
-        return self._svc
-
     def start(self) -> None:
         with self._lock:
             if self._loop is not None:
@@ -83,8 +78,12 @@ class WorkerRuntime:
 
     async def _open(self) -> Services:
         scheduler = CeleryScheduler(self.app, self.settings)
-        svc = self._factory(self.settings, scheduler)
-        await svc.redis.ping()  # fail at start-up, not on the first turn
+        try:
+            svc = self._factory(self.settings, scheduler)
+            await svc.redis.ping()  # fail at start-up, not on the first turn
+        except BaseException:
+            await scheduler.aclose()
+            raise
         self._scheduler = scheduler
         self._stop_background = stop = asyncio.Event()
         self._background = [

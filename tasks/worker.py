@@ -18,7 +18,8 @@ import time
 from collections.abc import Sequence
 
 from core.config import Settings, load_settings
-from tasks.app import make_app
+from core.errors import CarambaError
+from tasks.app import make_app, require_redis
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     configure_logging(args.loglevel)
-    settings = load_settings()
+    try:
+        settings = load_settings()
+        require_redis(settings)
+    except CarambaError as exc:
+        log.error("configuration error: %s", exc)
+        raise SystemExit(2) from None
     if args.parent_pid:
         watch_parent(args.parent_pid)
     code = run_worker(

@@ -26,8 +26,7 @@ from core.runtime import Services, build_services
 from core.scheduler.base import Scheduler
 from core.scheduler.inline import InlineScheduler
 from core.turn import run_turn
-from tasks.app import make_app
-from tasks.runtime import WorkerRuntime
+from tasks.app import make_app, runtime_of
 from tasks.scheduler import CeleryScheduler
 from tests.conftest import REDIS_URL
 
@@ -81,7 +80,7 @@ async def celery_worker(app: Celery, concurrency: int = 8) -> AsyncIterator[Any]
     if it cannot start, the worker would log an "unrecoverable error" and
     ``start_worker`` would wait for it forever; this way the test fails with the cause.
     """
-    runtime: WorkerRuntime = app.conf.caramba_runtime
+    runtime = runtime_of(app)
     await asyncio.to_thread(runtime.start)
     with _quiet_root_logger():
         cm = start_worker(

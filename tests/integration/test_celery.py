@@ -22,8 +22,7 @@ from core.types import AgentSpec
 from core.types.agent import EndReason
 from core.types.events import AgentFinished, LLMCalled, RunFinished, ToolCalled
 from core.types.run import RunStatus
-from tasks.app import make_app
-from tasks.runtime import WorkerRuntime
+from tasks.app import make_app, runtime_of
 from tasks.scheduler import CeleryScheduler
 from tests.helpers import collect
 from tests.schedulers import celery_settings, celery_worker
@@ -63,7 +62,7 @@ async def test_a_turn_delivered_three_times_is_applied_once(settings, real_redis
         await publisher.submit(job)
         async with celery_worker(app, concurrency=4):
             events = await collect(svc, run_id, timeout_s=20)
-            runtime: WorkerRuntime = app.conf.caramba_runtime
+            runtime = runtime_of(app)
             # A re-run of either turn after the fact changes nothing.
             again = [
                 await asyncio.to_thread(runtime.run_turn, job.model_copy(update={"seq": seq}))

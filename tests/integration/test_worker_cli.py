@@ -61,7 +61,7 @@ async def test_caramba_worker_runs_restarts_and_stops_its_processes(prefix: str)
         command = [sys.executable, "-m", "bots.cli", "worker", "-p", "2", "-c", "4"]
         supervisor = Process(command, env, "caramba-worker")
         try:
-            supervisor.wait_for(" ready.", timeout=60, count=2)
+            supervisor.wait_for(" ready.", timeout=120, count=2)
             settings = load_settings(redis={"url": REDIS_URL, "key_prefix": prefix})
             app = make_app(settings)
             publisher = CeleryScheduler(app, settings)

@@ -154,7 +154,7 @@ def workers(fake_llm: ThreadedFakeLLMServer, prefix: str) -> Iterator[list[Proce
     procs = [Process.worker(env, f"worker{i}") for i in range(WORKERS)]
     try:
         for proc in procs:
-            proc.wait_for(" ready.", timeout=60)
+            proc.wait_for(" ready.", timeout=120)  # four imports of litellm on two cores
         yield procs
     finally:
         for proc in procs:
@@ -197,7 +197,7 @@ async def test_a_worker_killed_mid_turn_loses_nothing(
     root = AgentSpec(name="Orchestrator", role="orchestrator", tools=ROOT_TOOLS)
     try:
         run_id = await start_run(svc, "Two products, reported by two agents", root)
-        await collect(svc, run_id, timeout_s=45)
+        await collect(svc, run_id, timeout_s=60)
         events = await events_until(
             svc, run_id, lambda ev: sum(isinstance(e, ChatPosted) for e in ev) >= 2, 10
         )
