@@ -59,6 +59,21 @@ def celery_settings(settings: Settings, prefix: str, **celery: Any) -> Settings:
     )
 
 
+def worker_app(settings: Settings, llm: LLM) -> Celery:
+    """The production app, except that its worker's Services use ``llm``; retries back off
+    from 50 ms and the worker stops within 0.1 s (its blocking pop) instead of 1 s."""
+
+    def worker_services(s: Settings, scheduler: Scheduler) -> Services:
+        return build_services(s, scheduler, llm=llm)
+
+    app = make_app(settings, services_factory=worker_services, retry_delay_s=0.05)
+    app.conf.broker_transport_options = {
+        **app.conf.broker_transport_options,
+        "polling_interval": 0.1,
+    }
+    return app
+
+
 @contextlib.contextmanager
 def _quiet_root_logger() -> Iterator[None]:
     """Celery's worker set-up sets the root logger's level; give pytest its own back."""
@@ -135,11 +150,7 @@ async def scheduled_services(
     if prefix is None:
         raise ValueError("the celery scheduler needs the real Redis (real_redis / any_redis)")
     settings = celery_settings(settings, prefix)
-
-    def worker_services(s: Settings, scheduler: Scheduler) -> Services:
-        return build_services(s, scheduler, llm=llm)
-
-    app = make_app(settings, services_factory=worker_services, retry_delay_s=0.05)
+    app = worker_app(settings, llm)
     publisher = CeleryScheduler(app, settings)
     svc = build_services(settings, publisher, llm=llm, redis=redis)
     try:

@@ -15,17 +15,17 @@ import pytest
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.runs import start_run
-from core.runtime import Services, build_services
-from core.scheduler.base import Scheduler, TurnJob
+from core.runtime import build_services
+from core.scheduler.base import TurnJob
 from core.turn import TurnOutcome
 from core.types import AgentSpec
 from core.types.agent import EndReason
 from core.types.events import AgentFinished, LLMCalled, RunFinished, ToolCalled
 from core.types.run import RunStatus
-from tasks.app import make_app, runtime_of
+from tasks.app import runtime_of
 from tasks.scheduler import CeleryScheduler
 from tests.helpers import collect
-from tests.schedulers import celery_settings, celery_worker
+from tests.schedulers import celery_settings, celery_worker, worker_app
 
 pytestmark = pytest.mark.integration
 
@@ -37,13 +37,6 @@ def calculator(request: LLMRequest) -> Reply:
     if not done:
         return Reply(calls=(call("calculate", {"expression": "6*7"}),))
     return Reply(calls=(call("finish", {"result": done[-1]}),))
-
-
-def worker_app(settings, model):
-    def services(s, scheduler: Scheduler) -> Services:
-        return build_services(s, scheduler, llm=model)
-
-    return make_app(settings, services_factory=services, retry_delay_s=0.05)
 
 
 async def test_a_turn_delivered_three_times_is_applied_once(settings, real_redis) -> None:

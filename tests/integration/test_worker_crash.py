@@ -204,10 +204,9 @@ async def test_a_worker_killed_mid_turn_loses_nothing(
         done_markers = [k async for k in redis.scan_iter(match=f"{prefix}:intent-done:{run_id}:*")]
         # Every message published was run to its end (a lost one was published again).
         for _ in range(100):
-            if publisher.ledger.pending() == 0:
+            if (unsettled := await asyncio.to_thread(publisher.ledger.pending)) == 0:
                 break
             await asyncio.sleep(0.1)
-        unsettled = publisher.ledger.pending()
         counts = await redis.hgetall(svc.store.keys.deliveries(run_id))
         deliveries = {k: int(v) for k, v in counts.items()}
     finally:
@@ -223,8 +222,7 @@ async def test_a_worker_killed_mid_turn_loses_nothing(
     assert f"fault point {point} armed" in dead[0].output()
     assert unsettled == 0
     # The run completed with both children's results: no message was lost.
-    final = events[-1] if isinstance(events[-1], RunFinished) else None
-    final = final or next(e for e in events if isinstance(e, RunFinished))
+    final = next(e for e in events if isinstance(e, RunFinished))
     assert final.status is RunStatus.COMPLETED, final
     assert final.result == "Alpha: 6*7 = 42 | Beta: 6*9 = 54"
     # Nothing was applied twice: one save per turn, one end per agent, each message once.
