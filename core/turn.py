@@ -21,7 +21,7 @@ from core.llm.base import LLMRequest
 from core.runtime import Services
 from core.scheduler.base import TurnJob
 from core.store import chain
-from core.turn_io import TurnIO, clip
+from core.turn_io import TurnIO, clip, redo_followups
 from core.types.agent import AgentStatus, EndReason
 from core.types.chat import ChatMessage, ToolCall, Usage
 from core.types.events import LLMCalled, RunEvent, ToolCalled, TurnStarted
@@ -45,6 +45,9 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         log.warning("turn %s: unknown agent, dropped", job)
         return TurnOutcome.DROPPED
     if state.status.terminal or state.seq != job.seq:
+        if state.seq == job.seq + 1:
+            # Saved by a delivery whose worker may have died before its follow-ups.
+            await redo_followups(svc, job.run_id, job.agent_id, job.seq)
         if state.seq == job.seq + 1 and state.status is AgentStatus.RUNNING:
             # This turn was saved but its successor may not have been scheduled (a crash
             # between save and submit). Submitting again is safe: duplicates are dropped.
@@ -272,6 +275,7 @@ async def _save_end(
     )
     saved = await end_agent(io, expected, events, usage, reason, detail)
     if saved:
+        await faults.point(io.svc, "after_commit")
         await io.after_commit()
     return TurnOutcome.ENDED if saved else TurnOutcome.DROPPED
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core import intents, questions, timers
 from core.agents import created_event
@@ -11,6 +11,7 @@ from core.routing import Route
 from core.scheduler.base import TurnJob
 from core.store import PipelineWrite
 from core.tools.context import ToolContext
+from core.types._base import Frozen
 from core.types.agent import AgentState
 from core.types.chat import ChatMessage, Usage
 from core.types.events import ErrorRaised, MessageSent, RunEvent
@@ -147,16 +148,25 @@ class TurnIO:
             writes.append(intents.save_write(svc, keyed))
         if self.question is not None:
             writes.append(questions.ask_write(svc, self.question))
+        followups = self._followups()
+        if followups is not None:
+            key = svc.store.keys.agent(self.run_id, spec.id)
+            writes.append(lambda pipe: pipe.hset(key, "followups", followups.model_dump_json()))
         return writes
+
+    def _followups(self) -> FollowUps | None:
+        children = tuple(c.spec.id for c in self.ctx.spawned)
+        recipients = tuple(dict.fromkeys(r for out in self.ctx.outbox for r in out.recipients))
+        if not children and not recipients:
+            return None
+        return FollowUps(seq=self.seq, children=children, recipients=recipients)
 
     async def after_commit(self) -> None:
         """Start new agents, wake recipients, and re-wake itself if mail came meanwhile."""
         svc, run_id = self.svc, self.run_id
-        for child in self.ctx.spawned:
-            await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=child.spec.id, seq=0))
-        recipients = dict.fromkeys(r for out in self.ctx.outbox for r in out.recipients)
-        for agent_id in recipients:
-            await self.wake(agent_id)
+        followups = self._followups()
+        if followups is not None:
+            await run_followups(svc, run_id, self.state.spec.id, followups)
         if self.state.status.waiting:
             if await svc.bus.has_unread(run_id, self.state.spec):
                 await self.wake(self.state.spec.id)
@@ -186,4 +196,35 @@ async def wake_agent(svc: Services, run_id: str, agent_id: str) -> bool:
     if seq is None:
         return False
     await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=agent_id, seq=seq))
+    return True
+
+
+class FollowUps(Frozen):
+    """What must happen after a saved turn: its new agents' first turns, its recipients'
+    wake-ups. Saved with the turn and cleared once done, so a worker that dies between
+    the save and these steps leaves them for the turn's next delivery to redo."""
+
+    seq: int
+    children: tuple[str, ...] = ()
+    recipients: tuple[str, ...] = ()
+
+
+async def run_followups(svc: Services, run_id: str, agent_id: str, followups: FollowUps) -> None:
+    for child in followups.children:
+        await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=child, seq=0))
+    for recipient in followups.recipients:
+        await wake_agent(svc, run_id, recipient)
+    await svc.redis.hdel(svc.store.keys.agent(run_id, agent_id), "followups")
+
+
+async def redo_followups(svc: Services, run_id: str, agent_id: str, seq: int) -> bool:
+    """Redo the follow-ups of turn ``seq`` if its worker died before doing them (both
+    steps are idempotent: duplicate first turns are dropped, wake-ups are claims)."""
+    raw: Any = await svc.redis.hget(svc.store.keys.agent(run_id, agent_id), "followups")
+    if raw is None:
+        return False
+    followups = FollowUps.model_validate_json(raw)
+    if followups.seq != seq:
+        return False
+    await run_followups(svc, run_id, agent_id, followups)
     return True

@@ -22,11 +22,6 @@ class WorkerKilled(BaseException):
     """Stands for SIGKILL at a fault point: nothing after it runs in that delivery."""
 
 
-@pytest.mark.xfail(
-    reason="core/turn.py: a delivery of an already-saved turn is dropped without redoing "
-    "TurnIO.after_commit, so agents the turn created are never started (and recipients of "
-    "its messages never woken) when the worker died between the save and after_commit"
-)
 async def test_agents_created_by_a_turn_start_even_if_its_worker_died_after_the_save(
     make_services, any_redis, monkeypatch
 ) -> None:
