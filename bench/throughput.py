@@ -10,11 +10,11 @@ members take 5 turns each (4 calculations, then finish). The critical path is 9 
 calls (orchestrator, lead, 5 × member, lead, orchestrator), so ideal_s = 9 × llm_ms.
 overhead_pct is what scheduling, Redis and Celery add to that path.
 
-``bench inflight``: ``agents`` independent agents at once, 4 turns each, on one worker
-host (as many worker processes as cores). ideal_turns_per_s = agents / llm_s: every agent
-always has its model call in flight. cpu_ms_per_turn is the workers' CPU time per turn
-(the fake server and this process are not counted); rss_mb is the workers' resident
-memory at the end.
+``bench inflight``: ``agents`` independent agents at once, 5 turns each (4 calculations,
+then finish), on one worker host (as many worker processes as cores).
+ideal_turns_per_s = agents / llm_s: every agent always has its model call in flight.
+cpu_ms_per_turn is the workers' CPU time per turn (the fake server and this process are
+not counted); rss_mb is the workers' resident memory at the end.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import re
 import sys
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +191,7 @@ async def _phase(
         wall = time.perf_counter() - t0
         cpu = sum(_cpu_s(p.pid) for p in procs) - cpu_before
         turns = len(server.requests) - calls_before
+        by_role = Counter(_name(b).split(" ")[0] for b in server.requests[calls_before:])
         failed = 0
         for run_id in proposed:
             raw = await redis.get(f"{prefix}:run:{run_id}") or ""
@@ -200,6 +202,7 @@ async def _phase(
             "cpu_ms_per_turn": cpu * 1000 / max(1, turns),
             "rss_mb": sum(_rss_mb(p.pid) for p in procs),
             "failed": failed,
+            "turns_by_role": dict(by_role),
         }
     finally:
         await publisher.aclose()

@@ -70,6 +70,9 @@ class RedisSettings(_Section):
     url: str = ""
     key_prefix: str = "caramba"
     events_maxlen: int = Field(10000, ge=100)
+    # Connections per process; a turn waits up to pool_timeout_s for a free one.
+    max_connections: int = Field(64, ge=2, le=10_000)
+    pool_timeout_s: float = Field(30.0, gt=0)
 
     @property
     def embedded(self) -> bool:
@@ -92,6 +95,9 @@ class BusSettings(_Section):
     drain_max: int = Field(50, ge=1, le=1000)
     max_deliveries: int = Field(3, ge=1)
     wake_ttl_s: int = Field(60, ge=1)
+    # A woken agent waits this long before reading its mail, so a burst (several
+    # children finishing together) is read in one turn instead of one model call each.
+    wake_batch_ms: int = Field(30, ge=0, le=5000)
 
 
 class AgentsSettings(_Section):

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from core.bus import Bus
 from core.config import Settings
@@ -55,7 +55,15 @@ def connect_redis(settings: Settings) -> Redis:
         import fakeredis
 
         return fakeredis.FakeAsyncRedis(decode_responses=True)
-    return Redis.from_url(settings.redis.url, decode_responses=True)
+    # A blocking pool: at the limit a turn waits for a free connection instead of failing
+    # with "Too many connections" (hundreds of turns share one process's client).
+    pool = BlockingConnectionPool.from_url(
+        settings.redis.url,
+        decode_responses=True,
+        max_connections=settings.redis.max_connections,
+        timeout=settings.redis.pool_timeout_s,
+    )
+    return Redis(connection_pool=pool)
 
 
 def build_llm(settings: Settings) -> LLM:
