@@ -45,13 +45,12 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         log.warning("turn %s: unknown agent, dropped", job)
         return TurnOutcome.DROPPED
     if state.status.terminal or state.seq != job.seq:
-        if state.seq == job.seq + 1:
-            # Saved by a delivery whose worker may have died before its follow-ups.
-            await redo_followups(svc, job.run_id, job.agent_id, job.seq)
-        if state.seq == job.seq + 1 and state.status is AgentStatus.RUNNING:
-            # This turn was saved but its successor may not have been scheduled (a crash
-            # between save and submit). Submitting again is safe: duplicates are dropped.
-            await svc.scheduler.submit(job.model_copy(update={"seq": state.seq}))
+        if state.seq == job.seq + 1 and await redo_followups(
+            svc, job.run_id, job.agent_id, job.seq
+        ):
+            # Saved by a delivery whose worker died before its follow-ups (new agents'
+            # first turns, wake-ups, the next turn): they were redone.
+            pass
         elif state.status.waiting and await svc.bus.release_stale_wake(
             job.run_id, job.agent_id, job.seq
         ):
@@ -237,11 +236,8 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     ):
         return TurnOutcome.DROPPED
     await faults.point(svc, "after_commit")
-    await io.after_commit()
-    if ctx.wait:
-        return TurnOutcome.WAITING
-    await svc.scheduler.submit(TurnJob(run_id=job.run_id, agent_id=job.agent_id, seq=state.seq))
-    return TurnOutcome.CONTINUED
+    await io.after_commit()  # schedules the next turn too (a follow-up)
+    return TurnOutcome.WAITING if ctx.wait else TurnOutcome.CONTINUED
 
 
 def _llm_deadline(svc: Services) -> float:

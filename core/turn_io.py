@@ -12,7 +12,7 @@ from core.scheduler.base import TurnJob
 from core.store import PipelineWrite
 from core.tools.context import ToolContext
 from core.types._base import Frozen
-from core.types.agent import AgentState
+from core.types.agent import AgentState, AgentStatus
 from core.types.chat import ChatMessage, Usage
 from core.types.events import ErrorRaised, MessageSent, RunEvent
 from core.types.messages import HumanReply, Message, ResultMessage
@@ -157,13 +157,19 @@ class TurnIO:
     def _followups(self) -> FollowUps | None:
         children = tuple(c.spec.id for c in self.ctx.spawned)
         recipients = tuple(dict.fromkeys(r for out in self.ctx.outbox for r in out.recipients))
-        if not children and not recipients:
+        next_seq = self.state.seq if self.state.status is AgentStatus.RUNNING else None
+        if not children and not recipients and next_seq is None:
             return None
-        return FollowUps(seq=self.seq, children=children, recipients=recipients)
+        return FollowUps(seq=self.seq, children=children, recipients=recipients, next_seq=next_seq)
 
     async def after_commit(self) -> None:
-        """Start new agents, wake recipients, and re-wake itself if mail came meanwhile."""
+        """Process the turn's intents, start new agents, wake recipients, schedule the next
+        turn, and re-wake itself if mail came meanwhile."""
         svc, run_id = self.svc, self.run_id
+        if self.ctx.intents:
+            # Before the next turn: a post made in this turn reaches the chat before
+            # anything the agent does next (its result included).
+            await intents.process_pending(svc)
         followups = self._followups()
         if followups is not None:
             await run_followups(svc, run_id, self.state.spec.id, followups)
@@ -176,8 +182,6 @@ class TurnIO:
             if q is not None:
                 timer = timers.WakeAgent(id=q.id, run_id=run_id, agent_id=q.agent_id)
                 await timers.schedule(svc, timer, q.deadline)
-        if self.ctx.intents:
-            await intents.process_pending(svc)
 
     async def wake(self, agent_id: str) -> None:
         await wake_agent(self.svc, self.run_id, agent_id)
@@ -201,12 +205,16 @@ async def wake_agent(svc: Services, run_id: str, agent_id: str) -> bool:
 
 class FollowUps(Frozen):
     """What must happen after a saved turn: its new agents' first turns, its recipients'
-    wake-ups. Saved with the turn and cleared once done, so a worker that dies between
-    the save and these steps leaves them for the turn's next delivery to redo."""
+    wake-ups, its own next turn. Saved with the turn and cleared once done, so a worker
+    that dies between the save and these steps leaves them for the turn's next delivery
+    to redo — and only then: a late duplicate of a turn whose follow-ups were done
+    schedules nothing (an unconditional resubmit would duplicate every later turn)."""
 
     seq: int
     children: tuple[str, ...] = ()
     recipients: tuple[str, ...] = ()
+    # The agent's next turn, when it goes on running.
+    next_seq: int | None = None
 
 
 async def run_followups(svc: Services, run_id: str, agent_id: str, followups: FollowUps) -> None:
@@ -214,6 +222,10 @@ async def run_followups(svc: Services, run_id: str, agent_id: str, followups: Fo
         await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=child, seq=0))
     for recipient in followups.recipients:
         await wake_agent(svc, run_id, recipient)
+    if followups.next_seq is not None:
+        await svc.scheduler.submit(
+            TurnJob(run_id=run_id, agent_id=agent_id, seq=followups.next_seq)
+        )
     await svc.redis.hdel(svc.store.keys.agent(run_id, agent_id), "followups")
 
 
