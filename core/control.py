@@ -117,13 +117,18 @@ async def cancel_run(svc: Services, run_id: str, by: str, reason: str = "") -> T
 
 
 async def nudge_all(svc: Services, run_id: str) -> None:
-    """Give every agent that is not finished one turn (to stop, or to go on)."""
+    """After the run ended: give every agent that is not finished one turn, to stop.
+
+    Submitted directly, not through a wake-up claim: a claim left by a lost wake-up
+    must not keep a waiting agent from stopping. A duplicate turn is dropped.
+    """
     await svc.redis.delete(svc.store.keys.parked(run_id))
     for agent_id in await svc.store.agent_ids(run_id):
-        await nudge(svc, run_id, agent_id)
+        await nudge(svc, run_id, agent_id, force=True)
 
 
-async def nudge(svc: Services, run_id: str, agent_id: str) -> None:
+async def nudge(svc: Services, run_id: str, agent_id: str, *, force: bool = False) -> None:
+    """Give a parked or waiting agent a turn (``force``: even past a wake-up claim)."""
     from core.scheduler.base import TurnJob
     from core.turn_io import wake_agent
 
@@ -131,7 +136,7 @@ async def nudge(svc: Services, run_id: str, agent_id: str) -> None:
     status, seq = fields
     if status is None or status in ("finished", "failed"):
         return
-    if status in ("waiting", "waiting_human"):
+    if status in ("waiting", "waiting_human") and not force:
         await wake_agent(svc, run_id, agent_id)
     else:
         await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=agent_id, seq=int(seq)))

@@ -55,3 +55,34 @@ async def test_agents_created_by_a_turn_start_even_if_its_worker_died_after_the_
 
     await run_turn(svc, job)  # the broker delivers the turn again to another worker
     assert TurnJob(run_id=run_id, agent_id=child, seq=0) in recorder.jobs
+
+
+class _FlakyOnce:
+    """Raises a non-LLM error (a bug, a lost connection) on its first call only."""
+
+    def __init__(self) -> None:
+        self.inner = ScriptedModel()
+        self.calls = 0
+
+    async def complete(self, request):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if self.calls == 1:
+            raise ConnectionError("connection reset by peer")
+        return await self.inner.complete(request)
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_the_inline_scheduler_runs_a_turn_that_raised_again(make_services, any_redis) -> None:
+    from core.types.events import RunFinished
+    from core.types.run import RunStatus
+    from tests.helpers import collect
+
+    model = _FlakyOnce()
+    svc = make_services(make_settings(), model, redis=any_redis)
+    run_id = await start_run(svc, "t", AgentSpec(name="S", role="solo", tools=("finish",)))
+    events = await collect(svc, run_id)
+    final = events[-1]
+    assert isinstance(final, RunFinished) and final.status is RunStatus.COMPLETED
+    assert model.calls == 2

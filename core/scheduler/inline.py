@@ -13,13 +13,25 @@ log = logging.getLogger(__name__)
 class InlineScheduler:
     """Runs turns on this event loop with at most ``concurrency`` at once."""
 
-    def __init__(self, concurrency: int = 16) -> None:
+    def __init__(
+        self,
+        concurrency: int = 16,
+        *,
+        max_retries: int = 6,
+        retry_delay_s: float = 0.05,
+        retry_cap_s: float = 5.0,
+    ) -> None:
         # None is the stop sentinel: a worker that lost a cancellation (some libraries
         # swallow one) still ends when it takes it.
         self._queue: asyncio.Queue[TurnJob | None] = asyncio.Queue()
         self._concurrency = concurrency
         self._workers: list[asyncio.Task[None]] = []
         self._handler: TurnHandler | None = None
+        self._max_retries = max_retries
+        self._retry_delay_s = retry_delay_s
+        self._retry_cap_s = retry_cap_s
+        self._failures: dict[TurnJob, int] = {}
+        self._retries: set[asyncio.Task[None]] = set()
 
     def start(self, handler: TurnHandler) -> None:
         if self._workers:
@@ -38,6 +50,8 @@ class InlineScheduler:
         await self._queue.join()
 
     async def stop(self) -> None:
+        for r in self._retries:
+            r.cancel()
         for w in self._workers:
             w.cancel()
         for _ in self._workers:
@@ -54,10 +68,29 @@ class InlineScheduler:
                 return
             try:
                 await self._handler(job)
+                self._failures.pop(job, None)
             except asyncio.CancelledError:
+                self._queue.task_done()
                 raise
             except Exception:
-                # The turn function turns failures into events; this is a bug backstop.
-                log.exception("turn %s failed unexpectedly", job)
-            finally:
-                self._queue.task_done()
+                # A turn that raised (Redis went away, a bug) is run again, like a broker
+                # redelivery: the turn counts its deliveries and quarantines one that
+                # keeps failing, so this ends.
+                failures = self._failures[job] = self._failures.get(job, 0) + 1
+                if failures > self._max_retries:
+                    log.exception("turn %s failed %d times; giving up", job, failures)
+                    self._failures.pop(job, None)
+                else:
+                    log.exception("turn %s failed (%d); retrying", job, failures)
+                    delay = min(self._retry_cap_s, self._retry_delay_s * 2 ** (failures - 1))
+                    self._retries.add(asyncio.create_task(self._retry(job, delay)))
+                    continue  # task_done once the retry is queued, so join() waits
+            self._queue.task_done()
+
+    async def _retry(self, job: TurnJob, delay: float) -> None:
+        try:
+            await asyncio.sleep(delay)
+            await self._queue.put(job)
+        finally:
+            self._queue.task_done()
+            self._retries.discard(asyncio.current_task())  # type: ignore[arg-type]
