@@ -97,7 +97,7 @@ class BusSettings(_Section):
     wake_ttl_s: int = Field(60, ge=1)
     # A woken agent waits this long before reading its mail, so a burst (several
     # children finishing together) is read in one turn instead of one model call each.
-    wake_batch_ms: int = Field(30, ge=0, le=5000)
+    wake_batch_ms: int = Field(0, ge=0, le=5000)
 
 
 class AgentsSettings(_Section):
@@ -130,6 +130,10 @@ class CelerySettings(_Section):
     visibility_timeout_s: float = Field(3600, gt=0)
     # A single turn running longer than this inside a worker is abandoned (and retried).
     turn_timeout_s: float = Field(900, gt=0)
+    # An agent's next turn runs in the same task (no new broker message) up to this many
+    # times and for at most chain_s seconds; 0 = every turn is its own message.
+    chain_turns: int = Field(20, ge=0, le=1000)
+    chain_s: float = Field(60, gt=0)
 
 
 class HumansSettings(_Section):

@@ -21,6 +21,7 @@ from core.config import Settings
 from core.runtime import Services, build_services
 from core.scheduler.base import Scheduler, TurnJob
 from core.turn import TurnOutcome, run_turn
+from tasks.chain import CURRENT, Chain
 from tasks.ledger import sweep_interval_s
 from tasks.loop import LoopThread
 from tasks.scheduler import CeleryScheduler
@@ -115,12 +116,41 @@ class WorkerRuntime:
             loop, svc = self._loop, self._svc
             self._inflight += 1
         try:
-            return loop.run(run_turn(svc, job), timeout=self.settings.celery.turn_timeout_s)
+            return loop.run(self._chained(svc, job), timeout=self.settings.celery.turn_timeout_s)
         finally:
             with self._lock:
                 self._inflight -= 1
                 self.turns_run += 1
                 self._lock.notify_all()
+
+    async def _chained(self, svc: Services, job: TurnJob) -> TurnOutcome:
+        """Run ``job``, then the agent's next turns as long as the chain allows."""
+        limits, scheduler = self.settings.celery, self._scheduler
+        if not limits.chain_turns or scheduler is None:
+            return await run_turn(svc, job)
+        # Well inside the turn time-out and the visibility timeout: the task's message
+        # stays unacknowledged for the whole chain.
+        span = min(limits.chain_s, limits.turn_timeout_s / 3, limits.visibility_timeout_s / 3)
+        chain = Chain(job.run_id, job.agent_id, limits.chain_turns, time.monotonic() + span)
+        token = CURRENT.set(chain)
+        try:
+            outcome = await run_turn(svc, job)
+            while chain.next is not None:
+                task_id, nxt = chain.next
+                chain.next = None
+                chain.turns_left -= 1
+                try:
+                    outcome = await run_turn(svc, nxt)
+                except Exception:
+                    log.exception("chained turn %s failed; handing it to the broker", nxt)
+                    await scheduler.hand_over(task_id, nxt)
+                    break
+                await scheduler.settle(task_id, nxt)
+        finally:
+            CURRENT.reset(token)
+            if chain.next is not None:  # stashed, then the chain ended (error, time-out)
+                await scheduler.hand_over(*chain.next)
+        return outcome
 
     def settle(self, task_id: str, job: dict[str, object]) -> None:
         """The message ``task_id`` ran to its end: forget it in the ledger."""

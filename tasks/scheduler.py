@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from core.config import Settings
 from core.scheduler.base import TurnJob
+from tasks.chain import CURRENT
 from tasks.ledger import TurnLedger
 
 if TYPE_CHECKING:
@@ -56,8 +57,40 @@ class CeleryScheduler:
         self.published += 1
         return task_id
 
+    def send_recorded(self, task_id: str, job: TurnJob) -> None:
+        """Publish a turn already recorded in the ledger under ``task_id`` (a chained
+        turn that will not run in its chain after all)."""
+        self.app.send_task(
+            TURN_TASK,
+            args=(job.model_dump(mode="json"),),
+            task_id=task_id,
+            queue=self.queue,
+            ignore_result=True,
+        )
+        self.published += 1
+
     async def submit(self, job: TurnJob) -> None:
-        await asyncio.get_running_loop().run_in_executor(self._executor, self.publish, job)
+        loop = asyncio.get_running_loop()
+        chain = CURRENT.get()
+        if chain is not None and chain.accepts(job):
+            # The agent's next turn: run by the current task (see tasks.chain), recorded
+            # in the ledger so that it survives this worker.
+            task_id = str(uuid.uuid4())
+            await loop.run_in_executor(self._executor, self.ledger.record, task_id, job)
+            chain.next = (task_id, job)
+            return
+        await loop.run_in_executor(self._executor, self.publish, job)
+
+    async def settle(self, task_id: str, job: TurnJob) -> None:
+        await asyncio.get_running_loop().run_in_executor(
+            self._executor, self.ledger.settle, task_id, job
+        )
+
+    async def hand_over(self, task_id: str, job: TurnJob) -> None:
+        """Give a chained turn to the broker after all (the chain stopped)."""
+        await asyncio.get_running_loop().run_in_executor(
+            self._executor, self.send_recorded, task_id, job
+        )
 
     async def republish_stale(self, older_than_s: float) -> int:
         """Publish again the messages the ledger has held longer than ``older_than_s``."""

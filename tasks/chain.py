@@ -1,0 +1,45 @@
+"""Turn chaining: an agent's next turn runs in the task that ran its last one.
+
+Most turns end by scheduling the same agent's next turn. Publishing it costs a broker
+round trip, a ledger entry and Celery's per-task work, and the next turn then waits for
+a free slot — all to land in a worker that is as good as this one. So while a task runs
+a turn, the scheduler hands that agent's next turn back to the task instead (bounded by
+``celery.chain_turns`` and ``celery.chain_s``, well under the visibility timeout).
+
+Nothing is lost if the worker dies mid-chain: a chained turn is recorded in the publish
+ledger (:mod:`tasks.ledger`) exactly like a published one, and settled only when it has
+run, so another worker publishes it again after the visibility timeout. The task's own
+message, redelivered by the broker, is an old turn and is dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from core.scheduler.base import TurnJob
+
+
+@dataclass
+class Chain:
+    """The chain of one task: whose turns it may run next, and how many more."""
+
+    run_id: str
+    agent_id: str
+    turns_left: int
+    deadline: float
+    # The next turn (its ledger task id and job), handed back instead of published.
+    next: tuple[str, TurnJob] | None = None
+
+    def accepts(self, job: TurnJob) -> bool:
+        return (
+            self.next is None
+            and job.run_id == self.run_id
+            and job.agent_id == self.agent_id
+            and self.turns_left > 0
+            and time.monotonic() < self.deadline
+        )
+
+
+CURRENT: ContextVar[Chain | None] = ContextVar("caramba_turn_chain", default=None)
