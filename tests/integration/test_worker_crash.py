@@ -47,7 +47,7 @@ from tests.integration.processes import Process, worker_env
 
 pytestmark = pytest.mark.integration
 
-WORKERS = 4  # each case kills one; at least one must be left for the last case
+WORKERS = 5  # each case kills one; at least one must be left for the last case
 VISIBILITY_TIMEOUT_S = 3
 
 ROOT_TOOLS = ("create_agent", "wait_for_messages", "finish", "calculate", "post_to_chat")
@@ -63,9 +63,15 @@ class Society:
     one of the busiest turns of the run.
     """
 
-    def __init__(self, arm: Callable[[], object]) -> None:
+    def __init__(self, arm: Callable[[], object], on_turn: int = 1) -> None:
         self._arm = arm
+        self._on_turn = on_turn  # 2: a child's second turn, which runs chained in a task
         self._armed = threading.Event()
+
+    def _maybe_arm(self, turn: int) -> None:
+        if turn == self._on_turn and not self._armed.is_set():
+            self._armed.set()
+            self._arm()
 
     def __call__(self, body: dict[str, Any]) -> FakeReply:
         messages = body["messages"]
@@ -96,9 +102,7 @@ class Society:
                 return FakeReply(tool_calls=[("finish", {"result": " | ".join(results)})])
             return FakeReply(tool_calls=[("wait_for_messages", {})])
         if "calculate" not in calls:
-            if not self._armed.is_set():
-                self._armed.set()
-                self._arm()
+            self._maybe_arm(1)
             expression = "6*7" if name == "Alpha" else "6*9"
             return FakeReply(
                 tool_calls=[
@@ -106,6 +110,7 @@ class Society:
                     ("calculate", {"expression": expression}),
                 ]
             )
+        self._maybe_arm(2)
         answer = next(m["content"] for m in reversed(messages) if m["role"] == "tool")
         return FakeReply(tool_calls=[("finish", {"result": f"{name}: {answer}"})])
 
@@ -181,14 +186,28 @@ async def events_until(
         await asyncio.sleep(0.1)
 
 
-@pytest.mark.parametrize("point", faults.POINTS)
+CASES = [
+    *(pytest.param(point, 1, id=point) for point in faults.POINTS),
+    # A child's second turn runs chained in the task of its first (tasks/chain.py): the
+    # chained turn lives only in the publish ledger, which must bring it back.
+    pytest.param("after_llm", 2, id="after_llm-chained"),
+]
+
+
+@pytest.mark.parametrize(("point", "on_turn"), CASES)
 async def test_a_worker_killed_mid_turn_loses_nothing(
-    point: str, workers: list[Process], fake_llm: ThreadedFakeLLMServer, prefix: str
+    point: str,
+    on_turn: int,
+    workers: list[Process],
+    fake_llm: ThreadedFakeLLMServer,
+    prefix: str,
 ) -> None:
     alive = [w for w in workers if w.returncode is None]
     assert len(alive) >= 2, "a previous case killed more than one worker"
     sync = SyncRedis.from_url(REDIS_URL)
-    fake_llm.set_responder(Society(arm=lambda: sync.set(faults.key(prefix, point), 1)))
+    fake_llm.set_responder(
+        Society(arm=lambda: sync.set(faults.key(prefix, point), 1), on_turn=on_turn)
+    )
     settings = client_settings(prefix)
     app = make_app(settings)
     publisher = CeleryScheduler(app, settings)
