@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_settings import (
@@ -162,6 +162,29 @@ class PromptSettings(_Section):
             ) from None
 
 
+class LibrarySettings(_Section):
+    """The agent library (core/library): backend, embedder, ranking, reuse; see config.toml."""
+
+    backend: Literal["local", "pinecone"] = "local"
+    embedder: Literal["onnx", "litellm", "hashing"] = "onnx"
+    # Relative paths are taken from the config file's folder.
+    index_dir: Path = Path(".caramba/library")
+    top_k: int = Field(5, ge=1, le=100)
+    reuse_threshold: float = Field(0.6, ge=-1, le=1)
+    reuse_min_quality: float = Field(0.6, ge=0, le=1)
+    # Ranking formula: core/library/records.py.
+    record_weight: float = Field(0.5, ge=0, le=1)
+    prior_mean: float = Field(0.5, ge=0, le=1)
+    prior_weight: float = Field(2.0, gt=0)
+    pinecone_index: str = "caramba-library"
+    pinecone_namespace: str = "caramba"
+    pinecone_host: str = ""
+    embedding_model: str = "openai/text-embedding-3-small"
+    embedding_api_base: str = ""
+    embedding_api_key_env: str = ""
+    embedding_dim: int = Field(1536, ge=1)
+
+
 class Settings(BaseSettings):
     """Every setting of Caramba. Build it with :func:`load_settings`."""
 
@@ -181,6 +204,7 @@ class Settings(BaseSettings):
     bus: BusSettings = BusSettings()
     agents: AgentsSettings = AgentsSettings()
     prompts: PromptSettings = PromptSettings()
+    library: LibrarySettings = LibrarySettings()
     config_file: Path | None = None
 
     @classmethod

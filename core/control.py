@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from core.errors import RunError
 from core.store import TransitionResult, transition
 from core.types.events import RunEvent, RunFinished, RunStarted
 from core.types.run import RunBudget, RunState, RunStatus
@@ -35,14 +34,10 @@ async def propose_run(
     svc: Services, task: str, root: AgentSpec, *, requested_by: str, budget: RunBudget | None = None
 ) -> str:
     """Record a proposed run (nothing runs until someone approves it); returns its id."""
+    from core.runs import require_known_tools
     from core.types._base import new_id
 
-    unknown = svc.tools.unknown(root.tools)
-    if unknown:
-        raise RunError(
-            f"agent {root.name} names unknown tools: {', '.join(unknown)} "
-            f"(available: {', '.join(svc.tools.names())})"
-        )
+    require_known_tools(svc, root)
     run = RunState(
         id=new_id("run"),
         task=task,

@@ -14,16 +14,21 @@ from core.types.agent import AgentSpec, AgentState
 from core.types.events import RunEvent, RunFinished
 
 
-async def spawn_agent(
-    svc: Services, run_id: str, spec: AgentSpec, task: str, requester: str
-) -> AgentState:
-    """Create the run's root agent (state saved, event emitted), schedule its first turn."""
+def require_known_tools(svc: Services, spec: AgentSpec) -> None:
+    """Refuse an agent that names tools the registry lacks, listing the ones it has."""
     unknown = svc.tools.unknown(spec.tools)
     if unknown:
         raise RunError(
             f"agent {spec.name} names unknown tools: {', '.join(unknown)} "
             f"(available: {', '.join(svc.tools.names())})"
         )
+
+
+async def spawn_agent(
+    svc: Services, run_id: str, spec: AgentSpec, task: str, requester: str
+) -> AgentState:
+    """Create the run's root agent (state saved, event emitted), schedule its first turn."""
+    require_known_tools(svc, spec)
     state = new_agent_state(svc, run_id, spec, task=task, requester=requester, brief=task)
     await svc.redis.sadd(svc.store.keys.agent_slots(run_id), spec.id)
     await svc.store.create_agent(

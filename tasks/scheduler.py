@@ -47,19 +47,11 @@ class CeleryScheduler:
         """Publish synchronously (from a thread, never on an event loop); the task id."""
         task_id = str(uuid.uuid4())
         self.ledger.record(task_id, job)
-        self.app.send_task(
-            TURN_TASK,
-            args=(job.model_dump(mode="json"),),
-            task_id=task_id,
-            queue=self.queue,
-            ignore_result=True,
-        )
-        self.published += 1
+        self.send_recorded(task_id, job)
         return task_id
 
     def send_recorded(self, task_id: str, job: TurnJob) -> None:
-        """Publish a turn already recorded in the ledger under ``task_id`` (a chained
-        turn that will not run in its chain after all)."""
+        """Publish a turn already recorded in the ledger under ``task_id``."""
         self.app.send_task(
             TURN_TASK,
             args=(job.model_dump(mode="json"),),

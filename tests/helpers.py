@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+
+from core.llm.base import LLM, LLMRequest, LLMResponse
 from core.runs import follow_events
 from core.runtime import Services
 from core.types.events import RunEvent
@@ -14,3 +17,19 @@ async def collect(svc: Services, run_id: str, timeout_s: float = 10) -> list[Run
 
 def kinds(events: list[RunEvent]) -> list[str]:
     return [e.kind for e in events]
+
+
+class SlowModel:
+    """Wraps a model so that concurrent deliveries of a turn all reach it before either
+    saves: the save must arbitrate."""
+
+    def __init__(self, inner: LLM, delay_s: float = 0.05) -> None:
+        self.inner = inner
+        self.delay_s = delay_s
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        await asyncio.sleep(self.delay_s)
+        return await self.inner.complete(request)
+
+    async def aclose(self) -> None:
+        return None

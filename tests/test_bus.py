@@ -31,7 +31,7 @@ from core.types.events import AgentCreated, AgentFinished, ErrorRaised, RunFinis
 from core.types.messages import BUS_MESSAGE, TextMessage
 from core.types.run import RunStatus
 from tests.conftest import make_settings
-from tests.helpers import collect
+from tests.helpers import SlowModel, collect
 from tests.scenarios import ORCHESTRATOR_TOOLS, calls_made, texts
 
 BASE_TOOLS = ("send_message", "roster", "wait_for_messages", "finish")
@@ -822,20 +822,6 @@ async def test_an_agent_woken_repeatedly_is_not_stalled_for_waiting(
     assert run.status is RunStatus.COMPLETED and run.result == "all three"
 
 
-class _SlowModel:
-    """Both deliveries of a turn reach the model before either saves."""
-
-    def __init__(self, inner: ScriptedModel) -> None:
-        self.inner = inner
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        await asyncio.sleep(0.05)
-        return await self.inner.complete(request)
-
-    async def aclose(self) -> None:
-        return None
-
-
 async def test_a_turn_delivered_twice_reserves_one_agent_slot(make_services, any_redis) -> None:
     settings = make_settings(agents={"per_run": 3})
 
@@ -845,7 +831,7 @@ async def test_a_turn_delivered_twice_reserves_one_agent_slot(make_services, any
         return Reply(calls=(call("create_agent", args),))
 
     svc, recorder = _by_hand(
-        make_services, settings, _SlowModel(ScriptedModel(responder=orchestrator)), any_redis
+        make_services, settings, SlowModel(ScriptedModel(responder=orchestrator)), any_redis
     )
     root = _orchestrator()
     run_id = await start_run(svc, "t", root)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from core import intents
-from core.llm.base import LLMRequest, LLMResponse
+from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.runs import start_run
 from core.scheduler.base import TurnJob
@@ -15,7 +15,7 @@ from core.types import AgentSpec
 from core.types.events import ChatPosted, Notified, RunFinished
 from core.types.intents import PostToChat
 from tests.conftest import make_settings
-from tests.helpers import collect
+from tests.helpers import SlowModel, collect
 
 
 class _Recorder:
@@ -24,20 +24,6 @@ class _Recorder:
 
     async def submit(self, job: TurnJob) -> None:
         self.jobs.append(job)
-
-
-class _Slow:
-    """Both deliveries of a turn reach the model before either saves."""
-
-    def __init__(self, inner: ScriptedModel) -> None:
-        self.inner = inner
-
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        await asyncio.sleep(0.05)
-        return await self.inner.complete(request)
-
-    async def aclose(self) -> None:
-        return None
 
 
 def poster() -> AgentSpec:
@@ -74,7 +60,7 @@ async def test_posts_and_notifications_reach_the_events_once(
 
 async def test_a_turn_delivered_twice_posts_once(make_services, any_redis) -> None:
     settings = make_settings()
-    model = _Slow(
+    model = SlowModel(
         ScriptedModel().script(
             "*",
             Reply(calls=(call("post_to_chat", {"text": "hello"}),)),

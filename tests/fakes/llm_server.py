@@ -1,8 +1,9 @@
 """A local, OpenAI-compatible fake LLM server for tests.
 
-It speaks the real wire format of ``POST /v1/chat/completions`` (non-streaming) and
-``GET /v1/models``, so code under test can go through the genuine litellm/openai client
-stack with ``api_base=server.base_url``.
+It speaks the real wire format of ``POST /v1/chat/completions`` (non-streaming),
+``POST /v1/embeddings`` (deterministic word-hash vectors of ``embedding_dim`` floats, as
+JSON lists or base64) and ``GET /v1/models``, so code under test can go through the
+genuine litellm/openai client stack with ``api_base=server.base_url``.
 
 Responses come from, in order of precedence:
 
@@ -23,8 +24,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import hashlib
 import json
 import socket
+import struct
 import threading
 import time
 import uuid
@@ -171,6 +175,36 @@ def _completion_body(reply: FakeReply, model: str, request: dict[str, Any]) -> d
     }
 
 
+def fake_embedding(text: str, dim: int) -> list[float]:
+    """A deterministic unit vector: each lower-cased word adds ±1 to a hashed bucket."""
+    vector = [0.0] * dim
+    for word in text.lower().split():
+        value = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+        vector[value % dim] += 1.0 if value >> 63 else -1.0
+    norm = sum(v * v for v in vector) ** 0.5 or 1.0
+    return [v / norm for v in vector]
+
+
+def _embeddings_body(body: dict[str, Any], dim: int) -> dict[str, Any]:
+    """Render an OpenAI ``list`` of embeddings for the request's ``input``."""
+    inputs = body.get("input")
+    texts = [inputs] if isinstance(inputs, str) else list(inputs or [])
+    data = []
+    for i, text in enumerate(texts):
+        vector = fake_embedding(str(text), dim)
+        embedding: list[float] | str = vector
+        if body.get("encoding_format") == "base64":
+            embedding = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode()
+        data.append({"object": "embedding", "index": i, "embedding": embedding})
+    tokens = sum(_estimate_tokens(str(t)) for t in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": str(body.get("model") or "fake-embedding"),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
 def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     """A JSON response whose Content-Type is exactly ``application/json`` (no charset)."""
     return web.Response(
@@ -201,8 +235,10 @@ class FakeLLMServer:
         host: str = "127.0.0.1",
         port: int = 0,
         models: Sequence[str] = DEFAULT_MODELS,
+        embedding_dim: int = 64,
     ) -> None:
         self.latency_s = latency_s
+        self.embedding_dim = embedding_dim
         self.host = host
         self.models: list[str] = list(models)
         self.requests: list[dict[str, Any]] = []
@@ -221,6 +257,7 @@ class FakeLLMServer:
             raise RuntimeError("FakeLLMServer already started")
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._handle_chat)
+        app.router.add_post("/v1/embeddings", self._handle_embeddings)
         app.router.add_get("/v1/models", self._handle_models)
         runner = web.AppRunner(
             app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
@@ -326,6 +363,20 @@ class FakeLLMServer:
             return _json_error(item.status, item.message, headers)
         model = str(body.get("model") or (self.models[0] if self.models else "fake-model"))
         return _json(_completion_body(item, model, body))
+
+    async def _handle_embeddings(self, request: web.Request) -> web.Response:
+        """Embeddings are computed, not scripted; requests are recorded like chat ones."""
+        try:
+            body = await request.json()
+        except ValueError:
+            return _json_error(400, "request body is not valid JSON")
+        if not isinstance(body, dict) or not body.get("input"):
+            return _json_error(400, "an embeddings request needs a non-empty input")
+        with self._lock:
+            self.requests.append(body)
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
+        return _json(_embeddings_body(body, self.embedding_dim))
 
     async def _handle_models(self, request: web.Request) -> web.Response:
         created = int(time.time())

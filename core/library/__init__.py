@@ -1,0 +1,28 @@
+"""The agent library (RAG): agents and cohorts kept for reuse on similar tasks.
+
+Interfaces: :class:`Embedder` (``onnx_minilm``, ``litellm_embedder``, ``hashing``) and
+:class:`VectorIndex` (``local_index``, ``pinecone_index``); :class:`Library` stores
+entries and their track records and ranks them (see ``records.py`` for the formula).
+"""
+
+from core.library.embedder import Embedder, build_embedder
+from core.library.index import Hit, IndexItem, VectorIndex, build_index
+from core.library.library import EntryNotFoundError, Library, NameTakenError, open_library
+from core.library.records import LibraryEntry, LibraryMatch, TrackRecord, rank_score
+
+__all__ = [
+    "Embedder",
+    "EntryNotFoundError",
+    "Hit",
+    "IndexItem",
+    "Library",
+    "LibraryEntry",
+    "LibraryMatch",
+    "NameTakenError",
+    "TrackRecord",
+    "VectorIndex",
+    "build_embedder",
+    "build_index",
+    "open_library",
+    "rank_score",
+]
