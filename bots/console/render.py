@@ -12,12 +12,18 @@ from rich.text import Text
 from core.types.events import (
     AgentCreated,
     AgentFinished,
+    BudgetReached,
+    ChatPosted,
     ErrorRaised,
     LLMCalled,
     MessageSent,
+    Notified,
+    QuestionAsked,
+    QuestionClosed,
     RunEvent,
     RunFinished,
     RunStarted,
+    RunStatusChanged,
     ToolCalled,
     TurnStarted,
 )
@@ -97,6 +103,41 @@ class EventPrinter:
                         border_style="green" if ok else "red",
                     )
                 )
+            case ChatPosted():
+                c.print(
+                    Panel(
+                        Markdown(event.text),
+                        title=f"{self._who(event.agent_id)} posted"
+                        + (f" · {event.filename}" if event.filename else ""),
+                        border_style="blue",
+                    )
+                )
+            case Notified():
+                c.print(
+                    f"  🔔 {escape(self._who(event.agent_id))} → {escape(event.who)}: "
+                    f"{escape(event.text)}"
+                )
+            case QuestionAsked():
+                c.print(
+                    f"  [bold yellow]? {escape(self._who(event.agent_id))} asks:[/] "
+                    f"{escape(event.question)}"
+                )
+            case QuestionClosed():
+                how = (
+                    "no answer in time"
+                    if event.timed_out
+                    else f"answered by {escape(event.by or '?')}"
+                )
+                c.print(f"  [yellow]✓ question {how}[/]")
+            case BudgetReached():
+                c.print(
+                    f"  [bold yellow]⏸ paused: {escape(event.detail)}[/] — extend by "
+                    f"{event.extend_tokens} tokens / ${event.extend_cost_usd:.2f} / "
+                    f"{event.extend_wall_clock_s:.0f} s, or stop"
+                )
+            case RunStatusChanged():
+                if self.verbose:
+                    c.print(f"  [dim]run is {event.status.value} ({escape(event.by)})[/]")
             case _:
                 assert_never(event)
 

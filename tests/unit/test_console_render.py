@@ -1,0 +1,82 @@
+"""The console prints every kind of run event (a new kind without a case fails here)."""
+
+from __future__ import annotations
+
+import io
+import typing
+
+from rich.console import Console
+
+from bots.console.render import EventPrinter
+from core.types.agent import EndReason
+from core.types.events import (
+    AgentCreated,
+    AgentFinished,
+    BudgetReached,
+    ChatPosted,
+    ErrorRaised,
+    LLMCalled,
+    MessageSent,
+    Notified,
+    QuestionAsked,
+    QuestionClosed,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    RunStatusChanged,
+    ToolCalled,
+    TurnStarted,
+)
+from core.types.run import RunStatus
+
+R, A = "run_1", "agt_1"
+SAMPLES: list[RunEvent] = [
+    RunStarted(run_id=R, task="t"),
+    AgentCreated(run_id=R, agent_id=A, name="Ana [bot]", role="solo", model="m"),
+    TurnStarted(run_id=R, agent_id=A, seq=0),
+    LLMCalled(
+        run_id=R,
+        agent_id=A,
+        seq=0,
+        model="m",
+        prompt_tokens=1,
+        completion_tokens=1,
+        cost_usd=0,
+        agent_tokens=2,
+        agent_cost_usd=0,
+        text="thinking",
+    ),
+    ToolCalled(run_id=R, agent_id=A, seq=0, tool="calculate", arguments="{}", ok=True, result="2"),
+    MessageSent(run_id=R, agent_id=A, message_id="m", recipient="agt_2", preview="hi"),
+    ChatPosted(run_id=R, agent_id=A, text="**interim**", filename="r.md"),
+    Notified(run_id=R, agent_id=A, who="@ana", text="look"),
+    QuestionAsked(run_id=R, agent_id=A, question_id="q", question="which?", timeout_s=60),
+    QuestionClosed(run_id=R, agent_id=A, question_id="q", timed_out=True),
+    BudgetReached(
+        run_id=R,
+        what="tokens",
+        detail="the run used 10 of 10 tokens",
+        tokens=10,
+        cost_usd=0,
+        extend_tokens=5,
+        extend_cost_usd=1,
+        extend_wall_clock_s=60,
+    ),
+    RunStatusChanged(run_id=R, status=RunStatus.WAITING_HUMAN, by="caramba"),
+    ErrorRaised(run_id=R, agent_id=A, message="boom", hint="fix it"),
+    AgentFinished(run_id=R, agent_id=A, reason=EndReason.FINISHED, result="done"),
+    RunFinished(run_id=R, status=RunStatus.COMPLETED, result="done"),
+]
+
+
+def test_every_event_kind_is_printed() -> None:
+    kinds = {
+        cls.model_fields["kind"].default for cls in typing.get_args(typing.get_args(RunEvent)[0])
+    }
+    assert {e.kind for e in SAMPLES} == kinds
+    out = io.StringIO()
+    printer = EventPrinter(Console(file=out, width=100), verbose=True)
+    for event in SAMPLES:
+        printer(event)
+    text = out.getvalue()
+    assert "Ana [bot]" in text and "which?" in text and "paused" in text and "interim" in text
