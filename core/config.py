@@ -136,6 +136,15 @@ class CelerySettings(_Section):
     chain_s: float = Field(60, gt=0)
 
 
+class ApprovalSettings(_Section):
+    """Who may decide about proposals, and for how long a proposal stands."""
+
+    # Besides the requester: user ids (as the chat adapter reports them) allowed to
+    # approve, edit or reject any proposal. Empty: only the requester.
+    approvers: tuple[str, ...] = ()
+    expire_s: float = Field(86_400, gt=0)
+
+
 class HumansSettings(_Section):
     """Agents asking people, and people extending budgets."""
 
@@ -201,6 +210,7 @@ class Settings(BaseSettings):
     scheduler: SchedulerSettings = SchedulerSettings()
     celery: CelerySettings = CelerySettings()
     humans: HumansSettings = HumansSettings()
+    approval: ApprovalSettings = ApprovalSettings()
     bus: BusSettings = BusSettings()
     agents: AgentsSettings = AgentsSettings()
     prompts: PromptSettings = PromptSettings()

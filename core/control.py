@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from core.store import TransitionResult, transition
+from core.types.cohort import Cohort
 from core.types.events import RunEvent, RunFinished, RunStarted
 from core.types.run import RunBudget, RunState, RunStatus
 
@@ -31,20 +32,31 @@ def default_budget(svc: Services) -> RunBudget:
 
 
 async def propose_run(
-    svc: Services, task: str, root: AgentSpec, *, requested_by: str, budget: RunBudget | None = None
+    svc: Services,
+    task: str,
+    root: AgentSpec | Cohort,
+    *,
+    requested_by: str,
+    budget: RunBudget | None = None,
 ) -> str:
-    """Record a proposed run (nothing runs until someone approves it); returns its id."""
+    """Record a proposed run — one top agent, or a designed cohort — that nothing runs
+    until someone approves it (``approval.expire_s`` to decide); returns its id."""
     from core.runs import require_known_tools
     from core.types._base import new_id
 
-    require_known_tools(svc, root)
+    cohort = root if isinstance(root, Cohort) else None
+    top = root.root if isinstance(root, Cohort) else root
+    for spec in cohort.agents if cohort else (top,):
+        require_known_tools(svc, spec)
     run = RunState(
         id=new_id("run"),
         task=task,
         requested_by=requested_by,
-        root_agent_id=root.id,
-        root=root,
+        root_agent_id=top.id,
+        root=top,
+        cohort=cohort,
         budget=budget or default_budget(svc),
+        expires_at=time.time() + svc.settings.approval.expire_s,
     )
     await svc.store.create_run(run)
     return run.id
@@ -53,8 +65,25 @@ async def propose_run(
 async def approve_run(svc: Services, run_id: str, by: str) -> TransitionResult:
     """Approve and start a proposed run. Of concurrent approvals exactly one starts it;
     the others get ``ok=False`` with the reason."""
-    from core.runs import spawn_agent
+    from core.runs import spawn_agent, spawn_cohort
 
+    current = await svc.store.get_run(run_id)
+    if (
+        current.status is RunStatus.PROPOSED
+        and current.expires_at is not None
+        and time.time() > current.expires_at
+    ):
+        note = "the proposal expired before anyone approved it"
+        await svc.store.transition_run(
+            run_id,
+            RunStatus.CANCELLED,
+            by=SYSTEM,
+            note=note,
+            events=[RunFinished(run_id=run_id, status=RunStatus.CANCELLED, error=note)],
+        )
+        return TransitionResult(
+            False, await svc.store.get_run(run_id), f"{note}; ask again for a fresh proposal"
+        )
     step = await svc.store.transition_run(run_id, RunStatus.APPROVED, by=by)
     if not step.ok:
         return step
@@ -73,8 +102,11 @@ async def approve_run(svc: Services, run_id: str, by: str) -> TransitionResult:
     if started is None:  # cancelled between the two steps
         run = await svc.store.get_run(run_id)
         return TransitionResult(False, run, f"run {run_id} is {run.status.value}")
-    assert started.root is not None, "a proposed run keeps its root agent"
-    await spawn_agent(svc, run_id, started.root, started.task, started.requested_by)
+    if started.cohort is not None:
+        await spawn_cohort(svc, run_id, started.cohort, started.task, started.requested_by)
+    else:
+        assert started.root is not None, "a proposed run keeps its root agent"
+        await spawn_agent(svc, run_id, started.root, started.task, started.requested_by)
     return TransitionResult(True, started)
 
 

@@ -3,20 +3,55 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 
+from core.approval import Approve, Decision, ProposalView, decide, view
 from core.background import run_background
 from core.config import Settings
+from core.control import propose_run
 from core.llm.base import LLM
 from core.runs import follow_events, start_run
-from core.runtime import build_services
+from core.runtime import Services, build_services
 from core.scheduler.inline import InlineScheduler
 from core.turn import run_turn
 from core.types.agent import AgentSpec
+from core.types.cohort import Cohort
 from core.types.events import RunEvent
-from core.types.run import RunState
+from core.types.run import RunState, RunStatus
 
 EventCallback = Callable[[RunEvent], Awaitable[None] | None]
+# Shows the proposal to a person and returns their decision.
+Decider = Callable[[ProposalView], Awaitable[Decision]]
+
+
+@contextlib.asynccontextmanager
+async def embedded_services(settings: Settings, llm: LLM | None = None) -> AsyncIterator[Services]:
+    """Services with the inline scheduler and the background loop running in this process."""
+    scheduler = InlineScheduler(settings.scheduler.inline_concurrency)
+    svc = build_services(settings, scheduler, llm=llm)
+    scheduler.start(lambda job: run_turn(svc, job))
+    stop = asyncio.Event()
+    background = asyncio.create_task(run_background(svc, stop), name="caramba-background")
+    try:
+        yield svc
+    finally:
+        stop.set()
+        await background
+        await scheduler.stop()
+        await svc.aclose()
+
+
+async def _follow(
+    svc: Services, run_id: str, on_event: EventCallback | None, timeout_s: float | None
+) -> RunState:
+    limit = timeout_s if timeout_s is not None else svc.settings.limits.wall_clock_s + 60
+    async for event in follow_events(svc, run_id, timeout_s=limit):
+        if on_event is not None:
+            maybe = on_event(event)
+            if maybe is not None:
+                await maybe
+    return await svc.store.get_run(run_id)
 
 
 async def run_embedded(
@@ -30,22 +65,36 @@ async def run_embedded(
     timeout_s: float | None = None,
 ) -> RunState:
     """Run ``task`` with ``root`` to the end in this process; return the final run state."""
-    scheduler = InlineScheduler(settings.scheduler.inline_concurrency)
-    svc = build_services(settings, scheduler, llm=llm)
-    scheduler.start(lambda job: run_turn(svc, job))
-    stop = asyncio.Event()
-    background = asyncio.create_task(run_background(svc, stop), name="caramba-background")
-    try:
+    async with embedded_services(settings, llm) as svc:
         run_id = await start_run(svc, task, root, requested_by=requested_by)
-        limit = timeout_s if timeout_s is not None else settings.limits.wall_clock_s + 60
-        async for event in follow_events(svc, run_id, timeout_s=limit):
-            if on_event is not None:
-                maybe = on_event(event)
-                if maybe is not None:
-                    await maybe
+        return await _follow(svc, run_id, on_event, timeout_s)
+
+
+async def run_proposal(
+    settings: Settings,
+    task: str,
+    proposal: AgentSpec | Cohort,
+    ask: Decider,
+    *,
+    llm: LLM | None = None,
+    on_event: EventCallback | None = None,
+    on_message: Callable[[str], None] = print,
+    requested_by: str = "console",
+    timeout_s: float | None = None,
+    max_rounds: int = 20,
+) -> RunState:
+    """Propose, let ``ask`` decide (edits loop back to the card), then run if approved."""
+    async with embedded_services(settings, llm) as svc:
+        run_id = await propose_run(svc, task, proposal, requested_by=requested_by)
+        for _ in range(max_rounds):
+            run = await svc.store.get_run(run_id)
+            decision = await ask(view(settings, run))
+            outcome = await decide(svc, run_id, requested_by, decision)
+            on_message(outcome.message)
+            if outcome.run.status is RunStatus.RUNNING or (
+                isinstance(decision, Approve) and outcome.ok
+            ):
+                return await _follow(svc, run_id, on_event, timeout_s)
+            if outcome.run.status.terminal:
+                return outcome.run
         return await svc.store.get_run(run_id)
-    finally:
-        stop.set()
-        await background
-        await scheduler.stop()
-        await svc.aclose()

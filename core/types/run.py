@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from core.types._base import Frozen, now
 from core.types.agent import AgentSpec
+from core.types.cohort import Cohort
 
 
 class RunStatus(StrEnum):
@@ -72,6 +73,10 @@ class RunState(BaseModel):
     root_agent_id: str | None = None
     # The top agent, kept from the proposal until the run is approved and started.
     root: AgentSpec | None = None
+    # The whole proposed cohort (the root's tree), when a planner designed one.
+    cohort: Cohort | None = None
+    # A proposal not decided by then can no longer be approved.
+    expires_at: float | None = None
     budget: RunBudget | None = None
     # Set while the run is paused at its budget or deadline ("tokens", "cost",
     # "wall_clock"); agents park until a person extends or stops it.

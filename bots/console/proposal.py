@@ -1,0 +1,77 @@
+"""The proposal card in the terminal, and the person's decision about it."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.prompt import Prompt
+from rich.table import Table
+
+from bots.console.render import escape
+from core.approval import AgentEdit, Approve, Decision, Edit, ProposalView, Reject
+
+
+def card(view: ProposalView) -> Panel:
+    """The proposal: plan steps, the agent tree, patterns, reuse, budget."""
+    parts: list[object] = []
+    if view.steps:
+        parts.append(
+            "[bold]Plan[/]\n" + "\n".join(f"{i}. {escape(s)}" for i, s in enumerate(view.steps, 1))
+        )
+    agents = Table("#", "agent", "role", "model", "tools", "budget", "prompt", expand=True)
+    for i, a in enumerate(view.agents, 1):
+        name = escape(a.name) + (f"\n[dim]under {escape(a.parent)}[/]" if a.parent else "")
+        budget = (f"{a.max_tokens} tok" if a.max_tokens else "default") + (
+            f"\n${a.max_cost_usd:.2f}" if a.max_cost_usd is not None else ""
+        )
+        agents.add_row(
+            str(i),
+            name,
+            a.role,
+            a.model,
+            ", ".join(a.tools),
+            budget,
+            escape(a.prompt_excerpt[:120]),
+        )
+    parts.append(agents)
+    if view.patterns:
+        parts.append("[bold]Teams[/] " + "; ".join(escape(p) for p in view.patterns))
+    if view.reused:
+        parts.append(f"[bold]Reused[/] from the library: {', '.join(view.reused)}")
+    if view.budget is not None:
+        b = view.budget
+        parts.append(
+            f"[bold]Budget[/] {b.tokens} tokens · ${b.cost_usd:.2f} · {b.wall_clock_s:.0f} s"
+        )
+    return Panel(
+        Group(*parts),  # type: ignore[arg-type]
+        title=f"Proposal for {escape(view.requested_by)}: {escape(view.task[:80])}",
+        border_style="cyan",
+    )
+
+
+def ask(console: Console, view: ProposalView) -> Decision:
+    """Approve, reject (with a reason) or edit one agent; blocking (run it in a thread)."""
+    console.print(card(view))
+    choice = Prompt.ask("[a]pprove, [e]dit or [r]eject", choices=["a", "e", "r"], default="a")
+    if choice == "a":
+        return Approve()
+    if choice == "r":
+        return Reject(reason=Prompt.ask("Reason (optional)", default=""))
+    numbers = [str(i) for i in range(1, len(view.agents) + 1)]
+    agent = view.agents[int(Prompt.ask("Which agent", choices=numbers, default="1")) - 1]
+    if Prompt.ask(f"Remove {agent.name}?", choices=["y", "n"], default="n") == "y":
+        return Edit(agents=(AgentEdit(agent_id=agent.id, remove=True),))
+    prompt = Prompt.ask("New instructions (empty: keep)", default="")
+    tools = Prompt.ask("Tools, comma-separated (empty: keep)", default="")
+    model = Prompt.ask("Model (empty: keep)", default="")
+    return Edit(
+        agents=(
+            AgentEdit(
+                agent_id=agent.id,
+                system_prompt=prompt or None,
+                tools=tuple(t.strip() for t in tools.split(",") if t.strip()) or None,
+                model=model or None,
+            ),
+        )
+    )

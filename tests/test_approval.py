@@ -1,0 +1,186 @@
+"""The approval flow in core: who may decide, expiry, edits re-validated, a designed
+cohort started as a whole tree."""
+
+from __future__ import annotations
+
+import asyncio
+
+from core import control
+from core.approval import AgentEdit, Approve, Edit, Reject, decide, view
+from core.llm.base import LLMRequest
+from core.llm.scripted import Reply, ScriptedModel, call
+from core.types import AgentSpec, Cohort, TeamSpec
+from core.types.events import AgentCreated, RunFinished
+from core.types.run import RunStatus
+from tests.conftest import make_settings
+from tests.helpers import collect
+from tests.scenarios import texts
+
+
+def solo() -> AgentSpec:
+    return AgentSpec(name="Solo", role="solo", tools=("calculate", "finish"))
+
+
+async def test_only_the_requester_and_approvers_decide(make_services, any_redis) -> None:
+    settings = make_settings(approval={"approvers": ["@lead"]})
+    svc = make_services(settings, ScriptedModel(), redis=any_redis)
+    run_id = await control.propose_run(svc, "t", solo(), requested_by="@ana")
+
+    refused = await decide(svc, run_id, "@mallory", Approve())
+    assert not refused.ok and "Only @ana (who asked) or a configured approver" in refused.message
+    assert refused.run.status is RunStatus.PROPOSED
+
+    approved = await decide(svc, run_id, "@lead", Approve())
+    assert approved.ok and approved.message == "Approved by @lead."
+    again = await decide(svc, run_id, "@ana", Reject(reason="too late"))
+    assert not again.ok and "already" in again.message and "@lead" in again.message
+    assert isinstance((await collect(svc, run_id))[-1], RunFinished)
+
+
+async def test_an_expired_proposal_cannot_be_approved(make_services, any_redis) -> None:
+    settings = make_settings(approval={"expire_s": 0.05})
+    svc = make_services(settings, ScriptedModel(), redis=any_redis)
+    run_id = await control.propose_run(svc, "t", solo(), requested_by="@ana")
+    await asyncio.sleep(0.1)
+    outcome = await decide(svc, run_id, "@ana", Approve())
+    assert not outcome.ok and "expired" in outcome.message and "ask again" in outcome.message
+    run = await svc.store.get_run(run_id)
+    assert run.status is RunStatus.CANCELLED and await svc.store.agent_ids(run_id) == []
+
+
+async def test_an_edit_is_validated_and_changes_the_agent_that_runs(
+    settings, make_services, any_redis
+) -> None:
+    model = ScriptedModel(responder=lambda r: Reply(calls=(call("finish", {"result": "ok"}),)))
+    svc = make_services(settings, model, redis=any_redis)
+    spec = solo()
+    run_id = await control.propose_run(svc, "t", spec, requested_by="@ana")
+
+    bad = await decide(
+        svc, run_id, "@ana", Edit(agents=(AgentEdit(agent_id=spec.id, tools=("teleport",)),))
+    )
+    assert not bad.ok and "no tool named teleport exists" in bad.message
+    assert "available: " in bad.message
+
+    good = Edit(
+        agents=(
+            AgentEdit(
+                agent_id=spec.id,
+                system_prompt="Answer in French.",
+                tools=("current_time", "finish"),
+                max_tokens=5000,
+            ),
+        )
+    )
+    edited = await decide(svc, run_id, "@ana", good)
+    assert edited.ok and edited.run.status is RunStatus.PROPOSED
+    card = view(settings, edited.run).agents[0]
+    assert card.tools == ("current_time", "finish") and card.max_tokens == 5000
+    assert card.prompt_excerpt == "Answer in French."
+
+    assert (await decide(svc, run_id, "@ana", Approve())).ok
+    await collect(svc, run_id)
+    first = model.requests[0]
+    assert "Answer in French." in (first.messages[0].content or "")
+    assert sorted(t["function"]["name"] for t in first.tools) == ["current_time", "finish"]
+
+
+def _cohort() -> Cohort:
+    root = AgentSpec(
+        name="Orchestrator",
+        role="orchestrator",
+        tools=("send_message", "wait_for_messages", "finish", "calculate"),
+        description="Runs the work.",
+    )
+    lead = AgentSpec(
+        name="Lead",
+        role="lead",
+        parent_id=root.id,
+        team_id="team-a",
+        tools=("send_message", "wait_for_messages", "finish", "calculate"),
+        description="Collect the members' answers.",
+    )
+    members = [
+        AgentSpec(
+            name=f"Member {i}",
+            role="member",
+            parent_id=lead.id,
+            team_id="team-a",
+            tools=("calculate", "finish"),
+            description=f"Compute {i} * 7.",
+        )
+        for i in (1, 2)
+    ]
+    return Cohort(
+        task="Two products",
+        agents=(root, lead, *members),
+        teams=(TeamSpec(id="team-a", lead_id=lead.id, pattern="fan_out"),),
+    )
+
+
+async def test_a_designed_cohort_starts_as_a_whole_tree(settings, make_services, any_redis) -> None:
+    def respond(r: LLMRequest) -> Reply:
+        results = texts(r, "[Result from")
+        if r.agent_name.startswith("Member"):
+            return Reply(calls=(call("finish", {"result": f"{r.agent_name}: done"}),))
+        if r.agent_name == "Lead":
+            if len(results) < 2:
+                return Reply(calls=(call("wait_for_messages"),))
+            return Reply(calls=(call("finish", {"result": "both members done"}),))
+        if not results:
+            return Reply(calls=(call("wait_for_messages"),))
+        return Reply(calls=(call("finish", {"result": "all done"}),))
+
+    svc = make_services(settings, ScriptedModel(responder=respond), redis=any_redis)
+    cohort = _cohort()
+    run_id = await control.propose_run(svc, cohort.task, cohort, requested_by="@ana")
+    card = view(settings, await svc.store.get_run(run_id))
+    assert [a.name for a in card.agents] == ["Orchestrator", "Lead", "Member 1", "Member 2"]
+    assert card.agents[2].parent == "Lead" and card.patterns == ("Lead: fan_out",)
+
+    # Removing the lead removes its members too; the top agent cannot be removed.
+    lead_id = cohort.agents[1].id
+    trimmed = await decide(
+        svc, run_id, "@ana", Edit(agents=(AgentEdit(agent_id=lead_id, remove=True),))
+    )
+    assert trimmed.ok and [a.name for a in view(settings, trimmed.run).agents] == ["Orchestrator"]
+    top = await decide(
+        svc, run_id, "@ana", Edit(agents=(AgentEdit(agent_id=cohort.root.id, remove=True),))
+    )
+    assert not top.ok and "cannot be removed" in top.message
+
+    # Put the full cohort back by proposing it again, and run it.
+    run_id = await control.propose_run(svc, cohort.task, cohort, requested_by="@ana")
+    assert (await decide(svc, run_id, "@ana", Approve())).ok
+    events = await collect(svc, run_id)
+    final = events[-1]
+    assert isinstance(final, RunFinished) and final.result == "all done"
+    created = [e.name for e in events if isinstance(e, AgentCreated)]
+    assert created == ["Orchestrator", "Lead", "Member 1", "Member 2"]
+    lead = await svc.store.load_agent(run_id, lead_id)
+    assert lead is not None and lead.depth == 1 and len(lead.children) == 2
+    assert "Member 1" in (lead.thread[0].content or "")  # the playbook names its members
+
+
+async def test_the_embedded_flow_edits_then_approves_then_runs(settings) -> None:
+    from core.embedded import run_proposal
+
+    model = ScriptedModel(responder=lambda r: Reply(calls=(call("finish", {"result": "fini"}),)))
+    spec = solo()
+    decisions = iter(
+        [Edit(agents=(AgentEdit(agent_id=spec.id, system_prompt="Answer in French."),)), Approve()]
+    )
+    shown: list[str] = []
+
+    async def ask(card):  # type: ignore[no-untyped-def]
+        shown.append(card.agents[0].prompt_excerpt)
+        return next(decisions)
+
+    messages: list[str] = []
+    run = await run_proposal(
+        settings, "t", spec, ask, llm=model, on_message=messages.append, timeout_s=10
+    )
+    assert run.status is RunStatus.COMPLETED and run.result == "fini"
+    assert shown == ["", "Answer in French."]
+    assert messages == ["Updated by console; approve it to start.", "Approved by console."]
+    assert "Answer in French." in (model.requests[0].messages[0].content or "")
