@@ -10,10 +10,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from bots.console.render import EventPrinter
+from bots.console.render import EventPrinter, escape
 from core.config import Settings, load_settings
 from core.errors import CarambaError
-from core.types.agent import AgentSpec
+from core.types.run import RunState
 
 app = typer.Typer(
     help="Caramba: a team of LLM agents for your chat.", no_args_is_help=True, add_completion=False
@@ -59,18 +59,44 @@ def demo(
 def run(
     task: str = typer.Argument(..., help="What you want done."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every turn."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Approve the proposal without asking."),
 ) -> None:
-    """Run TASK with the configured model (and Redis, if redis.url is set)."""
-    from core.embedded import run_embedded
-    from core.tools.builtin import BUILTIN_TOOLS
+    """Run TASK: the router answers it directly or a planner proposes a cohort to approve."""
+    from bots.console import proposal
+    from core.approval import Approve, Decision, ProposalView
+    from core.embedded import run_embedded, run_proposal
+    from core.planning import plan
+    from core.runtime import build_llm
+    from core.tools.society import default_registry
 
     settings = _settings()
     if settings.redis.embedded:
         console.print("[dim]redis.url is not set: embedded mode (in-process Redis).[/]")
-    root = AgentSpec(name="Assistant", role="solo", tools=tuple(t.name for t in BUILTIN_TOOLS))
     printer = EventPrinter(console, verbose=verbose)
+
+    async def ask(view: ProposalView) -> Decision:
+        if yes:
+            console.print(proposal.card(view))
+            return Approve()
+        return await asyncio.to_thread(proposal.ask, console, view)
+
+    async def go() -> RunState:
+        llm = build_llm(settings)
+        with console.status("Planning…"):
+            outcome = await plan(settings, llm, default_registry(), task)
+        console.print(
+            f"[dim]{outcome.path}: {escape(outcome.decision.reason)} "
+            f"({outcome.llm_calls} planning calls, {outcome.usage.total_tokens} tokens)[/]"
+        )
+        if outcome.direct is not None:
+            return await run_embedded(settings, task, outcome.direct, llm=llm, on_event=printer)
+        assert outcome.cohort is not None
+        return await run_proposal(
+            settings, task, outcome.cohort, ask, llm=llm, on_event=printer, on_message=console.print
+        )
+
     try:
-        result = asyncio.run(run_embedded(settings, task, root, on_event=printer))
+        result = asyncio.run(go())
     except CarambaError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(1) from None

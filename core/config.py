@@ -194,6 +194,16 @@ class LibrarySettings(_Section):
     embedding_dim: int = Field(1536, ge=1)
 
 
+class PlanningSettings(_Section):
+    """Router, planner and prompt creator (core/planning); see config.toml."""
+
+    router_attempts: int = Field(3, ge=1, le=10)
+    planner_attempts: int = Field(3, ge=1, le=10)
+    reflection_rounds: int = Field(1, ge=0, le=5)
+    prompt_concurrency: int = Field(4, ge=1, le=64)
+    library_top_k: int = Field(3, ge=0, le=20)
+
+
 class Settings(BaseSettings):
     """Every setting of Caramba. Build it with :func:`load_settings`."""
 
@@ -215,6 +225,7 @@ class Settings(BaseSettings):
     agents: AgentsSettings = AgentsSettings()
     prompts: PromptSettings = PromptSettings()
     library: LibrarySettings = LibrarySettings()
+    planning: PlanningSettings = PlanningSettings()
     config_file: Path | None = None
 
     @classmethod

@@ -1,6 +1,8 @@
-"""A proposed cohort: the plan and the agent tree people approve (first version)."""
+"""A proposed cohort: the plan and the agent tree people approve."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -17,8 +19,27 @@ class PlanStep(Frozen):
 class TeamSpec(Frozen):
     id: str
     lead_id: str
+    name: str = ""
     # The collaboration playbook under prompts/patterns/ (discussion, competition, ...).
     pattern: str = "fan_out"
+
+
+class ReusedEntry(Frozen):
+    """A library entry a proposal reuses, with its track record (shown on the card)."""
+
+    entry_id: str
+    kind: Literal["agent", "cohort"]
+    name: str | None = None
+    similarity: float = 0.0
+    quality: float = 0.0
+    runs: int = 0
+    successes: int = 0
+    approvals: int = 0
+    rejections: int = 0
+    ratings: int = 0
+    mean_rating: float | None = None
+    # For an agent: the id it has in this cohort.
+    agent_id: str | None = None
 
 
 class Cohort(Frozen):
@@ -28,7 +49,13 @@ class Cohort(Frozen):
     agents: tuple[AgentSpec, ...]
     teams: tuple[TeamSpec, ...] = ()
     total_budget_usd: float = Field(0.0, ge=0)
+    total_budget_tokens: int = Field(0, ge=0)
+    rationale: str = ""
     reused_agent_ids: tuple[str, ...] = ()
+    # Library entries this proposal reuses (agents), each with its record.
+    reused: tuple[ReusedEntry, ...] = ()
+    # Set when the whole cohort is a stored one proposed again without planning.
+    reused_from: ReusedEntry | None = None
 
     @property
     def root(self) -> AgentSpec:
@@ -36,3 +63,11 @@ class Cohort(Frozen):
         if len(roots) != 1:
             raise ValueError(f"a cohort needs exactly one root agent, found {len(roots)}")
         return roots[0]
+
+    @property
+    def patterns(self) -> dict[str, str]:
+        """Collaboration pattern per team id."""
+        return {t.id: t.pattern for t in self.teams}
+
+    def children_of(self, agent_id: str) -> tuple[AgentSpec, ...]:
+        return tuple(a for a in self.agents if a.parent_id == agent_id)

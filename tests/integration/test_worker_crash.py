@@ -49,6 +49,10 @@ pytestmark = pytest.mark.integration
 
 WORKERS = 5  # each case kills one; at least one must be left for the last case
 VISIBILITY_TIMEOUT_S = 3
+# A turn that outlives the 3 s visibility timeout on a loaded machine is delivered again
+# while it runs, and every copy counts: a higher cap than production's keeps such a slow
+# turn from being quarantined here (production's visibility timeout is an hour).
+MAX_DELIVERIES = 20
 
 ROOT_TOOLS = ("create_agent", "wait_for_messages", "finish", "calculate", "post_to_chat")
 
@@ -152,6 +156,7 @@ def workers(fake_llm: ThreadedFakeLLMServer, prefix: str) -> Iterator[list[Proce
         llm__backoff_initial_s="0.01",
         llm__backoff_max_s="0.05",
         celery__visibility_timeout_s=str(VISIBILITY_TIMEOUT_S),
+        limits__max_deliveries=str(MAX_DELIVERIES),
         celery__turn_timeout_s="20",
         scheduler__intent_claim_idle_s="2",
         scheduler__background_interval_s="0.1",
@@ -170,6 +175,7 @@ def client_settings(prefix: str) -> Settings:
     return load_settings(
         redis={"url": REDIS_URL, "key_prefix": prefix},
         celery={"visibility_timeout_s": VISIBILITY_TIMEOUT_S},
+        limits={"max_deliveries": MAX_DELIVERIES},
     )
 
 
@@ -259,6 +265,5 @@ async def test_a_worker_killed_mid_turn_loses_nothing(
     assert len({e.key for e in posted}) == 2 and len(done_markers) == 2
     # The turn the dead worker was running was delivered again (and only as often as needed).
     assert max(deliveries.values()) >= 2, deliveries
-    # The counter also counts copies dropped at once as stale (a turn running past the 3 s
-    # visibility timeout on a loaded machine is redelivered); none may loop for ever.
-    assert max(deliveries.values()) <= settings.limits.max_deliveries + 3, deliveries
+    # None looped: the counter also counts copies dropped at once as stale.
+    assert max(deliveries.values()) <= settings.limits.max_deliveries, deliveries

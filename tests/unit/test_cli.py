@@ -50,11 +50,12 @@ def test_bad_config_is_a_clear_error(monkeypatch) -> None:
     assert "limits.turns_per_agent" in result.output
 
 
-def test_run_uses_the_configured_model_server(monkeypatch) -> None:
+def test_run_answers_a_simple_request_directly(monkeypatch) -> None:
     from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 
     with ThreadedFakeLLMServer() as server:
         server.script(
+            FakeReply(tool_calls=[("submit_router", {"path": "direct", "reason": "one date sum"})]),
             FakeReply(tool_calls=[("days_between", {"start": "2026-01-01", "end": "2026-02-01"})]),
             FakeReply(tool_calls=[("finish", {"result": "31 days."})]),
         )
@@ -63,9 +64,35 @@ def test_run_uses_the_configured_model_server(monkeypatch) -> None:
         monkeypatch.setenv("COLUMNS", "200")
         result = runner.invoke(app, ["run", "How many days in January 2026?"])
     assert result.exit_code == 0, result.output
-    assert "✓ Assistant days_between(" in result.output and "31 days." in result.output
+    assert "direct: one date sum" in result.output
+    assert "✓ Caramba days_between(" in result.output and "31 days." in result.output
     assert "embedded mode" in result.output
-    assert len(server.requests) == 2
+    assert len(server.requests) == 3
+
+
+def test_run_plans_shows_the_card_and_runs_the_approved_cohort(monkeypatch) -> None:
+    from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
+
+    design = {
+        "steps": [{"title": "Add the numbers", "tools": ["calculate"]}],
+        "agents": [{"name": "Orchestrator", "role": "orchestrator", "tools": ["calculate"]}],
+    }
+    with ThreadedFakeLLMServer() as server:
+        server.script(
+            FakeReply(tool_calls=[("submit_router", {"path": "plan", "reason": "a plan"})]),
+            FakeReply(tool_calls=[("submit_planner", design)]),
+            FakeReply(content="Add the numbers with calculate, then finish."),
+            FakeReply(content="LGTM"),
+            FakeReply(tool_calls=[("calculate", {"expression": "2+2"})]),
+            FakeReply(tool_calls=[("finish", {"result": "It is 4."})]),
+        )
+        monkeypatch.setenv("CARAMBA_LLM__MODEL", "openai/fake-model")
+        monkeypatch.setenv("CARAMBA_LLM__API_BASE", server.base_url)
+        monkeypatch.setenv("COLUMNS", "200")
+        result = runner.invoke(app, ["run", "--yes", "What is 2+2, carefully?"])
+    assert result.exit_code == 0, result.output
+    assert "Proposal for console" in result.output and "Add the numbers" in result.output
+    assert "Approved by console." in result.output and "It is 4." in result.output
 
 
 def test_cohort_demo_runs_a_competition_offline() -> None:

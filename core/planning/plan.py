@@ -1,0 +1,80 @@
+"""Planning end to end: router → direct UI agent, or planner → prompt creator → cohort."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from core.config import Settings
+from core.library import Library
+from core.llm.base import LLM
+from core.planning.planner import design_cohort
+from core.planning.prompt_creator import PromptCreator
+from core.planning.router import RouteDecision, direct_agent_spec, route
+from core.planning.structured import Meter
+from core.prompts import PromptLibrary
+from core.tools.registry import ToolRegistry
+from core.types._base import Frozen
+from core.types.agent import AgentSpec
+from core.types.chat import Usage
+from core.types.cohort import Cohort
+
+
+class PlanOutcome(Frozen):
+    """What planning produced: a direct agent to run, or a cohort to propose."""
+
+    task: str
+    path: Literal["direct", "plan"]
+    decision: RouteDecision
+    # The fast path: the UI agent to run (core.runs.start_run).
+    direct: AgentSpec | None = None
+    # The planning path: the validated cohort for the approval card.
+    cohort: Cohort | None = None
+    # Tokens and cost of the planning calls themselves.
+    usage: Usage = Usage()
+    llm_calls: int = 0
+
+    @property
+    def reused(self) -> bool:
+        """True when the cohort is a stored one proposed again (cohort.reused_from)."""
+        return self.cohort is not None and self.cohort.reused_from is not None
+
+
+async def plan(
+    settings: Settings,
+    llm: LLM,
+    registry: ToolRegistry,
+    task: str,
+    *,
+    library: Library | None = None,
+    prompts: PromptLibrary | None = None,
+) -> PlanOutcome:
+    """Route ``task``; plan a cohort for it unless the fast path answers it.
+
+    Raises :class:`core.planning.errors.PlanningError` when the router or the planner
+    cannot produce a valid answer within the configured attempts.
+    """
+    prompts = prompts or PromptLibrary(settings.prompts_dir)
+    meter = Meter()
+    decision = await route(settings, llm, registry, prompts, task, meter=meter)
+    if decision.path == "direct":
+        return PlanOutcome(
+            task=task,
+            path="direct",
+            decision=decision,
+            direct=direct_agent_spec(settings, registry, draft=decision.answer),
+            usage=meter.usage,
+            llm_calls=meter.calls,
+        )
+    cohort = await design_cohort(
+        settings, llm, registry, prompts, task, library=library, meter=meter
+    )
+    if cohort.reused_from is None:
+        cohort = await PromptCreator(settings, llm, registry, prompts, meter).write_all(cohort)
+    return PlanOutcome(
+        task=task,
+        path="plan",
+        decision=decision,
+        cohort=cohort,
+        usage=meter.usage,
+        llm_calls=meter.calls,
+    )
