@@ -8,11 +8,12 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.prompt import Prompt
 from rich.table import Table
 
 from bots.console.render import EventPrinter, escape
 from core.config import Settings, load_settings
-from core.errors import CarambaError
+from core.errors import CarambaError, UsageError
 from core.types.run import RunState
 
 app = typer.Typer(
@@ -60,18 +61,25 @@ def run(
     task: str = typer.Argument(..., help="What you want done."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every turn."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve the proposal without asking."),
+    cohort: str = typer.Option("", "--cohort", help="Run the library cohort saved under NAME."),
 ) -> None:
     """Run TASK: the router answers it directly or a planner proposes a cohort to approve."""
     from bots.console import proposal
+    from core import learning
     from core.approval import Approve, Decision, ProposalView
-    from core.embedded import run_embedded, run_proposal
+    from core.embedded import embedded_services, follow, run_proposal
+    from core.library import open_library
     from core.planning import plan
+    from core.runs import start_run
     from core.runtime import build_llm
-    from core.tools.society import default_registry
+    from core.types.cohort import Cohort
 
     settings = _settings()
     if settings.redis.embedded:
-        console.print("[dim]redis.url is not set: embedded mode (in-process Redis).[/]")
+        console.print(
+            "[dim]redis.url is not set: embedded mode (in-process Redis; the library's "
+            "track records last for this run only).[/]"
+        )
     printer = EventPrinter(console, verbose=verbose)
 
     async def ask(view: ProposalView) -> Decision:
@@ -81,19 +89,53 @@ def run(
         return await asyncio.to_thread(proposal.ask, console, view)
 
     async def go() -> RunState:
-        llm = build_llm(settings)
-        with console.status("Planning…"):
-            outcome = await plan(settings, llm, default_registry(), task)
-        console.print(
-            f"[dim]{outcome.path}: {escape(outcome.decision.reason)} "
-            f"({outcome.llm_calls} planning calls, {outcome.usage.total_tokens} tokens)[/]"
-        )
-        if outcome.direct is not None:
-            return await run_embedded(settings, task, outcome.direct, llm=llm, on_event=printer)
-        assert outcome.cohort is not None
-        return await run_proposal(
-            settings, task, outcome.cohort, ask, llm=llm, on_event=printer, on_message=console.print
-        )
+        async with embedded_services(settings, build_llm(settings)) as svc:
+            library = await open_library(settings, svc.redis)
+            try:
+                if cohort:
+                    entry = await library.get_by_name(cohort)
+                    if entry.cohort is None:
+                        raise UsageError(
+                            f"{cohort!r} names an agent, not a cohort",
+                            hint="pass the name a cohort was saved under",
+                        )
+                    designed: Cohort | None = entry.cohort.model_copy(update={"task": task})
+                else:
+                    with console.status("Planning…"):
+                        outcome = await plan(settings, svc.llm, svc.tools, task, library=library)
+                    console.print(
+                        f"[dim]{outcome.path}: {escape(outcome.decision.reason)} "
+                        f"({outcome.llm_calls} planning calls, "
+                        f"{outcome.usage.total_tokens} tokens)[/]"
+                    )
+                    if outcome.direct is not None:
+                        run_id = await start_run(svc, task, outcome.direct)
+                        return await follow(svc, run_id, printer, None)
+                    designed = outcome.cohort
+                assert designed is not None
+                final = await run_proposal(
+                    svc,
+                    task,
+                    designed,
+                    ask,
+                    on_event=printer,
+                    on_message=console.print,
+                    library=library,
+                )
+                if final.status.terminal and final.cohort is not None and not yes:
+                    stars = await asyncio.to_thread(
+                        Prompt.ask, "Rate the result 1-5 (enter: skip)", default=""
+                    )
+                    if stars.strip() in {"1", "2", "3", "4", "5"}:
+                        await learning.feedback(library, final, stars=int(stars))
+                    name = await asyncio.to_thread(
+                        Prompt.ask, "Save this cohort as (enter: skip)", default=""
+                    )
+                    if name.strip():
+                        await learning.save_as(library, final, name.strip())
+                return final
+            finally:
+                await library.aclose()
 
     try:
         result = asyncio.run(go())

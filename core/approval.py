@@ -17,7 +17,7 @@ from pydantic import Field
 from core.control import approve_run, reject_run
 from core.types._base import Frozen
 from core.types.agent import AgentSpec, Budget
-from core.types.cohort import Cohort
+from core.types.cohort import Cohort, ReusedEntry
 from core.types.events import RunEvent
 from core.types.run import RunBudget, RunState, RunStatus
 
@@ -90,10 +90,20 @@ class ProposalView(Frozen):
     steps: tuple[str, ...]
     agents: tuple[AgentCard, ...]
     patterns: tuple[str, ...]
+    # Library entries reused, each with its track record; the whole cohort's when reused.
     reused: tuple[str, ...]
+    reused_from: str | None = None
     budget: RunBudget | None
     expires_at: float | None
     decided_by: str | None
+
+
+def _reuse_line(r: ReusedEntry) -> str:
+    rating = f", rated {r.mean_rating:.1f}/5 ({r.ratings}×)" if r.mean_rating is not None else ""
+    return (
+        f"{r.kind} {r.name or r.entry_id} (similarity {r.similarity:.2f}; "
+        f"{r.successes}/{r.runs} runs succeeded, {r.approvals} approvals{rating})"
+    )
 
 
 def may_decide(settings: Settings, run: RunState, user: str) -> str | None:
@@ -142,7 +152,8 @@ def view(settings: Settings, run: RunState) -> ProposalView:
         patterns=tuple(f"{names.get(t.lead_id, t.lead_id)}: {t.pattern}" for t in cohort.teams)
         if cohort
         else (),
-        reused=cohort.reused_agent_ids if cohort else (),
+        reused=tuple(_reuse_line(r) for r in (cohort.reused if cohort else ())),
+        reused_from=_reuse_line(cohort.reused_from) if cohort and cohort.reused_from else None,
         budget=run.budget,
         expires_at=run.expires_at,
         decided_by=decided,

@@ -6,10 +6,12 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from core.approval import Approve, Decision, ProposalView, decide, view
+from core import learning
+from core.approval import Approve, Decision, ProposalView, Reject, decide, view
 from core.background import run_background
 from core.config import Settings
 from core.control import propose_run
+from core.library import Library
 from core.llm.base import LLM
 from core.runs import follow_events, start_run
 from core.runtime import Services, build_services
@@ -18,7 +20,7 @@ from core.turn import run_turn
 from core.types.agent import AgentSpec
 from core.types.cohort import Cohort
 from core.types.events import RunEvent
-from core.types.run import RunState, RunStatus
+from core.types.run import RunState
 
 EventCallback = Callable[[RunEvent], Awaitable[None] | None]
 # Shows the proposal to a person and returns their decision.
@@ -42,7 +44,7 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
         await svc.aclose()
 
 
-async def _follow(
+async def follow(
     svc: Services, run_id: str, on_event: EventCallback | None, timeout_s: float | None
 ) -> RunState:
     limit = timeout_s if timeout_s is not None else svc.settings.limits.wall_clock_s + 60
@@ -67,34 +69,40 @@ async def run_embedded(
     """Run ``task`` with ``root`` to the end in this process; return the final run state."""
     async with embedded_services(settings, llm) as svc:
         run_id = await start_run(svc, task, root, requested_by=requested_by)
-        return await _follow(svc, run_id, on_event, timeout_s)
+        return await follow(svc, run_id, on_event, timeout_s)
 
 
 async def run_proposal(
-    settings: Settings,
+    svc: Services,
     task: str,
     proposal: AgentSpec | Cohort,
     ask: Decider,
     *,
-    llm: LLM | None = None,
     on_event: EventCallback | None = None,
     on_message: Callable[[str], None] = print,
     requested_by: str = "console",
     timeout_s: float | None = None,
+    library: Library | None = None,
     max_rounds: int = 20,
 ) -> RunState:
-    """Propose, let ``ask`` decide (edits loop back to the card), then run if approved."""
-    async with embedded_services(settings, llm) as svc:
-        run_id = await propose_run(svc, task, proposal, requested_by=requested_by)
-        for _ in range(max_rounds):
-            run = await svc.store.get_run(run_id)
-            decision = await ask(view(settings, run))
-            outcome = await decide(svc, run_id, requested_by, decision)
-            on_message(outcome.message)
-            if outcome.run.status is RunStatus.RUNNING or (
-                isinstance(decision, Approve) and outcome.ok
-            ):
-                return await _follow(svc, run_id, on_event, timeout_s)
-            if outcome.run.status.terminal:
-                return outcome.run
-        return await svc.store.get_run(run_id)
+    """Propose, let ``ask`` decide (edits loop back to the card), then run if approved.
+
+    With a ``library``, the decision and the run's outcome are recorded in it.
+    """
+    run_id = await propose_run(svc, task, proposal, requested_by=requested_by)
+    for _ in range(max_rounds):
+        run = await svc.store.get_run(run_id)
+        decision = await ask(view(svc.settings, run))
+        outcome = await decide(svc, run_id, requested_by, decision)
+        on_message(outcome.message)
+        decided = outcome.ok and isinstance(decision, Approve | Reject)
+        if decided and library is not None:
+            await learning.after_decision(library, run, approved=isinstance(decision, Approve))
+        if decided and isinstance(decision, Approve):
+            final = await follow(svc, run_id, on_event, timeout_s)
+            if library is not None:
+                await learning.after_run(library, final)
+            return final
+        if outcome.run.status.terminal:
+            return outcome.run
+    return await svc.store.get_run(run_id)

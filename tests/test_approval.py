@@ -163,7 +163,7 @@ async def test_a_designed_cohort_starts_as_a_whole_tree(settings, make_services,
 
 
 async def test_the_embedded_flow_edits_then_approves_then_runs(settings) -> None:
-    from core.embedded import run_proposal
+    from core.embedded import embedded_services, run_proposal
 
     model = ScriptedModel(responder=lambda r: Reply(calls=(call("finish", {"result": "fini"}),)))
     spec = solo()
@@ -177,10 +177,32 @@ async def test_the_embedded_flow_edits_then_approves_then_runs(settings) -> None
         return next(decisions)
 
     messages: list[str] = []
-    run = await run_proposal(
-        settings, "t", spec, ask, llm=model, on_message=messages.append, timeout_s=10
-    )
+    async with embedded_services(settings, model) as svc:
+        run = await run_proposal(svc, "t", spec, ask, on_message=messages.append, timeout_s=10)
     assert run.status is RunStatus.COMPLETED and run.result == "fini"
     assert shown == ["", "Answer in French."]
     assert messages == ["Updated by console; approve it to start.", "Approved by console."]
     assert "Answer in French." in (model.requests[0].messages[0].content or "")
+
+
+def test_the_card_says_what_was_reused_and_its_record(settings) -> None:
+    from core.types.cohort import ReusedEntry
+    from core.types.run import RunState
+
+    record = ReusedEntry(
+        entry_id="coh_1",
+        kind="cohort",
+        name="flight desk",
+        similarity=0.82,
+        runs=5,
+        successes=4,
+        approvals=3,
+        ratings=2,
+        mean_rating=4.5,
+    )
+    cohort = _cohort().model_copy(update={"reused_from": record})
+    run = RunState(id="run_1", task="t", cohort=cohort, root=cohort.root)
+    card = view(settings, run)
+    assert card.reused_from == (
+        "cohort flight desk (similarity 0.82; 4/5 runs succeeded, 3 approvals, rated 4.5/5 (2×))"
+    )

@@ -36,8 +36,10 @@ def card(view: ProposalView) -> Panel:
     parts.append(agents)
     if view.patterns:
         parts.append("[bold]Teams[/] " + "; ".join(escape(p) for p in view.patterns))
+    if view.reused_from:
+        parts.append(f"[bold]Reused cohort[/] from the library: {escape(view.reused_from)}")
     if view.reused:
-        parts.append(f"[bold]Reused[/] from the library: {', '.join(view.reused)}")
+        parts.append("[bold]Reused agents[/]: " + "; ".join(escape(r) for r in view.reused))
     if view.budget is not None:
         b = view.budget
         parts.append(

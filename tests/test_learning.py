@@ -1,0 +1,47 @@
+"""Runs feed the library: a cohort that ran is kept with its outcome, decisions and
+ratings count for it, and it can be saved under a name and found again by it."""
+
+from __future__ import annotations
+
+from core import learning
+from core.approval import Approve
+from core.embedded import embedded_services, run_proposal
+from core.library import open_library
+from core.llm.scripted import Reply, ScriptedModel, call
+from core.types import AgentSpec, Cohort
+from core.types.run import RunStatus
+from tests.conftest import make_settings
+
+
+def _cohort() -> Cohort:
+    root = AgentSpec(name="Orchestrator", role="orchestrator", tools=("calculate", "finish"))
+    return Cohort(task="Add two numbers carefully", agents=(root,))
+
+
+async def test_a_finished_run_is_kept_rated_and_found_by_name(tmp_path) -> None:
+    settings = make_settings(library={"embedder": "hashing", "index_dir": str(tmp_path)})
+    model = ScriptedModel(responder=lambda r: Reply(calls=(call("finish", {"result": "4"}),)))
+
+    async def approve(card):  # type: ignore[no-untyped-def]
+        return Approve()
+
+    async with embedded_services(settings, model) as svc:
+        library = await open_library(settings, svc.redis)
+        try:
+            cohort = _cohort()
+            run = await run_proposal(
+                svc, cohort.task, cohort, approve, on_message=lambda _: None, library=library
+            )
+            assert run.status is RunStatus.COMPLETED
+            entry = await library.get(cohort.id)
+            assert (entry.record.runs, entry.record.successes) == (1, 1)
+
+            await learning.feedback(library, run, stars=5)
+            await learning.save_as(library, run, "adder")
+            named = await library.get_by_name("adder")
+            assert named.id == cohort.id and named.record.ratings == 1
+            assert named.cohort is not None and named.cohort.agents[0].name == "Orchestrator"
+            found = await library.find_cohorts("add two numbers")
+            assert found and found[0].entry.id == cohort.id
+        finally:
+            await library.aclose()
