@@ -1,4 +1,4 @@
-"""The ``caramba`` command line: demo, run, worker, doctor."""
+"""The ``caramba`` command line: demo, run, worker, slack, doctor."""
 
 from __future__ import annotations
 
@@ -187,6 +187,30 @@ def worker(
         count, lambda i: worker_command(i, concurrency=slots, loglevel=loglevel)
     )
     raise typer.Exit(supervisor.run())
+
+
+@app.command()
+def slack(
+    host: str = typer.Option("0.0.0.0", "--host", help="Interface to listen on."),
+    port: int = typer.Option(3000, "--port", help="Port for Slack's requests (/slack/events)."),
+) -> None:
+    """Serve the Slack bot: HTTP mode at /slack/events, or Socket Mode if SLACK_APP_TOKEN
+    is set."""
+    from bots.slack.main import run_slack
+    from bots.slack.secrets import SlackSecrets
+
+    settings = _settings()
+    try:
+        secrets = SlackSecrets.from_env()
+    except CarambaError as exc:
+        console.print(f"[bold red]configuration error:[/] {exc}")
+        raise typer.Exit(2) from None
+    logging.getLogger("bots").setLevel(logging.INFO)
+    try:
+        asyncio.run(run_slack(settings, secrets, host, port))
+    except CarambaError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(1) from None
 
 
 @app.command()

@@ -204,6 +204,13 @@ class PlanningSettings(_Section):
     library_top_k: int = Field(3, ge=0, le=20)
 
 
+class SlackSettings(_Section):
+    """The Slack adapter (bots/slack); its tokens come only from SLACK_* variables."""
+
+    api_url: str = "https://slack.com/api/"
+    status_interval_s: float = Field(1.0, ge=0)
+
+
 class Settings(BaseSettings):
     """Every setting of Caramba. Build it with :func:`load_settings`."""
 
@@ -226,6 +233,7 @@ class Settings(BaseSettings):
     prompts: PromptSettings = PromptSettings()
     library: LibrarySettings = LibrarySettings()
     planning: PlanningSettings = PlanningSettings()
+    slack: SlackSettings = SlackSettings()
     config_file: Path | None = None
 
     @classmethod

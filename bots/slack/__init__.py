@@ -1,0 +1,1 @@
+"""The Slack adapter: Bolt (async) app, proposal cards, approvals and progress relay."""

@@ -1,0 +1,117 @@
+"""Block Kit messages built from core's views: the proposal card and its outcome."""
+
+from __future__ import annotations
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextBlock,
+    DividerBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+    SectionBlock,
+)
+
+from bots.slack.text import MAX_BLOCKS, escape, truncate
+from core.approval import AgentCard, ProposalView
+
+APPROVE = "caramba_approve"
+REJECT = "caramba_reject"
+EDIT = "caramba_edit_open"
+CANCEL = "caramba_cancel"
+_MORE = "see the full proposal with `caramba` or ask for details in this thread"
+
+
+def _section(text: str) -> SectionBlock:
+    return SectionBlock(text=MarkdownTextObject(text=truncate(text, pointer=_MORE)))
+
+
+def _summary(view: ProposalView) -> list[Block]:
+    blocks: list[Block] = [
+        HeaderBlock(text=truncate(f"Proposal: {view.task}", 150)),
+        _section(f"*Task* (asked by <@{escape(view.requested_by)}>)\n{escape(view.task)}"),
+    ]
+    if view.steps:
+        steps = "\n".join(f"{i}. {escape(s)}" for i, s in enumerate(view.steps, 1))
+        blocks.append(_section(f"*Plan*\n{steps}"))
+    return blocks
+
+
+def _agent(a: AgentCard) -> SectionBlock:
+    under = f" · under {escape(a.parent)}" if a.parent else ""
+    budget = f"{a.max_tokens} tokens" if a.max_tokens else "default budget"
+    if a.max_cost_usd is not None:
+        budget += f", ${a.max_cost_usd:.2f}"
+    return _section(
+        f"*{escape(a.name)}* — {escape(a.role)}{under}\n"
+        f"model `{escape(a.model)}` · tools: {escape(', '.join(a.tools)) or 'none'} · {budget}\n"
+        f"> {escape(a.prompt_excerpt[:280]).replace(chr(10), ' ')}"
+    )
+
+
+def _footer(view: ProposalView) -> list[Block]:
+    blocks: list[Block] = []
+    if view.patterns:
+        blocks.append(_section("*Teams* " + "; ".join(escape(p) for p in view.patterns)))
+    reuse = []
+    if view.reused_from:
+        reuse.append(f"Reused cohort: {escape(view.reused_from)}")
+    reuse += [f"Reused: {escape(r)}" for r in view.reused]
+    if reuse:
+        blocks.append(_section("*From the library*\n" + "\n".join(reuse)))
+    if view.budget is not None:
+        b = view.budget
+        blocks.append(
+            ContextBlock(
+                elements=[
+                    MarkdownTextObject(
+                        text=f"Budget: {b.tokens} tokens · ${b.cost_usd:.2f} · "
+                        f"{b.wall_clock_s:.0f} s · run `{view.run_id}`"
+                    )
+                ]
+            )
+        )
+    return blocks
+
+
+def proposal_blocks(view: ProposalView) -> list[Block]:
+    """The card: task, plan, agents, teams, reuse, budget, and Approve / Reject buttons."""
+    head, tail = _summary(view), _footer(view)
+    buttons = ActionsBlock(
+        block_id=f"proposal:{view.run_id}",
+        elements=[
+            ButtonElement(text="Approve", action_id=APPROVE, value=view.run_id, style="primary"),
+            ButtonElement(text="Edit", action_id=EDIT, value=view.run_id),
+            ButtonElement(text="Reject", action_id=REJECT, value=view.run_id, style="danger"),
+        ],
+    )
+    room = MAX_BLOCKS - len(head) - len(tail) - 3
+    agents: list[Block] = [_agent(a) for a in view.agents[:room]]
+    if len(view.agents) > room:
+        agents.append(_section(f"… and {len(view.agents) - room} more agents ({_MORE})"))
+    return [*head, DividerBlock(), *agents, *tail, buttons]
+
+
+def outcome_blocks(view: ProposalView, note: str) -> list[Block]:
+    """The card once decided: the summary without buttons, then ``note`` (mrkdwn, already
+    escaped) saying who decided what."""
+    return [*_summary(view), *_footer(view), _section(note)]
+
+
+def fallback_text(view: ProposalView) -> str:
+    """Plain text for notifications and clients without blocks."""
+    return truncate(f"Proposal for {escape(view.task)}", 300)
+
+
+def status_blocks(line: str, run_id: str, *, running: bool) -> list[Block]:
+    """The run's status message: one line (mrkdwn, escaped) and Cancel while it runs."""
+    blocks: list[Block] = [_section(line)]
+    if running:
+        blocks.append(
+            ActionsBlock(
+                block_id=f"status:{run_id}",
+                elements=[ButtonElement(text="Cancel", action_id=CANCEL, value=run_id)],
+            )
+        )
+    return blocks

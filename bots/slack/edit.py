@@ -1,0 +1,133 @@
+"""The Edit form: a modal with each agent's prompt, tools, model and token budget, and
+its submission translated into a ``core.approval.Edit`` (core re-validates it)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    Block,
+    ContextBlock,
+    InputBlock,
+    MarkdownTextObject,
+    NumberInputElement,
+    Option,
+    PlainTextInputElement,
+    StaticMultiSelectElement,
+)
+from slack_sdk.models.views import View
+
+from bots.slack.text import escape
+from core.approval import AgentEdit, Edit
+from core.types.agent import AgentSpec
+from core.types.run import RunState
+
+EDIT_VIEW = "caramba_edit"
+_PER_AGENT = 4
+_MAX_BLOCKS = 100
+_TEXT_LIMIT = 3000
+
+
+def agents_of(run: RunState) -> list[AgentSpec]:
+    """The proposal's agents: the cohort's, or its one top agent."""
+    if run.cohort is not None:
+        return list(run.cohort.agents)
+    return [run.root] if run.root is not None else []
+
+
+def edit_view(agents: list[AgentSpec], tools: list[str], meta: dict[str, str]) -> View:
+    """The modal for ``agents``; ``meta`` (run id, card location) travels with it."""
+    room = (_MAX_BLOCKS - 1) // _PER_AGENT
+    blocks: list[Block] = []
+    options = [Option(text=t, value=t) for t in tools[:100]]
+    for a in agents[:room]:
+        chosen = [o for o in options if o.value in a.tools]
+        blocks += [
+            InputBlock(
+                block_id=f"prompt:{a.id}",
+                label=f"{a.name[:120]} — instructions",
+                element=PlainTextInputElement(
+                    action_id="v",
+                    multiline=True,
+                    max_length=_TEXT_LIMIT,
+                    initial_value=(a.system_prompt or a.description)[:_TEXT_LIMIT] or None,
+                ),
+                optional=True,
+            ),
+            InputBlock(
+                block_id=f"tools:{a.id}",
+                label=f"{a.name[:120]} — tools",
+                element=StaticMultiSelectElement(
+                    action_id="v", options=options, initial_options=chosen or None
+                ),
+                optional=True,
+            ),
+            InputBlock(
+                block_id=f"model:{a.id}",
+                label=f"{a.name[:120]} — model (empty: the role's default)",
+                element=PlainTextInputElement(action_id="v", initial_value=a.model or None),
+                optional=True,
+            ),
+            InputBlock(
+                block_id=f"tokens:{a.id}",
+                label=f"{a.name[:120]} — token budget",
+                element=NumberInputElement(
+                    action_id="v",
+                    is_decimal_allowed=False,
+                    min_value="1000",
+                    initial_value=str(a.budget.max_tokens) if a.budget.max_tokens else None,
+                ),
+                optional=True,
+            ),
+        ]
+    if len(agents) > room:
+        note = f"{len(agents) - room} more agents are not shown; edit them with `caramba run`."
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=escape(note))]))
+    return View(
+        type="modal",
+        callback_id=EDIT_VIEW,
+        title="Edit the proposal",
+        submit="Save",
+        close="Cancel",
+        private_metadata=json.dumps(meta),
+        blocks=blocks,
+    )
+
+
+def _value(values: dict[str, Any], block_id: str) -> dict[str, Any]:
+    return values.get(block_id, {}).get("v", {})
+
+
+def edit_from_values(agents: list[AgentSpec], values: dict[str, Any]) -> Edit:
+    """The changes a submitted form makes (unchanged fields are left out)."""
+    changes: list[AgentEdit] = []
+    for a in agents:
+        if f"prompt:{a.id}" not in values:
+            continue  # not shown in the form
+        prompt = _value(values, f"prompt:{a.id}").get("value") or ""
+        tools = tuple(
+            o["value"] for o in _value(values, f"tools:{a.id}").get("selected_options") or ()
+        )
+        model = _value(values, f"model:{a.id}").get("value") or ""
+        tokens = _value(values, f"tokens:{a.id}").get("value")
+        change = AgentEdit(
+            agent_id=a.id,
+            system_prompt=prompt
+            if prompt and prompt != (a.system_prompt or a.description)
+            else None,
+            tools=tools if set(tools) != set(a.tools) else None,
+            model=model if model != (a.model or "") else None,
+            max_tokens=int(tokens) if tokens and int(tokens) != a.budget.max_tokens else None,
+        )
+        if change.model_dump(exclude={"agent_id"}, exclude_defaults=True):
+            changes.append(change)
+    return Edit(agents=tuple(changes))
+
+
+def error_block(agents: list[AgentSpec], message: str) -> str:
+    """The form field to show ``message`` under: the named agent's tools or prompt."""
+    for a in agents:
+        if a.name in message:
+            return f"tools:{a.id}" if "tool" in message else f"prompt:{a.id}"
+    return f"prompt:{agents[0].id}"

@@ -1,0 +1,408 @@
+"""The Slack bot end to end, offline: signed HTTP requests into the app served by uvicorn,
+a local fake of the Slack Web API recording every call, real Redis, the scripted model,
+turns run by the inline scheduler."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import time
+import urllib.parse
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from slack_sdk.signature import SignatureVerifier
+
+from bots.slack.app import SlackBot
+from bots.slack.secrets import SlackSecrets
+from bots.slack.server import EVENTS_PATH, asgi_app
+from core.llm.scripted import Reply, ScriptedModel, call
+from core.types.run import RunStatus
+from tests.fakes.slack_api import FakeSlackAPI
+from tests.helpers import collect
+from tests.planning_helpers import ROUTE_PLAN, as_json, design, prompt_writer
+from tests.planning_helpers import settings as planning_settings
+from tests.scenarios import texts
+
+pytestmark = pytest.mark.integration
+SECRET = "test-signing-secret"
+ANA, MALLORY, CHANNEL = "UANA", "UMAL", "C1"
+
+
+def responder(request: Any) -> Reply:
+    """Prompt drafts while planning; every running agent finishes at once, except that
+    the orchestrator of a task about airports first asks which one and reports the answer."""
+    if "The agent: " in (request.messages[-1].content or ""):
+        return prompt_writer(request)
+    if request.agent_name == "Orchestrator" and "airport" in json.dumps(
+        [m.content for m in request.messages]
+    ):
+        replies = texts(request, "[Reply from")
+        if not replies:
+            return Reply(calls=(call("ask_user", {"question": "BER or a nearby airport?"}),))
+        return Reply(calls=(call("finish", {"result": replies[0].splitlines()[1]}),))
+    return Reply(calls=(call("finish", {"result": f"{request.agent_name} says: 3 flights"}),))
+
+
+def scripted(plan: dict[str, Any] | None) -> ScriptedModel:
+    """The planning path with ``plan``; the fast path (a direct answer) with None."""
+    m = ScriptedModel(responder=responder)
+    if plan is None:
+        direct = {"path": "direct", "reason": "a simple question", "answer": "Paris."}
+        return m.script("router", Reply(calls=(call("submit_router", direct),)))
+    m.script("router", ROUTE_PLAN)
+    m.script("planner", as_json(plan))
+    return m
+
+
+def asking_design() -> dict[str, Any]:
+    """The usual design, with an orchestrator that may ask people questions."""
+    d = design()
+    d["agents"][0]["tools"] = ["ask_user"]
+    return d
+
+
+class Harness:
+    def __init__(self, bot: SlackBot, slack: FakeSlackAPI, http: httpx.AsyncClient) -> None:
+        self.bot, self.slack, self.http = bot, slack, http
+
+    async def post(self, body: str, content_type: str, *, secret: str = SECRET) -> httpx.Response:
+        ts = str(int(time.time()))
+        sig = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
+        return await self.http.post(
+            EVENTS_PATH,
+            content=body,
+            headers={
+                "Content-Type": content_type,
+                "X-Slack-Request-Timestamp": ts,
+                "X-Slack-Signature": sig,
+            },
+        )
+
+    async def mention(self, text: str, *, event_id: str = "Ev1", **kw: Any) -> httpx.Response:
+        body = {
+            "type": "event_callback",
+            "team_id": "T1",
+            "api_app_id": "A1",
+            "event_id": event_id,
+            "event_time": int(time.time()),
+            "event": {
+                "type": "app_mention",
+                "user": ANA,
+                "text": f"<@UBOT> {text}",
+                "ts": "1700000000.000100",
+                "channel": CHANNEL,
+                "event_ts": "1700000000.000100",
+            },
+        }
+        return await self.post(json.dumps(body), "application/json", **kw)
+
+    async def reply(self, text: str, *, event_id: str) -> httpx.Response:
+        body = {
+            "type": "event_callback",
+            "team_id": "T1",
+            "api_app_id": "A1",
+            "event_id": event_id,
+            "event_time": int(time.time()),
+            "event": {
+                "type": "message",
+                "channel_type": "channel",
+                "user": ANA,
+                "text": text,
+                "ts": "1700000000.000900",
+                "thread_ts": "1700000000.000100",
+                "channel": CHANNEL,
+            },
+        }
+        return await self.post(json.dumps(body), "application/json")
+
+    async def click(self, action_id: str, run_id: str, user: str, card_ts: str) -> httpx.Response:
+        payload = {
+            "type": "block_actions",
+            "team": {"id": "T1"},
+            "user": {"id": user},
+            "api_app_id": "A1",
+            "trigger_id": "trig",
+            "container": {"type": "message", "message_ts": card_ts, "channel_id": CHANNEL},
+            "channel": {"id": CHANNEL},
+            "message": {"ts": card_ts, "thread_ts": "1700000000.000100", "text": "card"},
+            "actions": [
+                {"type": "button", "action_id": action_id, "value": run_id, "block_id": "b"}
+            ],
+        }
+        body = "payload=" + urllib.parse.quote(json.dumps(payload))
+        return await self.post(body, "application/x-www-form-urlencoded")
+
+
+@contextlib.asynccontextmanager
+async def harness(
+    make_services: Any, redis: Any, plan: dict[str, Any] | str | None = "default"
+) -> AsyncIterator[Harness]:
+    slack = await FakeSlackAPI().start()
+    s = planning_settings()
+    s = s.model_copy(update={"slack": s.slack.model_copy(update={"api_url": slack.url})})
+    svc = make_services(s, scripted(design() if plan == "default" else plan), redis=redis)
+    bot = SlackBot(svc, SlackSecrets(bot_token="xoxb-test", signing_secret=SECRET))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(asgi_app(bot), log_level="warning", lifespan="off"))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    await slack.wait_for(lambda: server.started)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            yield Harness(bot, slack, http)
+    finally:
+        await bot.drain()
+        server.should_exit = True
+        await serving
+        sock.close()
+        await slack.stop()
+
+
+async def test_mention_card_approve_progress_result(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        resp = await h.mention("Compare the three cheapest flights from Lisbon to Berlin.")
+        assert resp.status_code == 200
+        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
+        reaction = h.slack.of("reactions.add")
+        assert reaction == [{"channel": CHANNEL, "timestamp": "1700000000.000100", "name": "eyes"}]
+        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
+        assert card["thread_ts"] == "1700000000.000100"
+        text = json.dumps(card["blocks"])
+        assert "Find fares" in text and "Scout A" in text and "Approve" in text
+
+        run_id = card["blocks"][-1]["elements"][0]["value"]
+        # A double click: both acknowledged, one run starts, the second click is refused.
+        clicks = await asyncio.gather(
+            *(h.click("caramba_approve", run_id, ANA, "1700000000.000200") for _ in range(2))
+        )
+        assert [r.status_code for r in clicks] == [200, 200]
+        await h.bot.drain()
+        (second,) = h.slack.of("chat.postEphemeral")
+        assert "already" in second["text"]
+
+        updates = h.slack.of("chat.update")
+        assert len([u for u in updates if u["ts"] == "1700000000.000200"]) == 1
+        assert updates[0]["ts"] == "1700000000.000200"
+        assert f"Approved by <@{ANA}>" in json.dumps(updates[0]["blocks"])
+        assert "caramba_approve" not in json.dumps(updates[0]["blocks"])
+        thread = [c for c in h.slack.of("chat.postMessage") if c is not card]
+        assert all(c["thread_ts"] == "1700000000.000100" for c in thread)
+        assert any("agents 0/0" in c["text"] for c in thread), "the status message"
+        assert "Run completed" in updates[-1]["text"]
+        assert "Orchestrator says: 3 flights" in thread[-1]["text"]
+        run = await h.bot.svc.store.get_run(run_id)
+        assert run.status is RunStatus.COMPLETED
+        assert len([e for e in await collect(h.bot.svc, run_id) if e.kind == "run_started"]) == 1
+        order = [c.method for c in h.slack.calls if c.method != "auth.test"]
+        assert order[:2] == ["reactions.add", "chat.postMessage"]
+
+
+async def test_bad_signature_is_refused(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        resp = await h.mention("anything", secret="wrong")
+        assert resp.status_code == 401
+        await h.bot.drain()
+        assert [c.method for c in h.slack.calls] == []
+
+
+async def test_a_retried_event_yields_one_card(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        for _ in range(2):
+            assert (
+                await h.mention("Compare flights to Berlin.", event_id="EvSame")
+            ).status_code == 200
+        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
+        await h.bot.drain()
+        assert len([c for c in h.slack.of("chat.postMessage") if c.get("blocks")]) == 1
+        assert len(h.slack.of("reactions.add")) == 1
+
+
+async def test_an_unauthorised_approve_is_refused_in_private(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        await h.mention("Compare flights to Berlin.")
+        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
+        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
+        run_id = card["blocks"][-1]["elements"][0]["value"]
+        assert (await h.click("caramba_approve", run_id, MALLORY, "1.2")).status_code == 200
+        await h.bot.drain()
+        (refusal,) = h.slack.of("chat.postEphemeral")
+        assert refusal["user"] == MALLORY and "Only" in refusal["text"]
+        assert h.slack.of("chat.update") == []
+        run = await h.bot.svc.store.get_run(run_id)
+        assert run.status is RunStatus.PROPOSED
+
+        # The requester rejects; a second click is refused with core's reason.
+        await h.click("caramba_reject", run_id, ANA, "1.2")
+        await h.bot.drain()
+        await h.click("caramba_approve", run_id, ANA, "1.2")
+        await h.bot.drain()
+        assert "Rejected by <@UANA>" in json.dumps(h.slack.of("chat.update")[0]["blocks"])
+        assert "already rejected" in h.slack.of("chat.postEphemeral")[-1]["text"]
+        assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.REJECTED
+
+
+async def test_a_reply_in_the_thread_answers_an_agents_question(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis, asking_design()) as h:
+        await h.mention("Book a flight to Berlin: which airport is best?")
+        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
+        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
+        run_id = card["blocks"][-1]["elements"][0]["value"]
+        await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
+        await h.slack.wait_for(
+            lambda: any("BER or a nearby" in c["text"] for c in h.slack.of("chat.postMessage"))
+        )
+        assert (await h.reply("BER, please", event_id="EvReply")).status_code == 200
+        done = {"channel": CHANNEL, "timestamp": "1700000000.000900", "name": "white_check_mark"}
+        await h.slack.wait_for(lambda: done in h.slack.of("reactions.add"))
+        await h.bot.drain()
+        assert h.slack.of("chat.postMessage")[-1]["text"] == "BER, please"
+        assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.COMPLETED
+
+
+async def test_a_simple_request_is_answered_in_the_thread_without_a_card(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis, None) as h:
+        await h.mention("What is the capital of France?")
+        await h.slack.wait_for(
+            lambda: any("says: 3 flights" in c["text"] for c in h.slack.of("chat.postMessage"))
+        )
+        await h.bot.drain()
+        posts = h.slack.of("chat.postMessage")
+        assert "caramba_approve" not in json.dumps(posts), "no proposal card"
+        assert all(c["thread_ts"] == "1700000000.000100" for c in posts)
+        assert "Run completed" in h.slack.of("chat.update")[-1]["text"]
+
+
+async def test_cancel_stops_the_run(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis, asking_design()) as h:
+        await h.mention("Book a flight to Berlin: which airport is best?")
+        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
+        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
+        run_id = card["blocks"][-1]["elements"][0]["value"]
+        await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
+        await h.slack.wait_for(
+            lambda: any("BER or a nearby" in c["text"] for c in h.slack.of("chat.postMessage"))
+        )
+        status = next(c for c in h.slack.of("chat.postMessage") if "agents" in c["text"])
+        assert "caramba_cancel" in json.dumps(status["blocks"])
+
+        await h.click("caramba_cancel", run_id, MALLORY, "1700000000.000300")
+        await h.slack.wait_for(lambda: len(h.slack.of("chat.postEphemeral")) == 1)
+        assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.WAITING_HUMAN
+
+        await h.click("caramba_cancel", run_id, ANA, "1700000000.000300")
+        await h.bot.drain()
+        assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.CANCELLED
+        last = h.slack.of("chat.update")[-1]
+        assert "Run cancelled" in last["text"] and "caramba_cancel" not in json.dumps(last)
+        assert f"cancelled by {ANA}" in h.slack.of("chat.postMessage")[-1]["text"]
+
+
+async def test_socket_mode_mention_gets_a_card(make_services, real_redis) -> None:
+    from bots.slack.server import serve_socket_mode
+
+    slack = await FakeSlackAPI().start()
+    s = planning_settings()
+    s = s.model_copy(update={"slack": s.slack.model_copy(update={"api_url": slack.url})})
+    svc = make_services(s, scripted(design()), redis=real_redis)
+    bot = SlackBot(svc, SlackSecrets(bot_token="xoxb-test", signing_secret="", app_token="xapp"))
+    serving = asyncio.create_task(serve_socket_mode(bot, "xapp-1"))
+    try:
+        event = {
+            "type": "event_callback",
+            "team_id": "T1",
+            "api_app_id": "A1",
+            "event_id": "EvSocket",
+            "event_time": int(time.time()),
+            "event": {
+                "type": "app_mention",
+                "user": ANA,
+                "text": "<@UBOT> Compare flights to Berlin.",
+                "ts": "1700000000.000100",
+                "channel": CHANNEL,
+            },
+        }
+        envelope = {"envelope_id": "env1", "type": "events_api", "payload": event}
+        await slack.envelopes.put(envelope)
+        await slack.wait_for(lambda: any(c.get("blocks") for c in slack.of("chat.postMessage")))
+        assert {"envelope_id": "env1"} in slack.socket_acks
+        assert slack.of("apps.connections.open") and slack.of("reactions.add")
+    finally:
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        await bot.drain()
+        await slack.stop()
+
+
+def form_values(form: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """What Slack submits for ``form`` as opened, with ``changes`` by block id."""
+    values: dict[str, Any] = {}
+    for block in form["blocks"]:
+        if block["type"] != "input":
+            continue
+        element, bid = block["element"], block["block_id"]
+        if element["type"] == "multi_static_select":
+            chosen = [o["value"] for o in element.get("initial_options", [])]
+            chosen = changes.get(bid, chosen)
+            value: dict[str, Any] = {"selected_options": [{"value": v} for v in chosen]}
+        else:
+            value = {"value": changes.get(bid, element.get("initial_value"))}
+        values[bid] = {"v": {"type": element["type"], **value}}
+    return values
+
+
+async def test_an_edit_changes_the_agent_that_runs(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        await h.mention("Compare flights to Berlin.")
+        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
+        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
+        run_id = card["blocks"][-1]["elements"][0]["value"]
+        await h.click("caramba_edit_open", run_id, ANA, "1700000000.000200")
+        await h.slack.wait_for(lambda: bool(h.slack.of("views.open")))
+        form = h.slack.of("views.open")[0]["view"]
+        form = json.loads(form) if isinstance(form, str) else form
+        assert form["callback_id"] == "caramba_edit" and form["blocks"][0]["type"] == "input"
+        run = await h.bot.svc.store.get_run(run_id)
+        scout = next(a for a in run.cohort.agents if a.name == "Scout A")  # type: ignore[union-attr]
+
+        async def submit(**changes: Any) -> httpx.Response:
+            payload = {
+                "type": "view_submission",
+                "team": {"id": "T1"},
+                "user": {"id": ANA},
+                "api_app_id": "A1",
+                "trigger_id": "trig",
+                "view": {**form, "id": "V1", "state": {"values": form_values(form, **changes)}},
+            }
+            body = "payload=" + urllib.parse.quote(json.dumps(payload))
+            return await h.post(body, "application/x-www-form-urlencoded")
+
+        bad = await submit(**{f"tools:{scout.id}": ["teleport"]})
+        assert bad.status_code == 200
+        assert bad.json()["response_action"] == "errors"
+        assert "teleport" in bad.json()["errors"][f"tools:{scout.id}"]
+
+        ok = await submit(
+            **{f"prompt:{scout.id}": "Only look at trains.", f"tools:{scout.id}": ["finish"]}
+        )
+        assert ok.status_code == 200 and not ok.content
+        await h.slack.wait_for(lambda: bool(h.slack.of("chat.update")))
+        assert "Edited by <@UANA>" in json.dumps(h.slack.of("chat.update")[0]["blocks"])
+        edited = await h.bot.svc.store.get_run(run_id)
+        spec = next(a for a in edited.cohort.agents if a.id == scout.id)  # type: ignore[union-attr]
+        assert spec.system_prompt == "Only look at trains." and "calculate" not in spec.tools
+
+        await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
+        await h.bot.drain()
+        model = h.bot.svc.llm
+        asked = [r for r in model.requests if r.agent_name == "Scout A"]  # type: ignore[attr-defined]
+        assert asked and "Only look at trains." in (asked[0].messages[0].content or "")

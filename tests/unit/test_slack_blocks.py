@@ -1,0 +1,128 @@
+"""Slack rendering: escaping, Block Kit limits, and the relay's coalescing and resilience."""
+
+from __future__ import annotations
+
+import json
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.slack.blocks import proposal_blocks
+from bots.slack.relay import ThreadRelay
+from bots.slack.secrets import SlackSecrets
+from bots.slack.text import SECTION_LIMIT, escape, split, truncate
+from core.approval import AgentCard, ProposalView
+from core.errors import MissingSecretError
+from core.types.agent import EndReason
+from core.types.events import AgentCreated, AgentFinished, RunFinished, ToolCalled
+from core.types.run import RunBudget, RunStatus
+from tests.fakes.slack_api import FakeSlackAPI
+
+
+def test_escape_defuses_broadcasts_and_markup() -> None:
+    text = escape("<!channel> hi @here & <@U1> @Everyone <https://x|y>")
+    assert "<" not in text and ">" not in text and "&amp;" in text
+    assert "@here" not in text and "@Everyone" not in text and "<!channel>" not in text
+
+
+def test_truncate_and_split_respect_the_limit() -> None:
+    long = escape("a&b " * 2000)
+    cut = truncate(long, pointer="see the file")
+    assert len(cut) <= SECTION_LIMIT and cut.endswith("see the file)")
+    assert not cut.split("…")[0].endswith(("&", "&a", "&am", "&amp"))
+    pieces = split("line\n" * 2000)
+    assert all(len(p) <= SECTION_LIMIT for p in pieces) and len(pieces) == 4
+
+
+def _view(agents: int, task: str) -> ProposalView:
+    return ProposalView(
+        run_id="run_1",
+        task=task,
+        requested_by="UANA",
+        status=RunStatus.PROPOSED,
+        steps=("Find <!everyone>", "Compare"),
+        agents=tuple(
+            AgentCard(
+                id=f"a{i}",
+                name=f"Agent {i}",
+                role="member",
+                parent="Lead",
+                model="openai/x",
+                tools=("calculate",),
+                prompt_excerpt="You search. " * 40,
+                max_tokens=1000,
+                max_cost_usd=0.5,
+            )
+            for i in range(agents)
+        ),
+        patterns=("Lead: fan_out",),
+        reused=(),
+        budget=RunBudget(tokens=100_000, cost_usd=1.0, wall_clock_s=600),
+        expires_at=None,
+        decided_by=None,
+    )
+
+
+def test_the_card_fits_block_kit_limits() -> None:
+    blocks = [b.to_dict() for b in proposal_blocks(_view(80, "x" * 10_000 + " @channel"))]
+    assert len(blocks) <= 50
+    for b in blocks:
+        if b["type"] == "section":
+            assert len(b["text"]["text"]) <= SECTION_LIMIT
+    text = json.dumps(blocks)
+    assert "more agents" in text and "truncated" in text and "<!everyone>" not in text
+    assert blocks[-1]["elements"][0]["value"] == "run_1"
+
+
+def test_missing_secrets_name_the_variable(monkeypatch) -> None:
+    monkeypatch.delenv("SLACK_BOT_TOKEN", raising=False)
+    try:
+        SlackSecrets.from_env()
+    except MissingSecretError as exc:
+        assert exc.variable == "SLACK_BOT_TOKEN"
+    else:
+        raise AssertionError("expected MissingSecretError")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    monkeypatch.delenv("SLACK_SIGNING_SECRET", raising=False)
+    try:
+        SlackSecrets.from_env()
+    except MissingSecretError as exc:
+        assert exc.variable == "SLACK_SIGNING_SECRET"
+    else:
+        raise AssertionError("expected MissingSecretError")
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1")  # Socket Mode needs no signing secret
+    assert SlackSecrets.from_env().app_token == "xapp-1"
+
+
+async def test_the_relay_coalesces_status_and_survives_api_errors() -> None:
+    slack = await FakeSlackAPI().start()
+    try:
+        relay = ThreadRelay(AsyncWebClient(token="x", base_url=slack.url), "C1", "1.1")
+        await relay.show_status(force=True)
+        for seq in range(30):
+            await relay.on_event(
+                ToolCalled(
+                    run_id="r",
+                    agent_id="a",
+                    seq=seq,
+                    tool="calculate",
+                    arguments="",
+                    ok=True,
+                    result="1",
+                )
+            )
+            await relay.show_status(interval_s=1.0)
+        assert len(slack.of("chat.postMessage")) == 1 and slack.of("chat.update") == []
+
+        slack.failing.add("chat.postMessage")
+        await relay.on_event(AgentCreated(run_id="r", agent_id="b", name="B", role="x", model="m"))
+        await relay.on_event(
+            AgentFinished(run_id="r", agent_id="b", reason=EndReason.FINISHED, result="done")
+        )
+        slack.failing.clear()
+        await relay.on_event(RunFinished(run_id="r", status=RunStatus.COMPLETED, result="y" * 7000))
+        await relay.show_status(force=True)
+        posts = slack.of("chat.postMessage")
+        assert [len(p["text"]) for p in posts[-3:]] == [3000, 3000, 1000]
+        assert "tool calls 30" in slack.of("chat.update")[-1]["text"]
+    finally:
+        await slack.stop()
