@@ -113,6 +113,15 @@ class Bus:
 
         return [write] if outgoing else []
 
+    async def deliver(self, run_id: str, message: Message) -> None:
+        """Put a message straight into its recipient's inbox (not from a turn: a person's
+        answer, a reminder). The caller wakes the recipient."""
+        out = Outgoing(self.keys.inbox(run_id, message.recipient), message, (message.recipient,))
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for write in self.send_writes([out]):
+                write(pipe)
+            await pipe.execute()
+
     # --- receiving --------------------------------------------------------------------
 
     async def drain(self, run_id: str, spec: AgentSpec) -> tuple[list[Delivered], list[Delivered]]:

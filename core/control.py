@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from core.store import TransitionResult, transition
+from core.types.agent import AgentStatus
 from core.types.cohort import Cohort
 from core.types.events import RunEvent, RunFinished, RunStarted
 from core.types.run import RunBudget, RunState, RunStatus
@@ -65,7 +66,7 @@ async def propose_run(
 async def approve_run(svc: Services, run_id: str, by: str) -> TransitionResult:
     """Approve and start a proposed run. Of concurrent approvals exactly one starts it;
     the others get ``ok=False`` with the reason."""
-    from core.runs import spawn_agent, spawn_cohort
+    from core.runs import spawn_cohort
 
     current = await svc.store.get_run(run_id)
     if (
@@ -102,11 +103,10 @@ async def approve_run(svc: Services, run_id: str, by: str) -> TransitionResult:
     if started is None:  # cancelled between the two steps
         run = await svc.store.get_run(run_id)
         return TransitionResult(False, run, f"run {run_id} is {run.status.value}")
-    if started.cohort is not None:
-        await spawn_cohort(svc, run_id, started.cohort, started.task, started.requested_by)
-    else:
-        assert started.root is not None, "a proposed run keeps its root agent"
-        await spawn_agent(svc, run_id, started.root, started.task, started.requested_by)
+    assert started.root is not None, "a proposed run keeps its root agent"
+    # A single top agent is a cohort of one.
+    cohort = started.cohort or Cohort(task=started.task, agents=(started.root,))
+    await spawn_cohort(svc, run_id, cohort, started.task, started.requested_by)
     return TransitionResult(True, started)
 
 
@@ -160,10 +160,12 @@ async def nudge(svc: Services, run_id: str, agent_id: str, *, force: bool = Fals
     from core.turn_io import wake_agent
 
     fields: Any = await svc.redis.hmget(svc.store.keys.agent(run_id, agent_id), ["status", "seq"])
-    status, seq = fields
-    if status is None or status in ("finished", "failed"):
+    if fields[0] is None:
         return
-    if status in ("waiting", "waiting_human") and not force:
+    status, seq = AgentStatus(fields[0]), int(fields[1])
+    if status.terminal:
+        return
+    if status.waiting and not force:
         await wake_agent(svc, run_id, agent_id)
     else:
-        await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=agent_id, seq=int(seq)))
+        await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=agent_id, seq=seq))

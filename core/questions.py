@@ -17,7 +17,7 @@ from core.errors import UsageError
 from core.store import RunChange, TransitionResult, transition
 from core.types._base import Frozen
 from core.types.events import QuestionAsked, QuestionClosed, RunEvent, RunStatusChanged
-from core.types.messages import BUS_MESSAGE, HumanReply
+from core.types.messages import HumanReply
 from core.types.run import RunState, RunStatus
 
 if TYPE_CHECKING:
@@ -118,12 +118,7 @@ async def answer_question(
     if q is None:
         return TransitionResult(False, run, f"run {run_id} has no open question to answer")
     reply = HumanReply(run_id=run_id, sender=by, recipient=q.agent_id, body=answer, author=by)
-    await svc.redis.xadd(
-        svc.store.keys.inbox(run_id, q.agent_id),
-        {"m": BUS_MESSAGE.dump_json(reply)},
-        maxlen=svc.settings.bus.stream_maxlen,
-        approximate=True,
-    )
+    await svc.bus.deliver(run_id, reply)
     await _closed(
         svc,
         q,

@@ -25,20 +25,6 @@ def require_known_tools(svc: Services, spec: AgentSpec) -> None:
         )
 
 
-async def spawn_agent(
-    svc: Services, run_id: str, spec: AgentSpec, task: str, requester: str
-) -> AgentState:
-    """Create the run's root agent (state saved, event emitted), schedule its first turn."""
-    require_known_tools(svc, spec)
-    state = new_agent_state(svc, run_id, spec, task=task, requester=requester, brief=task)
-    await svc.redis.sadd(svc.store.keys.agent_slots(run_id), spec.id)
-    await svc.store.create_agent(
-        state, [created_event(svc, state)], svc.bus.register_writes(run_id, spec)
-    )
-    await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=spec.id, seq=0))
-    return state
-
-
 async def spawn_cohort(
     svc: Services, run_id: str, cohort: Cohort, task: str, requester: str
 ) -> list[AgentState]:

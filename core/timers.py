@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import Field, TypeAdapter
 
 from core.types._base import Frozen, new_id
-from core.types.messages import BUS_MESSAGE, HumanReply
+from core.types.messages import HumanReply
 
 if TYPE_CHECKING:
     from core.runtime import Services
@@ -76,10 +76,5 @@ async def _fire(svc: Services, timer: Timer) -> None:
             body=timer.body,
             author=timer.author,
         )
-        await svc.redis.xadd(
-            svc.store.keys.inbox(timer.run_id, timer.agent_id),
-            {"m": BUS_MESSAGE.dump_json(message)},
-            maxlen=svc.settings.bus.stream_maxlen,
-            approximate=True,
-        )
+        await svc.bus.deliver(timer.run_id, message)
     await wake_agent(svc, timer.run_id, timer.agent_id)

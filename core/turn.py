@@ -45,14 +45,15 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         log.warning("turn %s: unknown agent, dropped", job)
         return TurnOutcome.DROPPED
     if state.status.terminal or state.seq != job.seq:
-        if state.seq == job.seq + 1 and await redo_followups(
+        # Saved by a delivery whose worker may have died before its follow-ups (new
+        # agents' first turns, wake-ups, the next turn): redo them if they are pending.
+        redone = state.seq == job.seq + 1 and await redo_followups(
             svc, job.run_id, job.agent_id, job.seq
-        ):
-            # Saved by a delivery whose worker died before its follow-ups (new agents'
-            # first turns, wake-ups, the next turn): they were redone.
-            pass
-        elif state.status.waiting and await svc.bus.release_stale_wake(
-            job.run_id, job.agent_id, job.seq
+        )
+        if (
+            not redone
+            and state.status.waiting
+            and await svc.bus.release_stale_wake(job.run_id, job.agent_id, job.seq)
         ):
             # A wake-up claimed for an older turn: release it and look at the mail again.
             await TurnIO(svc, state).spurious_wake()

@@ -19,8 +19,6 @@ from core.types.messages import HumanReply, Message, ResultMessage
 
 if TYPE_CHECKING:
     from core.questions import OpenQuestion
-
-if TYPE_CHECKING:
     from core.runtime import Services
 
 _EVENT_TEXT_CHARS = 500

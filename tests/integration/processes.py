@@ -6,15 +6,34 @@ that nobody reads. Every process is stopped (SIGTERM, then SIGKILL) by :meth:`st
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from core.config import PROJECT_ROOT
+
+
+@contextlib.contextmanager
+def unique_prefix() -> Iterator[str]:
+    """A key prefix of its own for processes sharing the test Redis; its keys are removed."""
+    from redis import Redis
+
+    from tests.conftest import REDIS_URL
+
+    name = f"test-{uuid.uuid4().hex[:8]}"
+    yield name
+    client = Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(match=f"{name}:*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()
 
 
 def worker_env(**settings: str) -> dict[str, str]:

@@ -7,11 +7,9 @@ import os
 import re
 import signal
 import sys
-import uuid
 from collections.abc import Iterator
 
 import pytest
-from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
 from core.config import load_settings
@@ -26,20 +24,15 @@ from tasks.scheduler import CeleryScheduler
 from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.helpers import collect
-from tests.integration.processes import Process, worker_env
+from tests.integration.processes import Process, unique_prefix, worker_env
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def prefix() -> Iterator[str]:
-    name = f"test-{uuid.uuid4().hex[:8]}"
-    yield name
-    client = SyncRedis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match=f"{name}:*", count=1000))
-    if keys:
-        client.delete(*keys)
-    client.close()
+    with unique_prefix() as name:
+        yield name
 
 
 def solo(body: dict) -> FakeReply:

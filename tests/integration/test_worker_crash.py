@@ -14,7 +14,6 @@ import asyncio
 import re
 import signal
 import threading
-import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -43,7 +42,7 @@ from tasks.scheduler import CeleryScheduler
 from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.helpers import collect
-from tests.integration.processes import Process, worker_env
+from tests.integration.processes import Process, unique_prefix, worker_env
 
 pytestmark = pytest.mark.integration
 
@@ -136,13 +135,8 @@ def fake_llm() -> Iterator[ThreadedFakeLLMServer]:
 
 @pytest.fixture(scope="module")
 def prefix() -> Iterator[str]:
-    name = f"test-{uuid.uuid4().hex[:8]}"
-    yield name
-    client = SyncRedis.from_url(REDIS_URL)
-    keys = list(client.scan_iter(match=f"{name}:*", count=1000))
-    if keys:
-        client.delete(*keys)
-    client.close()
+    with unique_prefix() as name:
+        yield name
 
 
 @pytest.fixture(scope="module")
