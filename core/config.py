@@ -95,9 +95,6 @@ class BusSettings(_Section):
     drain_max: int = Field(50, ge=1, le=1000)
     max_deliveries: int = Field(3, ge=1)
     wake_ttl_s: int = Field(60, ge=1)
-    # A woken agent waits this long before reading its mail, so a burst (several
-    # children finishing together) is read in one turn instead of one model call each.
-    wake_batch_ms: int = Field(0, ge=0, le=5000)
 
 
 class AgentsSettings(_Section):

@@ -82,9 +82,6 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         if await budget.park(svc, job.run_id, job.agent_id):
             return TurnOutcome.PARKED
 
-    if state.status.waiting and svc.settings.bus.wake_batch_ms:
-        # Let a burst of messages land, to read them in one turn (one model call).
-        await asyncio.sleep(svc.settings.bus.wake_batch_ms / 1000)
     arrived = await io.drain()
     if state.open_question is not None:
         arrived += await _close_question(io, state.open_question)
