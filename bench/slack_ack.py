@@ -1,12 +1,13 @@
-"""Slack HTTP acknowledgement latency under a burst of mentions.
+"""Slack HTTP acknowledgement latency under a burst of mentions, in production shape.
 
 The bot served by uvicorn over real HTTP (signed requests), a local fake of the Slack Web
-API, real Redis (127.0.0.1:6379, db 15, a unique key prefix removed afterwards), the
-inline scheduler and a scripted model that plans instantly. ``--mentions`` app_mention
-events are sent evenly over ``--window`` seconds; the acknowledgement latency is the HTTP
-round trip of each (Slack wants it within 3 s); then every proposal card must be posted.
+API, real Redis (127.0.0.1:6379, db 15, a unique key prefix removed afterwards), and the
+requests planned by real Celery worker processes (``--workers``) through litellm against
+the OpenAI-compatible HTTP fake. ``--mentions`` app_mention events are sent evenly over
+``--window`` seconds; the acknowledgement latency is the HTTP round trip of each (Slack
+wants it within 3 s); then every proposal card must be posted by the bot's relays.
 
-    .venv/bin/python bench/slack_ack.py [--mentions 200] [--window 10]
+    .venv/bin/python bench/slack_ack.py [--mentions 200] [--window 10] [--workers 2]
 
 Last line: ``bench slack_ack: mentions=… window_s=… ack_p50_ms=… ack_p99_ms=… cards_posted=…``
 """
@@ -38,23 +39,29 @@ from bots.slack.app import SlackBot
 from bots.slack.secrets import SlackSecrets
 from bots.slack.server import EVENTS_PATH, asgi_app
 from core.config import load_settings
-from core.llm.scripted import Reply, ScriptedModel
+from core.llm.scripted import ScriptedModel
 from core.runtime import build_services
-from core.scheduler.inline import InlineScheduler
-from core.turn import run_turn
+from tasks.app import make_app
+from tasks.scheduler import CeleryScheduler
+from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.fakes.slack_api import FakeSlackAPI
-from tests.planning_helpers import ROUTE_PLAN, as_json, design, prompt_writer
+from tests.integration.processes import Process, worker_env
+from tests.planning_helpers import design
 
 URL = "redis://127.0.0.1:6379/15"
 SECRET = "bench-secret"
+# litellm's own HTTP handler for OpenAI-compatible servers (cheaper than openai/...).
+MODEL = "hosted_vllm/fake-model"
 
 
-def responder(request: Any) -> Reply:
-    if request.agent_name == "router":
-        return ROUTE_PLAN
-    if request.agent_name == "planner":
-        return as_json(design())
-    return prompt_writer(request)
+def responder(body: dict[str, Any]) -> FakeReply:
+    """Router → plan, planner → the usual design, then the prompt drafts."""
+    tools = {t["function"]["name"] for t in body.get("tools") or ()}
+    if "submit_router" in tools:
+        return FakeReply(tool_calls=[("submit_router", {"path": "plan", "reason": "steps"})])
+    if "submit_planner" in tools:
+        return FakeReply(tool_calls=[("submit_planner", design())])
+    return FakeReply(content="Find the fares; finish with the three cheapest.")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -102,18 +109,50 @@ async def send_mentions(port: int, prefix: str, mentions: int, window_s: float) 
     return latencies
 
 
-async def main(mentions: int, window_s: float) -> None:
+async def main(mentions: int, window_s: float, workers: int) -> None:
     prefix = f"bench-slack-{uuid.uuid4().hex[:8]}"
+    queue = f"{prefix}-q"
     slack = await FakeSlackAPI().start()
+    with ThreadedFakeLLMServer() as llm:
+        llm.set_responder(responder)
+        env = worker_env(
+            redis__url=URL,
+            redis__key_prefix=prefix,
+            celery__queue=queue,
+            llm__model=MODEL,
+            llm__api_base=llm.base_url,
+            planning__reflection_rounds="0",
+            planning__library_top_k="0",
+        )
+        procs = [Process.worker(env, f"bench-planner{i}", concurrency=50) for i in range(workers)]
+        try:
+            for proc in procs:
+                proc.wait_for(" ready.", timeout=120)
+            latencies, posted = await _measure(prefix, queue, slack, mentions, window_s)
+        finally:
+            for proc in procs:
+                proc.stop()
+    await slack.stop()
+    print(f"mean ack {statistics.mean(latencies):.1f} ms, max {max(latencies):.1f} ms")
+    print(
+        f"bench slack_ack: mentions={mentions} window_s={window_s:g} "
+        f"ack_p50_ms={pct(latencies, 0.5):.1f} ack_p99_ms={pct(latencies, 0.99):.1f} "
+        f"cards_posted={posted}"
+    )
+
+
+async def _measure(
+    prefix: str, queue: str, slack: FakeSlackAPI, mentions: int, window_s: float
+) -> tuple[list[float], int]:
+    """The bot process: mentions in, acknowledgement latencies and cards posted out."""
     settings = load_settings(
         redis={"url": URL, "key_prefix": prefix},
-        planning={"reflection_rounds": 0},
+        celery={"queue": queue},
         slack={"api_url": slack.url},
     )
     redis = Redis.from_url(URL, decode_responses=True)
-    scheduler = InlineScheduler(settings.scheduler.inline_concurrency)
-    svc = build_services(settings, scheduler, llm=ScriptedModel(responder=responder), redis=redis)
-    scheduler.start(lambda job: run_turn(svc, job))
+    publisher = CeleryScheduler(make_app(settings), settings)
+    svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
     bot = SlackBot(svc, SlackSecrets(bot_token="xoxb-bench", signing_secret=SECRET))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -134,23 +173,17 @@ async def main(mentions: int, window_s: float) -> None:
     deadline = time.monotonic() + 120
     while cards() < mentions and time.monotonic() < deadline:  # noqa: ASYNC110
         await asyncio.sleep(0.1)
-    await bot.drain()
     posted = cards()
+    await bot.aclose()
     server.should_exit = True
     await serving
     sock.close()
-    await scheduler.stop()
+    await publisher.aclose()
     keys = [k async for k in redis.scan_iter(match=f"{prefix}:*", count=1000)]
     if keys:
         await redis.delete(*keys)
     await redis.aclose()
-    await slack.stop()
-    print(f"mean ack {statistics.mean(latencies):.1f} ms, max {max(latencies):.1f} ms")
-    print(
-        f"bench slack_ack: mentions={mentions} window_s={window_s:g} "
-        f"ack_p50_ms={pct(latencies, 0.5):.1f} ack_p99_ms={pct(latencies, 0.99):.1f} "
-        f"cards_posted={posted}"
-    )
+    return latencies, posted
 
 
 if __name__ == "__main__":
@@ -158,5 +191,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mentions", type=int, default=200)
     parser.add_argument("--window", type=float, default=10.0)
+    parser.add_argument("--workers", type=int, default=2, help="planning worker processes")
     args = parser.parse_args()
-    asyncio.run(main(args.mentions, args.window))
+    asyncio.run(main(args.mentions, args.window, args.workers))

@@ -230,6 +230,11 @@ def apply_edit(run: RunState, edit: Edit, tools: ToolRegistry) -> tuple[RunState
     return updated, []
 
 
+def _already(svc: Services, run: RunState) -> str:
+    by = view(svc.settings, run).decided_by
+    return f"This proposal is already {run.status.value} (by {by})."
+
+
 async def decide(svc: Services, run_id: str, user: str, decision: Decision) -> Outcome:
     """Apply a person's decision about a proposal, or say why it was not applied."""
     run = await svc.store.get_run(run_id)
@@ -237,14 +242,17 @@ async def decide(svc: Services, run_id: str, user: str, decision: Decision) -> O
     if refusal is not None:
         return Outcome(False, run, refusal)
     if run.status is not RunStatus.PROPOSED:
-        by = view(svc.settings, run).decided_by
-        return Outcome(False, run, f"This proposal is already {run.status.value} (by {by}).")
-    if isinstance(decision, Approve):
-        step = await approve_run(svc, run_id, user)
-        return Outcome(step.ok, step.run, f"Approved by {user}." if step.ok else step.reason)
-    if isinstance(decision, Reject):
-        step = await reject_run(svc, run_id, user, decision.reason)
-        return Outcome(step.ok, step.run, f"Rejected by {user}." if step.ok else step.reason)
+        return Outcome(False, run, _already(svc, run))
+    if isinstance(decision, Approve | Reject):
+        if isinstance(decision, Approve):
+            step, verb = await approve_run(svc, run_id, user), "Approved"
+        else:
+            step, verb = await reject_run(svc, run_id, user, decision.reason), "Rejected"
+        if step.ok:
+            return Outcome(True, step.run, f"{verb} by {user}.")
+        # Two clicks at once: the other one decided first.
+        late = step.run.status not in (RunStatus.PROPOSED, RunStatus.CANCELLED)
+        return Outcome(False, step.run, _already(svc, step.run) if late else step.reason)
     edited, errors = apply_edit(run, decision, svc.tools)
     if edited is None:
         return Outcome(False, run, "Not changed: " + "; ".join(errors))

@@ -199,6 +199,7 @@ class PlanningSettings(_Section):
     reflection_rounds: int = Field(1, ge=0, le=5)
     prompt_concurrency: int = Field(4, ge=1, le=64)
     library_top_k: int = Field(3, ge=0, le=20)
+    timeout_s: float = Field(300.0, gt=0, le=3600)
 
 
 class SlackSettings(_Section):
@@ -206,6 +207,8 @@ class SlackSettings(_Section):
 
     api_url: str = "https://slack.com/api/"
     status_interval_s: float = Field(1.0, ge=0)
+    # A longer final result is posted cut short and uploaded whole as a file.
+    result_file_chars: int = Field(8000, ge=1000)
 
 
 class Settings(BaseSettings):

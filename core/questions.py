@@ -148,3 +148,24 @@ async def expire_if_due(svc: Services, run_id: str, qid: str) -> OpenQuestion | 
 async def get(svc: Services, run_id: str, qid: str) -> OpenQuestion | None:
     raw: Any = await svc.redis.hget(svc.store.keys.questions(run_id), qid)
     return None if raw is None else OpenQuestion.model_validate_json(raw)
+
+
+async def follow_up(svc: Services, run_id: str, text: str, by: str) -> TransitionResult:
+    """A person's message to a running run that answers no question: delivered to the
+    run's top agent (the one that reports to people), woken to read it on its next turn."""
+    from core.turn_io import wake_agent
+
+    run = await svc.store.get_run(run_id)
+    if run.status not in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
+        return TransitionResult(False, run, f"run {run_id} is {run.status.value}")
+    if not text.strip():
+        raise UsageError("the message is empty", hint="write what the agents should know")
+    top = run.root_agent_id
+    found = await svc.store.load_spec(run_id, top) if top else None
+    if top is None or found is None or found[1].terminal:
+        return TransitionResult(False, run, "the run's top agent has already finished")
+    await svc.bus.deliver(
+        run_id, HumanReply(run_id=run_id, sender=by, recipient=top, body=text, author=by)
+    )
+    await wake_agent(svc, run_id, top)
+    return TransitionResult(True, run)

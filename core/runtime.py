@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from core.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
     from core.intents import IntentProcessor
+    from core.library import Library
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +45,22 @@ class Services:
     bus: Bus
     # Intent kind → processor; chat adapters replace post_to_chat/notify with their own.
     intent_processors: dict[str, IntentProcessor] = field(default_factory=_default_processors)
+    _library: Library | None = field(default=None, repr=False)
+    _library_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+
+    async def library(self) -> Library:
+        """The agent library, opened on first use: its embedder loads once per process,
+        and only in processes that plan or learn."""
+        async with self._library_lock:
+            if self._library is None:
+                from core.library import open_library
+
+                self._library = await open_library(self.settings, self.redis)
+            return self._library
 
     async def aclose(self) -> None:
+        if self._library is not None:
+            await self._library.aclose()
         await self.llm.aclose()
         await self.redis.aclose()
 

@@ -38,7 +38,11 @@ class TurnOutcome(StrEnum):
 
 
 async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
-    """Run one turn of one agent. Safe to call twice with the same job."""
+    """Run one turn of one agent (or plan a request). Safe to call twice with one job."""
+    if job.kind == "plan":
+        from core.requests import plan_request
+
+        return await plan_request(svc, job.run_id)
     store = svc.store
     state, run, deliveries, run_usage = await store.turn_start(job.run_id, job.agent_id, job.seq)
     if state is None:

@@ -1,4 +1,5 @@
-"""Block Kit messages built from core's views: the proposal card and its outcome."""
+"""Block Kit messages built from core's views: the proposal card and its outcome, the
+status line, and the run's result with its feedback buttons."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ APPROVE = "caramba_approve"
 REJECT = "caramba_reject"
 EDIT = "caramba_edit_open"
 CANCEL = "caramba_cancel"
+FEEDBACK_UP = "caramba_feedback_up"
+FEEDBACK_DOWN = "caramba_feedback_down"
 _MORE = "see the full proposal with `caramba` or ask for details in this thread"
 
 
@@ -115,3 +118,18 @@ def status_blocks(line: str, run_id: str, *, running: bool) -> list[Block]:
             )
         )
     return blocks
+
+
+def result_blocks(text: str, run_id: str) -> list[Block]:
+    """The last message of a run's result: ``text`` (mrkdwn, already escaped) and buttons
+    to rate the result, whose value is the run id."""
+    return [
+        SectionBlock(text=MarkdownTextObject(text=truncate(text))),
+        ActionsBlock(
+            block_id=f"feedback:{run_id}",
+            elements=[
+                ButtonElement(text="👍 Helpful", action_id=FEEDBACK_UP, value=run_id),
+                ButtonElement(text="👎 Not helpful", action_id=FEEDBACK_DOWN, value=run_id),
+            ],
+        ),
+    ]

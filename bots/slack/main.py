@@ -7,6 +7,7 @@ without it, everything runs in this process (embedded mode, for trying it out).
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 
 from bots.slack.app import SlackBot
@@ -15,6 +16,8 @@ from bots.slack.server import serve, serve_socket_mode
 from core.config import Settings
 from core.embedded import embedded_services
 from core.runtime import Services, build_llm, build_services
+
+log = logging.getLogger(__name__)
 
 
 @contextlib.asynccontextmanager
@@ -42,10 +45,13 @@ async def run_slack(settings: Settings, secrets: SlackSecrets, host: str, port: 
     )
     async with services as svc:
         bot = SlackBot(svc, secrets)
+        resumed = await bot.resume()
+        if resumed:
+            log.info("resumed relaying %d runs", resumed)
         try:
             if secrets.app_token:
                 await serve_socket_mode(bot, secrets.app_token)
             else:
                 await serve(bot, host, port)
         finally:
-            await bot.drain()
+            await bot.aclose()

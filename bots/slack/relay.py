@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.blocks import status_blocks
+from bots.slack.blocks import result_blocks, status_blocks
 from bots.slack.text import escape, split
-from core.runs import follow_events
+from bots.slack.threads import Shown, Threads, after
+from bots.slack.upload import preview, result_file
+from core.config import SlackSettings
+from core.event_hub import EventHub
 from core.runtime import Services
 from core.types.events import (
     AgentCreated,
@@ -24,6 +28,8 @@ from core.types.events import (
     QuestionAsked,
     RunEvent,
     RunFinished,
+    RunStarted,
+    RunStatusChanged,
     ToolCalled,
 )
 from core.types.run import RunStatus
@@ -34,11 +40,25 @@ log = logging.getLogger(__name__)
 class ThreadRelay:
     """Posts one run's events into ``channel``/``thread_ts``."""
 
+    # A longer final result is uploaded as a file (set from ``slack.result_file_chars``).
+    result_file_chars: int = SlackSettings.model_fields["result_file_chars"].default
+
     def __init__(
-        self, client: AsyncWebClient, channel: str, thread_ts: str, run_id: str = ""
+        self,
+        client: AsyncWebClient,
+        channel: str,
+        thread_ts: str,
+        run_id: str = "",
+        on_proposed: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.client = client
         self.run_id = run_id
+        # Called when planning produced a cohort: the adapter posts the proposal card.
+        self.on_proposed = on_proposed
+        # The status message appears when the run starts (not while it is a proposal).
+        self.started = False
+        # Replaying events an earlier bot process relayed: fold them in, post nothing.
+        self.quiet = False
         self.running = True
         self.channel = channel
         self.thread_ts = thread_ts
@@ -52,6 +72,8 @@ class ThreadRelay:
         self.tools = 0
 
     async def _call(self, method: str, **kwargs: Any) -> Any:
+        if self.quiet:
+            return None
         try:
             return await getattr(self.client, method)(channel=self.channel, **kwargs)
         except Exception:
@@ -66,7 +88,7 @@ class ThreadRelay:
         line = (
             f"{self.status} · agents {self.finished}/{self.agents} done · tool calls {self.tools}"
         )
-        if line == self.shown:
+        if line == self.shown or not self.started or self.quiet:
             return
         if not force and time.monotonic() - self.last_update < interval_s:
             return
@@ -86,6 +108,15 @@ class ThreadRelay:
     async def on_event(self, event: RunEvent) -> None:
         """Fold one event into the status line; post it if it is a milestone."""
         match event:
+            case RunStarted():
+                self.started = True
+                await self.show_status(force=True)
+            case RunStatusChanged(status=RunStatus.PROPOSED) if self.on_proposed and not self.quiet:
+                try:
+                    await self.on_proposed()
+                except Exception:
+                    log.exception("posting the proposal of %s failed", self.run_id)
+                    await self.reply(":x: I could not post the proposal here; ask me again.")
             case AgentCreated():
                 self.names[event.agent_id or ""] = event.name
                 self.agents += 1
@@ -109,29 +140,63 @@ class ThreadRelay:
                 )
             case ChatPosted():
                 await self.reply(f"*{self._who(event.agent_id)}*:\n{escape(event.text)}")
+            case RunFinished(status=RunStatus.REJECTED):
+                self.running = False  # the card says who rejected it
             case RunFinished():
                 self.running = False
                 self.status = f"Run {event.status.value} · {event.tokens} tokens · " + (
                     f"${event.cost_usd:.4f}"
                 )
-                ok = event.status is RunStatus.COMPLETED
-                body = event.result if ok else (event.error or event.status.value)
-                await self.reply(("" if ok else ":x: ") + escape(body or "(no result)"))
+                await self.post_result(event)
             case _:
                 pass
 
+    async def post_result(self, event: RunFinished) -> None:
+        """The result (or why the run failed) in the thread; a long one as a file with a
+        preview. The last message has buttons to rate a run that completed or failed."""
+        ok = event.status is RunStatus.COMPLETED
+        body = event.result if ok else (event.error or event.status.value)
+        text = ("" if ok else ":x: ") + escape(body or "(no result)")
+        pieces = split(text)
+        if ok and event.result and len(event.result) > self.result_file_chars:
+            file = result_file(self.run_id, event.result)
+            if await self._call("files_upload_v2", thread_ts=self.thread_ts, **file) is not None:
+                pieces = [preview(text)]
+        rateable = event.status in (RunStatus.COMPLETED, RunStatus.FAILED) and self.run_id
+        *head, last = pieces
+        for piece in head:
+            await self._call("chat_postMessage", thread_ts=self.thread_ts, text=piece)
+        extra = {"blocks": result_blocks(last, self.run_id)} if rateable else {}
+        await self._call("chat_postMessage", thread_ts=self.thread_ts, text=last, **extra)
+
 
 async def relay_run(
-    svc: Services, client: AsyncWebClient, run_id: str, channel: str, thread_ts: str
+    svc: Services,
+    hub: EventHub,
+    threads: Threads,
+    client: AsyncWebClient,
+    shown: Shown,
+    on_proposed: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
-    """Follow ``run_id`` to its end, relaying into the thread."""
-    relay = ThreadRelay(client, channel, thread_ts, run_id)
+    """Follow ``shown.run_id`` from its request to its end, relaying into its thread.
+
+    Events up to ``shown.last`` were relayed before (by a bot process that stopped): they
+    only rebuild the relay's state. Progress is saved after every event.
+    """
+    relay = ThreadRelay(client, shown.channel, shown.thread, shown.run_id, on_proposed)
+    relay.status_ts = shown.status_ts
+    relay.result_file_chars = svc.settings.slack.result_file_chars
     interval = svc.settings.slack.status_interval_s
-    await relay.show_status(force=True)
     try:
-        async for event in follow_events(svc, run_id):
+        async for entry_id, event in hub.follow(shown.run_id):
+            relay.quiet = not after(entry_id, shown.last)
             await relay.on_event(event)
             await relay.show_status(interval_s=interval)
+            if not relay.quiet:
+                shown = shown.model_copy(update={"last": entry_id, "status_ts": relay.status_ts})
+                await threads.save(shown)
     except Exception:
-        log.exception("following run %s failed", run_id)
+        log.exception("following run %s failed", shown.run_id)
+    relay.quiet = False
     await relay.show_status(force=True)
+    await threads.done(shown.run_id)

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Literal, Protocol
 
 from core.types._base import Frozen
 
 
 class TurnJob(Frozen):
-    """Run turn ``seq`` of one agent. Serialisable: Celery carries it as JSON."""
+    """Run turn ``seq`` of one agent — or, with ``kind="plan"``, the planning of a chat
+    request (``core.requests``; no agent yet). Serialisable: Celery carries it as JSON,
+    so planning gets the turns' delivery guarantees (ledger, retries, redelivery)."""
 
     run_id: str
-    agent_id: str
-    seq: int
+    agent_id: str = ""
+    seq: int = 0
+    kind: Literal["turn", "plan"] = "turn"
 
 
 TurnHandler = Callable[[TurnJob], Awaitable[object]]

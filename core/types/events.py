@@ -142,7 +142,8 @@ class BudgetReached(_EventBase):
 
 
 class RunStatusChanged(_EventBase):
-    """A run moved between running and waiting_human (paused, resumed)."""
+    """A run moved between running and waiting_human (paused, resumed), or its planning
+    ended with a proposal to decide on (``proposed``)."""
 
     kind: Literal["run_status"] = "run_status"
     status: RunStatus

@@ -12,6 +12,8 @@ from core.types.cohort import Cohort
 
 
 class RunStatus(StrEnum):
+    # A chat request being routed and planned by a worker (core.requests).
+    PLANNING = "planning"
     PROPOSED = "proposed"
     APPROVED = "approved"
     RUNNING = "running"
@@ -30,8 +32,10 @@ _TERMINAL = frozenset(
     {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.REJECTED}
 )
 
-# proposed → approved → running ⇄ waiting_human → completed | failed | cancelled | rejected
+# (planning →) proposed → approved → running ⇄ waiting_human → completed | failed |
+# cancelled | rejected
 ALLOWED: dict[RunStatus, frozenset[RunStatus]] = {
+    RunStatus.PLANNING: frozenset({RunStatus.PROPOSED, RunStatus.FAILED, RunStatus.CANCELLED}),
     RunStatus.PROPOSED: frozenset({RunStatus.APPROVED, RunStatus.REJECTED, RunStatus.CANCELLED}),
     RunStatus.APPROVED: frozenset({RunStatus.RUNNING, RunStatus.CANCELLED, RunStatus.FAILED}),
     RunStatus.RUNNING: frozenset(

@@ -2,6 +2,11 @@
 
 Point ``AsyncWebClient(base_url=fake.url)`` at it. The SDK posts JSON for calls with
 blocks and form data for the others; both are decoded into ``Call.args``.
+
+``files_upload_v2`` works against it: ``files.getUploadURLExternal`` hands out an upload
+URL on the fake itself, the bytes posted there are kept in ``uploads`` (and recorded as a
+call named ``upload``), ``files.completeUploadExternal`` answers with the files.
+``rate_limit`` makes a method answer HTTP 429 with ``Retry-After`` for its next calls.
 """
 
 from __future__ import annotations
@@ -29,6 +34,12 @@ class FakeSlackAPI:
     calls: list[Call] = field(default_factory=list)
     # Methods that answer ``ok: false`` (the relay must survive them).
     failing: set[str] = field(default_factory=set)
+    # Method → how many more calls answer HTTP 429 (see ``rate_limit``).
+    limited: dict[str, int] = field(default_factory=dict)
+    retry_after_s: int = 0
+    # Uploaded files by file id: their bytes and the filename asked for.
+    uploads: dict[str, bytes] = field(default_factory=dict)
+    filenames: dict[str, str] = field(default_factory=dict)
     url: str = ""
     # Socket Mode: envelopes to send to the connected app, and the app's acks.
     envelopes: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
@@ -40,6 +51,7 @@ class FakeSlackAPI:
         app = web.Application()
         app.router.add_post("/api/{method}", self._handle)
         app.router.add_get("/link", self._socket)
+        app.router.add_post("/upload/{file_id}", self._upload)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -60,10 +72,17 @@ class FakeSlackAPI:
             args = dict(await request.post())
         # Some SDK methods send their arguments in the query string.
         args = dict(request.query) | args
-        for key in ("blocks", "attachments"):
+        for key in ("blocks", "attachments", "files"):
             if isinstance(args.get(key), str):
                 args[key] = json.loads(args[key])
         self.calls.append(Call(method, args))
+        if self.limited.get(method, 0) > 0:
+            self.limited[method] -= 1
+            return web.json_response(
+                {"ok": False, "error": "ratelimited"},
+                status=429,
+                headers={"Retry-After": str(self.retry_after_s)},
+            )
         if method in self.failing:
             return web.json_response({"ok": False, "error": "fatal_error"})
         body: dict[str, Any] = {"ok": True}
@@ -76,7 +95,34 @@ class FakeSlackAPI:
             body |= {"url": self.url.replace("http://", "ws://").replace("/api/", "/link")}
         elif method == "chat.postEphemeral":
             body |= {"message_ts": f"{int(time.time())}.{next(self._ts):06d}"}
+        elif method == "files.getUploadURLExternal":
+            file_id = f"F{next(self._ts):08d}"
+            self.filenames[file_id] = args.get("filename", "")
+            upload_url = self.url.replace("/api/", f"/upload/{file_id}")
+            body |= {"upload_url": upload_url, "file_id": file_id}
+        elif method == "files.completeUploadExternal":
+            files = [
+                {"id": f["id"], "title": f.get("title", ""), "name": self.filenames.get(f["id"])}
+                for f in args.get("files", [])
+            ]
+            body |= {"files": files}
         return web.json_response(body)
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        """The upload URL: like files.slack.com, a plain-text answer to the posted bytes."""
+        file_id = request.match_info["file_id"]
+        data = await request.read()
+        self.calls.append(Call("upload", {"file_id": file_id, "length": len(data)}))
+        if "upload" in self.failing:
+            return web.Response(status=500, text="upload failed", content_type="text/plain")
+        self.uploads[file_id] = data
+        return web.Response(text=f"OK - {len(data)}", content_type="text/plain")
+
+    def rate_limit(self, method: str, times: int = 1, retry_after_s: int = 0) -> None:
+        """Answer ``method`` with HTTP 429 and ``Retry-After`` for its next ``times`` calls
+        (the SDK reads Retry-After as whole seconds and adds up to 1 s of jitter)."""
+        self.limited[method] = times
+        self.retry_after_s = retry_after_s
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
         """Socket Mode: hello, then each queued envelope; the app's acks are recorded."""

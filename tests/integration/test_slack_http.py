@@ -7,10 +7,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import socket
+import tempfile
 import time
 import urllib.parse
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,7 +24,9 @@ from slack_sdk.signature import SignatureVerifier
 from bots.slack.app import SlackBot
 from bots.slack.secrets import SlackSecrets
 from bots.slack.server import EVENTS_PATH, asgi_app
+from core.config import Settings
 from core.llm.scripted import Reply, ScriptedModel, call
+from core.runtime import Services
 from core.types.run import RunStatus
 from tests.fakes.slack_api import FakeSlackAPI
 from tests.helpers import collect
@@ -70,6 +75,12 @@ def asking_design() -> dict[str, Any]:
 class Harness:
     def __init__(self, bot: SlackBot, slack: FakeSlackAPI, http: httpx.AsyncClient) -> None:
         self.bot, self.slack, self.http = bot, slack, http
+
+    async def runs_end(self, timeout_s: float = 20) -> None:
+        """Wait for the clicks' work, then for every relayed run to end."""
+        await self.bot.drain()
+        await self.bot.finish_relays(timeout_s)
+        assert not self.bot.relays, "a run did not end in time"
 
     async def post(self, body: str, content_type: str, *, secret: str = SECRET) -> httpx.Response:
         ts = str(int(time.time()))
@@ -144,9 +155,20 @@ async def harness(
     make_services: Any, redis: Any, plan: dict[str, Any] | str | None = "default"
 ) -> AsyncIterator[Harness]:
     slack = await FakeSlackAPI().start()
-    s = planning_settings()
+    s = quick_library(planning_settings(), tempfile.mkdtemp(prefix="caramba-lib-"))
     s = s.model_copy(update={"slack": s.slack.model_copy(update={"api_url": slack.url})})
     svc = make_services(s, scripted(design() if plan == "default" else plan), redis=redis)
+    try:
+        async with serve_bot(svc, slack) as h:
+            yield h
+    finally:
+        await slack.stop()
+        shutil.rmtree(s.library.index_dir, ignore_errors=True)
+
+
+@contextlib.asynccontextmanager
+async def serve_bot(svc: Services, slack: FakeSlackAPI) -> AsyncIterator[Harness]:
+    """The bot over ``svc`` served by uvicorn on a free port, calling ``slack``."""
     bot = SlackBot(svc, SlackSecrets(bot_token="xoxb-test", signing_secret=SECRET))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -158,11 +180,16 @@ async def harness(
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             yield Harness(bot, slack, http)
     finally:
-        await bot.drain()
+        await bot.aclose()
         server.should_exit = True
         await serving
         sock.close()
-        await slack.stop()
+
+
+def quick_library(s: Settings, folder: str) -> Settings:
+    """``s`` with a library that learns outside the repository, without the ONNX model."""
+    lib = s.library.model_copy(update={"embedder": "hashing", "index_dir": Path(folder)})
+    return s.model_copy(update={"library": lib})
 
 
 async def test_mention_card_approve_progress_result(make_services, real_redis) -> None:
@@ -187,6 +214,7 @@ async def test_mention_card_approve_progress_result(make_services, real_redis) -
         (second,) = h.slack.of("chat.postEphemeral")
         assert "already" in second["text"]
 
+        await h.runs_end()
         updates = h.slack.of("chat.update")
         assert len([u for u in updates if u["ts"] == "1700000000.000200"]) == 1
         assert updates[0]["ts"] == "1700000000.000200"
@@ -201,7 +229,7 @@ async def test_mention_card_approve_progress_result(make_services, real_redis) -
         assert run.status is RunStatus.COMPLETED
         assert len([e for e in await collect(h.bot.svc, run_id) if e.kind == "run_started"]) == 1
         order = [c.method for c in h.slack.calls if c.method != "auth.test"]
-        assert order[:2] == ["reactions.add", "chat.postMessage"]
+        assert order[:3] == ["reactions.add", "assistant.threads.setStatus", "chat.postMessage"]
 
 
 async def test_bad_signature_is_refused(make_services, real_redis) -> None:
@@ -261,7 +289,7 @@ async def test_a_reply_in_the_thread_answers_an_agents_question(make_services, r
         assert (await h.reply("BER, please", event_id="EvReply")).status_code == 200
         done = {"channel": CHANNEL, "timestamp": "1700000000.000900", "name": "white_check_mark"}
         await h.slack.wait_for(lambda: done in h.slack.of("reactions.add"))
-        await h.bot.drain()
+        await h.runs_end()
         assert h.slack.of("chat.postMessage")[-1]["text"] == "BER, please"
         assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.COMPLETED
 
@@ -274,7 +302,7 @@ async def test_a_simple_request_is_answered_in_the_thread_without_a_card(
         await h.slack.wait_for(
             lambda: any("says: 3 flights" in c["text"] for c in h.slack.of("chat.postMessage"))
         )
-        await h.bot.drain()
+        await h.runs_end()
         posts = h.slack.of("chat.postMessage")
         assert "caramba_approve" not in json.dumps(posts), "no proposal card"
         assert all(c["thread_ts"] == "1700000000.000100" for c in posts)
@@ -299,7 +327,7 @@ async def test_cancel_stops_the_run(make_services, real_redis) -> None:
         assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.WAITING_HUMAN
 
         await h.click("caramba_cancel", run_id, ANA, "1700000000.000300")
-        await h.bot.drain()
+        await h.runs_end()
         assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.CANCELLED
         last = h.slack.of("chat.update")[-1]
         assert "Run cancelled" in last["text"] and "caramba_cancel" not in json.dumps(last)
@@ -339,7 +367,7 @@ async def test_socket_mode_mention_gets_a_card(make_services, real_redis) -> Non
         serving.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await serving
-        await bot.drain()
+        await bot.aclose()
         await slack.stop()
 
 
@@ -402,7 +430,7 @@ async def test_an_edit_changes_the_agent_that_runs(make_services, real_redis) ->
         assert spec.system_prompt == "Only look at trains." and "calculate" not in spec.tools
 
         await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
-        await h.bot.drain()
+        await h.runs_end()
         model = h.bot.svc.llm
         asked = [r for r in model.requests if r.agent_name == "Scout A"]  # type: ignore[attr-defined]
         assert asked and "Only look at trains." in (asked[0].messages[0].content or "")

@@ -13,7 +13,7 @@ from bots.slack.text import SECTION_LIMIT, escape, split, truncate
 from core.approval import AgentCard, ProposalView
 from core.errors import MissingSecretError
 from core.types.agent import EndReason
-from core.types.events import AgentCreated, AgentFinished, RunFinished, ToolCalled
+from core.types.events import AgentCreated, AgentFinished, RunFinished, RunStarted, ToolCalled
 from core.types.run import RunBudget, RunStatus
 from tests.fakes.slack_api import FakeSlackAPI
 
@@ -98,6 +98,8 @@ async def test_the_relay_coalesces_status_and_survives_api_errors() -> None:
     try:
         relay = ThreadRelay(AsyncWebClient(token="x", base_url=slack.url), "C1", "1.1")
         await relay.show_status(force=True)
+        assert slack.of("chat.postMessage") == [], "no status message before the run starts"
+        await relay.on_event(RunStarted(run_id="r", task="t"))
         for seq in range(30):
             await relay.on_event(
                 ToolCalled(

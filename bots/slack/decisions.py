@@ -1,0 +1,143 @@
+"""People deciding about a run from Slack: Approve / Reject / Edit on the card, Cancel on
+the status message. Each is a click → one core call → the card updated or a refusal
+shown only to the person who clicked."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from slack_bolt.async_app import AsyncAck
+from slack_sdk.models.blocks import ContextBlock, MarkdownTextObject
+
+from bots.slack.blocks import (
+    APPROVE,
+    CANCEL,
+    EDIT,
+    REJECT,
+    fallback_text,
+    outcome_blocks,
+    proposal_blocks,
+)
+from bots.slack.edit import EDIT_VIEW, agents_of, edit_from_values, edit_view, error_block
+from bots.slack.text import escape
+from core import approval, learning
+from core.approval import Approve, Decision, ProposalView, Reject, decide, may_decide
+from core.control import cancel_run
+
+if TYPE_CHECKING:
+    from bots.slack.app import SlackBot
+
+
+class Decisions:
+    """The decision listeners of ``bot``'s app."""
+
+    def __init__(self, bot: SlackBot) -> None:
+        self.bot = bot
+        app = bot.app
+        app.action(APPROVE)(self._on_approve)
+        app.action(REJECT)(self._on_reject)
+        app.action(CANCEL)(self._on_cancel)
+        app.action(EDIT)(self._on_edit)
+        app.view(EDIT_VIEW)(self._on_edit_submit)
+
+    async def _refuse(self, body: dict[str, Any], text: str) -> None:
+        message = body["message"]
+        await self.bot.client.chat_postEphemeral(
+            channel=body["channel"]["id"],
+            user=body["user"]["id"],
+            thread_ts=message.get("thread_ts") or message["ts"],
+            text=escape(text),
+        )
+
+    async def _on_approve(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        self.bot.spawn(self.decide(body, Approve()))
+
+    async def _on_reject(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        self.bot.spawn(self.decide(body, Reject()))
+
+    async def _on_cancel(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        self.bot.spawn(self.cancel(body))
+
+    async def decide(self, body: dict[str, Any], decision: Decision) -> None:
+        """A button click → ``core.approval.decide`` → the card updated, or a refusal."""
+        svc = self.bot.svc
+        user, run_id = body["user"]["id"], body["actions"][0]["value"]
+        outcome = await decide(svc, run_id, user, decision)
+        if not outcome.ok:
+            await self._refuse(body, outcome.message)
+            return
+        approved = isinstance(decision, Approve)
+        verb = "Approved" if approved else "Rejected"
+        card = approval.view(svc.settings, outcome.run)
+        await self.bot.client.chat_update(
+            channel=body["channel"]["id"],
+            ts=body["message"]["ts"],
+            text=f"{verb}: {fallback_text(card)}",
+            blocks=outcome_blocks(card, f"*{verb} by <@{escape(user)}>.*"),
+        )
+        if outcome.run.cohort is not None:
+            await learning.after_decision(await svc.library(), outcome.run, approved=approved)
+
+    async def cancel(self, body: dict[str, Any]) -> None:
+        """Cancel → ``core.control.cancel_run`` (same people as for approving); the relay
+        then shows the run as cancelled."""
+        svc = self.bot.svc
+        user, run_id = body["user"]["id"], body["actions"][0]["value"]
+        reason = may_decide(svc.settings, await svc.store.get_run(run_id), user)
+        if reason is None:
+            step = await cancel_run(svc, run_id, user)
+            reason = None if step.ok else step.reason
+        if reason is not None:
+            await self._refuse(body, reason)
+
+    async def _on_edit(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Open the form at once: Slack's trigger_id is valid for 3 s."""
+        await ack()
+        svc = self.bot.svc
+        user, run_id = body["user"]["id"], body["actions"][0]["value"]
+        run = await svc.store.get_run(run_id)
+        refusal = may_decide(svc.settings, run, user)
+        if refusal is not None:
+            await self._refuse(body, refusal)
+            return
+        meta = {"run": run_id, "channel": body["channel"]["id"], "ts": body["message"]["ts"]}
+        form = edit_view(agents_of(run), svc.tools.names(), meta)
+        await self.bot.client.views_open(trigger_id=body["trigger_id"], view=form)
+
+    async def _on_edit_submit(
+        self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
+    ) -> None:
+        """Apply the form through core; its refusals are shown in the form."""
+        svc = self.bot.svc
+        meta = json.loads(view["private_metadata"])
+        user = body["user"]["id"]
+        agents = agents_of(await svc.store.get_run(meta["run"]))
+        try:
+            change = edit_from_values(agents, view["state"]["values"])
+        except ValidationError as exc:
+            problem = exc.errors()[0]["msg"]
+            await ack(response_action="errors", errors={error_block(agents, ""): problem})
+            return
+        outcome = await decide(svc, meta["run"], user, change)
+        if not outcome.ok:
+            block = error_block(agents, outcome.message)
+            await ack(response_action="errors", errors={block: outcome.message[:300]})
+            return
+        await ack()
+        card = approval.view(svc.settings, outcome.run)
+        self.bot.spawn(self._edited(meta, card, user))
+
+    async def _edited(self, meta: dict[str, str], card: ProposalView, user: str) -> None:
+        blocks = proposal_blocks(card)
+        note = ContextBlock(elements=[MarkdownTextObject(text=f"Edited by <@{escape(user)}>.")])
+        await self.bot.client.chat_update(
+            channel=meta["channel"],
+            ts=meta["ts"],
+            text=fallback_text(card),
+            blocks=[*blocks[:-1], note, blocks[-1]],
+        )

@@ -1,0 +1,104 @@
+"""👍 / 👎 on a run's result: one vote per person and run, counted for the run's cohort in
+the library (``core.learning.feedback``), answered privately."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt.async_app import AsyncAck
+
+from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
+from core import learning
+from core.library import EntryNotFoundError
+from core.runtime import Services
+from core.types.run import RunState
+
+if TYPE_CHECKING:
+    from bots.slack.app import SlackBot
+
+log = logging.getLogger(__name__)
+# How long a vote is remembered (a later click after that counts again).
+VOTE_TTL_S = 90 * 24 * 3600
+THANKS = "Thanks for rating this run: it helps pick the teams for the next tasks."
+ALREADY = "You already rated this run."
+FAILED = "Sorry, your rating could not be recorded; please try again."
+
+
+class Ratings:
+    """Votes counted in the library on the bot's Redis (``Services.library``: opened at
+    the first vote, it loads the embedding model)."""
+
+    def __init__(self, svc: Services) -> None:
+        self.svc = svc
+        # One rating at a time: the first for a run may have to store its cohort.
+        self.lock = asyncio.Lock()
+
+    async def rate(self, run: RunState, *, thumbs_up: bool) -> None:
+        """Count the vote for the run's cohort; a cohort not kept yet (its run's end is
+        being recorded meanwhile) is kept now, so every rated cohort has a record."""
+        async with self.lock:
+            library = await self.svc.library()
+            try:
+                await learning.feedback(library, run, thumbs_up=thumbs_up)
+            except EntryNotFoundError:
+                await learn_once(self.svc, run)
+                await learning.feedback(library, run, thumbs_up=thumbs_up)
+
+
+async def learn_once(svc: Services, run: RunState) -> None:
+    """``core.learning.after_run`` once per run, however often its end is relayed (a
+    resumed relay replays it)."""
+    key = f"{svc.settings.redis.key_prefix}:slack:learned:{run.id}"
+    if run.cohort is None or not await svc.redis.set(key, "1", nx=True, ex=VOTE_TTL_S):
+        return
+    try:
+        await learning.after_run(await svc.library(), run)
+    except Exception:
+        await svc.redis.delete(key)
+        raise
+
+
+def vote_key(svc: Services, run_id: str, user: str) -> str:
+    return f"{svc.settings.redis.key_prefix}:slack:feedback:{run_id}:{user}"
+
+
+async def record_vote(
+    bot: SlackBot, ratings: Ratings, body: dict[str, Any], *, thumbs_up: bool
+) -> None:
+    """Count ``user``'s first vote on the run (a double click or a change of mind counts
+    once) and tell them privately."""
+    svc = bot.svc
+    user, run_id = body["user"]["id"], body["actions"][0]["value"]
+    channel, message = body["channel"]["id"], body["message"]
+    key = vote_key(svc, run_id, user)
+    text = THANKS
+    if not await svc.redis.set(key, "up" if thumbs_up else "down", nx=True, ex=VOTE_TTL_S):
+        text = ALREADY
+    else:
+        try:
+            await ratings.rate(await svc.store.get_run(run_id), thumbs_up=thumbs_up)
+        except Exception:
+            log.exception("recording feedback on %s failed", run_id)
+            await svc.redis.delete(key)  # it did not count: the person may try again
+            text = FAILED
+    await bot.client.chat_postEphemeral(
+        channel=channel,
+        user=user,
+        thread_ts=message.get("thread_ts") or message["ts"],
+        text=text,
+    )
+
+
+def add_feedback_listeners(bot: SlackBot) -> None:
+    """Listen to the rating buttons under a run's result (``blocks.result_blocks``)."""
+    ratings = Ratings(bot.svc)
+
+    async def on_vote(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        up = body["actions"][0]["action_id"] == FEEDBACK_UP
+        bot.spawn(record_vote(bot, ratings, body, thumbs_up=up))
+
+    bot.app.action(FEEDBACK_UP)(on_vote)
+    bot.app.action(FEEDBACK_DOWN)(on_vote)

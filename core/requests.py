@@ -1,0 +1,133 @@
+"""Chat requests: recorded at once, routed and planned by a worker.
+
+A chat adapter acknowledges a mention, calls :func:`request_run` (one Redis write and one
+job for the scheduler) and follows the run's events; planning — several model calls —
+never runs in the adapter's process. The planning job (:func:`plan_request`, a
+``TurnJob`` of kind ``plan``) ends the ``planning`` status one of three ways:
+
+- the fast path: the UI agent starts at once (the request counts as the approval);
+- a designed cohort: the run becomes ``proposed`` (a ``run_status`` event), and the
+  adapter posts the card;
+- an error: the run fails with the reason (a ``run_finished`` event).
+
+A claim key keeps two deliveries of the job from planning at once; a delivery after the
+planning ended is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from core.control import SYSTEM, approve_run, default_budget
+from core.errors import CarambaError
+from core.planning import plan
+from core.scheduler.base import TurnJob
+from core.store import transition
+from core.types._base import new_id
+from core.types.cohort import Cohort
+from core.types.events import RunEvent, RunFinished, RunStatusChanged
+from core.types.run import RunState, RunStatus
+
+if TYPE_CHECKING:
+    from core.planning import PlanOutcome
+    from core.runtime import Services
+    from core.turn import TurnOutcome
+
+log = logging.getLogger(__name__)
+
+
+async def request_run(svc: Services, task: str, *, requested_by: str) -> str:
+    """Record ``task`` as a run in ``planning`` and hand its planning to the scheduler."""
+    run = RunState(
+        id=new_id("run"),
+        task=task,
+        status=RunStatus.PLANNING,
+        requested_by=requested_by,
+        budget=default_budget(svc),
+    )
+    await svc.store.create_run(run)
+    await svc.scheduler.submit(TurnJob(run_id=run.id, kind="plan"))
+    return run.id
+
+
+def _claim_key(svc: Services, run_id: str) -> str:
+    return f"{svc.settings.redis.key_prefix}:run:{run_id}:planning"
+
+
+async def plan_request(svc: Services, run_id: str) -> TurnOutcome:
+    """Route and plan the request ``run_id``; safe to deliver twice."""
+    from core.turn import TurnOutcome
+
+    timeout = svc.settings.planning.timeout_s
+    # Claimed for longer than planning may take: only a dead worker's claim lapses, and
+    # a delivery after that finds the planning ended (the status tells) or redoes it.
+    if not await svc.redis.set(_claim_key(svc, run_id), "1", nx=True, ex=int(timeout) + 30):
+        return TurnOutcome.DROPPED
+    run = await svc.store.get_run(run_id)
+    if run.status is not RunStatus.PLANNING:
+        return TurnOutcome.DROPPED
+    try:
+        library = await svc.library() if svc.settings.planning.library_top_k else None
+        async with asyncio.timeout(timeout):
+            outcome = await plan(
+                svc.settings,
+                svc.llm,
+                svc.tools,
+                run.task,
+                library=library,
+                prompts=svc.prompts,
+            )
+    except (CarambaError, TimeoutError) as exc:
+        reason = str(exc) if isinstance(exc, CarambaError) else f"took over {timeout:.0f} s"
+        await _fail(svc, run_id, f"planning failed: {reason}")
+        return TurnOutcome.ENDED
+    except Exception as exc:
+        # Not retried: a request stuck in planning would never be answered.
+        log.exception("planning %s crashed", run_id)
+        await _fail(svc, run_id, f"planning crashed ({type(exc).__name__}: {exc})")
+        return TurnOutcome.ENDED
+    await _propose(svc, run_id, outcome)
+    return TurnOutcome.ENDED
+
+
+async def _propose(svc: Services, run_id: str, outcome: PlanOutcome) -> None:
+    """Planning → proposed with the cohort (or the UI agent, then started at once)."""
+    root = outcome.direct if outcome.direct is not None else None
+    cohort: Cohort | None = outcome.cohort
+    top = root or (cohort.root if cohort is not None else None)
+    assert top is not None, "planning returns a direct agent or a cohort"
+
+    def propose(r: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        step = transition(r, RunStatus.PROPOSED, by=SYSTEM, note=outcome.decision.reason)
+        if not step.ok:
+            return None, []  # cancelled while planning
+        new = step.run
+        new.root, new.root_agent_id, new.cohort = top, top.id, cohort
+        new.expires_at = time.time() + svc.settings.approval.expire_s
+        note = f"{outcome.path}: {outcome.llm_calls} planning calls"
+        events: list[RunEvent] = []
+        if cohort is not None:
+            events.append(
+                RunStatusChanged(run_id=r.id, status=RunStatus.PROPOSED, by=SYSTEM, note=note)
+            )
+        return new, events
+
+    proposed = await svc.store.update_run(run_id, propose)
+    if proposed is None or cohort is not None:
+        return
+    step = await approve_run(svc, run_id, proposed.requested_by)
+    if not step.ok:
+        log.warning("the direct answer to %s did not start: %s", run_id, step.reason)
+
+
+async def _fail(svc: Services, run_id: str, error: str) -> None:
+    await svc.store.transition_run(
+        run_id,
+        RunStatus.FAILED,
+        by=SYSTEM,
+        note=error,
+        events=[RunFinished(run_id=run_id, status=RunStatus.FAILED, error=error)],
+    )

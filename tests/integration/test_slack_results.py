@@ -1,0 +1,216 @@
+"""The end of a run in Slack, offline: feedback buttons under the result and the votes
+counted in the library, a long result uploaded as a file (``files_upload_v2`` against the
+fake), and rate limits (HTTP 429) retried by the bot's client or survived by the relay."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tests.integration.test_slack_http as slack_http
+from bots.slack.app import SlackBot
+from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
+from bots.slack.feedback import ALREADY, THANKS
+from bots.slack.relay import ThreadRelay
+from bots.slack.secrets import SlackSecrets
+from bots.slack.text import escape, split
+from bots.slack.upload import POINTER
+from core.library import open_library
+from core.types.events import RunFinished
+from core.types.run import RunStatus
+from tests.fakes.slack_api import FakeSlackAPI
+from tests.integration.test_slack_http import ANA, CHANNEL, MALLORY, SECRET, harness, scripted
+from tests.planning_helpers import settings as planning_settings
+
+pytestmark = pytest.mark.integration
+THREAD = "1700000000.000100"
+# Lines of text with characters mrkdwn must escape; well over slack.result_file_chars.
+LONG = "\n".join(f"{i:04d} fare <{i}> & co: Lisbon → Berlin, 3 flights" for i in range(300))
+
+
+@pytest.fixture
+def library_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The harness's settings with a small, local library under ``tmp_path``."""
+    folder = tmp_path / "library"
+
+    def settings(**planning: Any) -> Any:
+        s = planning_settings(**planning)
+        lib = s.library.model_copy(update={"embedder": "hashing", "index_dir": folder})
+        return s.model_copy(update={"library": lib})
+
+    monkeypatch.setattr(slack_http, "planning_settings", settings)
+    return folder
+
+
+def feedback_message(slack: FakeSlackAPI) -> dict[str, Any] | None:
+    return next(
+        (p for p in slack.of("chat.postMessage") if FEEDBACK_UP in json.dumps(p.get("blocks"))),
+        None,
+    )
+
+
+async def test_the_result_has_feedback_buttons_and_votes_count_once(
+    make_services, real_redis, library_in
+) -> None:
+    async with harness(make_services, real_redis) as h:
+        await h.mention("Compare the three cheapest flights from Lisbon to Berlin.")
+        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
+        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
+        card_run = card["blocks"][-1]["elements"][0]["value"]
+        await h.click("caramba_approve", card_run, ANA, "1700000000.000200")
+        await h.slack.wait_for(lambda: feedback_message(h.slack) is not None)
+        result = feedback_message(h.slack)
+        assert result is not None and result is h.slack.of("chat.postMessage")[-1]
+        assert "Orchestrator says: 3 flights" in result["text"] and result["thread_ts"] == THREAD
+        section, buttons = result["blocks"]
+        assert "says: 3 flights" in section["text"]["text"]
+        assert [b["action_id"] for b in buttons["elements"]] == [FEEDBACK_UP, FEEDBACK_DOWN]
+        run_id = buttons["elements"][0]["value"]
+        assert run_id == card_run and buttons["elements"][1]["value"] == run_id
+        run = await h.bot.svc.store.get_run(run_id)
+        assert run.status is RunStatus.COMPLETED and run.cohort is not None
+
+        # A double click by Ana counts once; Mallory's 👎 counts too.
+        clicks = await asyncio.gather(
+            *(h.click(FEEDBACK_UP, run_id, ANA, "1700000000.000500") for _ in range(2))
+        )
+        assert [r.status_code for r in clicks] == [200, 200]
+        await h.click(FEEDBACK_DOWN, run_id, MALLORY, "1700000000.000500")
+        await h.slack.wait_for(lambda: len(h.slack.of("chat.postEphemeral")) == 3)
+        notes = h.slack.of("chat.postEphemeral")
+        assert sorted((n["user"], n["text"]) for n in notes) == sorted(
+            [(ANA, THANKS), (ANA, ALREADY), (MALLORY, THANKS)]
+        )
+        assert all(n["channel"] == CHANNEL and n["thread_ts"] == THREAD for n in notes)
+
+        library = await open_library(h.bot.svc.settings, real_redis)
+        try:
+            record = (await library.get(run.cohort.id)).record
+        finally:
+            await library.aclose()
+        assert (record.ratings, record.rating_sum) == (2, 1.0)
+        assert (record.runs, record.successes) == (1, 1), "kept with its run at the first vote"
+
+        # A later change of mind is refused too, and changes nothing.
+        await h.click(FEEDBACK_DOWN, run_id, ANA, "1700000000.000500")
+        await h.slack.wait_for(lambda: len(h.slack.of("chat.postEphemeral")) == 4)
+        assert h.slack.of("chat.postEphemeral")[-1] == {
+            "channel": CHANNEL,
+            "user": ANA,
+            "thread_ts": THREAD,
+            "text": ALREADY,
+        }
+        library = await open_library(h.bot.svc.settings, real_redis)
+        try:
+            assert (await library.get(run.cohort.id)).record.ratings == 2
+        finally:
+            await library.aclose()
+
+
+@contextlib.asynccontextmanager
+async def bot_relay(make_services: Any, redis: Any) -> AsyncIterator[tuple[ThreadRelay, Any]]:
+    """A relay posting through the bot's own client (with its 429 retries) to the fake."""
+    slack = await FakeSlackAPI().start()
+    s = planning_settings()
+    s = s.model_copy(update={"slack": s.slack.model_copy(update={"api_url": slack.url})})
+    bot = SlackBot(
+        make_services(s, scripted(None), redis=redis),
+        SlackSecrets(bot_token="xoxb-test", signing_secret=SECRET),
+    )
+    try:
+        yield ThreadRelay(bot.client, CHANNEL, THREAD, "run_r1"), slack
+    finally:
+        await slack.stop()
+
+
+def finished(result: str, status: RunStatus = RunStatus.COMPLETED) -> RunFinished:
+    error = None if status is RunStatus.COMPLETED else "the budget ran out"
+    return RunFinished(run_id="run_r1", status=status, result=result, error=error)
+
+
+async def test_a_long_result_is_uploaded_as_a_file(make_services, real_redis) -> None:
+    assert len(LONG) > ThreadRelay.result_file_chars
+    async with bot_relay(make_services, real_redis) as (relay, slack):
+        await relay.on_event(finished(LONG))
+        methods = [c.method for c in slack.calls if c.method != "auth.test"]
+        assert methods == [
+            "files.getUploadURLExternal",
+            "upload",
+            "files.completeUploadExternal",
+            "chat.postMessage",
+        ]
+        (asked,) = slack.of("files.getUploadURLExternal")
+        assert asked["filename"] == "result-run_r1.md"
+        assert int(asked["length"]) == len(LONG.encode())
+        (done,) = slack.of("files.completeUploadExternal")
+        assert done["channel_id"] == CHANNEL and done["thread_ts"] == THREAD
+        (file,) = done["files"]
+        assert file["title"] == "Result of run_r1"
+        assert slack.uploads[file["id"]].decode() == LONG, "the whole text, unescaped"
+
+        (post,) = slack.of("chat.postMessage")
+        assert post["thread_ts"] == THREAD and len(post["text"]) <= 3000
+        assert post["text"].startswith("0000 fare &lt;0&gt; &amp; co")
+        assert post["text"].endswith(f"(truncated; {POINTER})")
+        assert FEEDBACK_UP in json.dumps(post["blocks"])
+
+
+@pytest.mark.parametrize(
+    "broken", ["files.getUploadURLExternal", "upload", "files.completeUploadExternal"]
+)
+async def test_a_failed_upload_posts_the_whole_result_in_pieces(
+    make_services, real_redis, broken, caplog
+) -> None:
+    async with bot_relay(make_services, real_redis) as (relay, slack):
+        slack.failing.add(broken)
+        with caplog.at_level(logging.ERROR):
+            await relay.on_event(finished(LONG))
+        assert "files_upload_v2 failed" in caplog.text
+        assert slack.of(broken), "the upload got as far as the broken step"
+        if broken != "files.completeUploadExternal":
+            assert slack.of("files.completeUploadExternal") == []
+        posts = slack.of("chat.postMessage")
+        escaped = escape(LONG)
+        assert len(posts) == len(split(escaped)) > 1
+        assert all(len(p["text"]) <= 3000 and p["thread_ts"] == THREAD for p in posts)
+        assert "\n".join(p["text"] for p in posts) == escaped, "nothing is lost"
+        with_buttons = [FEEDBACK_UP in json.dumps(p.get("blocks")) for p in posts]
+        assert with_buttons == [False] * (len(posts) - 1) + [True], "buttons on the last piece"
+
+
+async def test_buttons_only_for_runs_that_completed_or_failed(make_services, real_redis) -> None:
+    async with bot_relay(make_services, real_redis) as (relay, slack):
+        for status in RunStatus.FAILED, RunStatus.CANCELLED:
+            await relay.on_event(finished("", status))
+        failed, cancelled = slack.of("chat.postMessage")
+        assert failed["text"] == ":x: the budget ran out"
+        assert FEEDBACK_DOWN in json.dumps(failed["blocks"])
+        assert cancelled["text"] == ":x: the budget ran out" and "blocks" not in cancelled
+        assert slack.of("files.getUploadURLExternal") == []
+
+
+async def test_a_rate_limited_call_is_retried(make_services, real_redis) -> None:
+    async with bot_relay(make_services, real_redis) as (relay, slack):
+        slack.rate_limit("chat.postMessage", times=2)
+        await relay.on_event(finished("Paris."))
+        posts = slack.of("chat.postMessage")
+        assert len(posts) == 3, "two answers 429, the third attempt goes through"
+        assert all(p["text"] == "Paris." for p in posts)
+        assert slack.limited["chat.postMessage"] == 0
+
+
+async def test_the_relay_goes_on_when_retries_run_out(make_services, real_redis, caplog) -> None:
+    async with bot_relay(make_services, real_redis) as (relay, slack):
+        slack.rate_limit("chat.postMessage", times=4)  # the first try and 3 retries
+        with caplog.at_level(logging.ERROR):
+            await relay.on_event(finished("a" * 3000 + "\n" + "b" * 10))
+        assert "slack chat_postMessage failed; the relay goes on" in caplog.text
+        texts = [p["text"] for p in slack.of("chat.postMessage")]
+        assert texts == ["a" * 3000] * 4 + ["b" * 10], "the first piece is lost, not the rest"

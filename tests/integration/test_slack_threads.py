@@ -1,0 +1,112 @@
+"""A run's Slack thread over time: follow-up replies reach the top agent, a reply to an
+ended run gets one private hint, a failed planning says why, and a restarted bot resumes
+its relays without posting anything twice."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from typing import Any
+
+import pytest
+
+from core.llm.scripted import Reply, call
+from core.types.run import RunStatus
+from tests.fakes.slack_api import FakeSlackAPI
+from tests.integration.test_slack_http import (
+    ANA,
+    CHANNEL,
+    Harness,
+    harness,
+    planning_settings,
+    quick_library,
+    responder,
+    scripted,
+    serve_bot,
+)
+from tests.planning_helpers import design
+from tests.scenarios import texts
+
+pytestmark = pytest.mark.integration
+THREAD = "1700000000.000100"
+
+
+def cards(h: Harness) -> list[dict[str, Any]]:
+    return [c for c in h.slack.of("chat.postMessage") if "caramba_approve" in json.dumps(c)]
+
+
+async def card_run(h: Harness) -> str:
+    await h.slack.wait_for(lambda: bool(cards(h)))
+    (card,) = cards(h)
+    run_id: str = card["blocks"][-1]["elements"][0]["value"]
+    return run_id
+
+
+def waiting_orchestrator(request: Any) -> Reply:
+    """The orchestrator waits for people's word before it finishes (with that word)."""
+    if request.agent_name != "Orchestrator":
+        return responder(request)
+    said = texts(request, "[Reply from")
+    if said:
+        return Reply(calls=(call("finish", {"result": f"Done: {said[0].splitlines()[1]}"}),))
+    return Reply(calls=(call("wait_for_messages", {}),))
+
+
+async def test_a_reply_reaches_the_top_agent_and_later_ones_get_one_hint(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis) as h:
+        h.bot.svc.llm.responder = waiting_orchestrator  # type: ignore[attr-defined]
+        await h.mention("Compare flights to Berlin.")
+        run_id = await card_run(h)
+        await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
+        await h.slack.wait_for(
+            lambda: any("agents" in c["text"] for c in h.slack.of("chat.postMessage"))
+        )
+
+        assert (await h.reply("Trains count too.", event_id="EvFollow")).status_code == 200
+        await h.runs_end()
+        done = {"channel": CHANNEL, "timestamp": "1700000000.000900", "name": "white_check_mark"}
+        assert done in h.slack.of("reactions.add")
+        run = await h.bot.svc.store.get_run(run_id)
+        assert run.status is RunStatus.COMPLETED and run.result == "Done: Trains count too."
+
+        for i in range(2):
+            await h.reply("Thanks!", event_id=f"EvLate{i}")
+        await h.bot.drain()
+        (hint,) = h.slack.of("chat.postEphemeral")
+        assert hint["user"] == ANA and "mention me" in hint["text"].lower()
+
+
+async def test_a_failed_planning_is_told_in_the_thread(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis, {"no": "agents"}) as h:
+        await h.mention("Plan a trip.")
+        await h.runs_end()
+        (said,) = h.slack.of("chat.postMessage")
+        assert said["thread_ts"] == THREAD and said["text"].startswith(":x: planning failed")
+        assert cards(h) == []
+
+
+async def test_a_restarted_bot_resumes_without_posting_twice(make_services, real_redis) -> None:
+    slack = await FakeSlackAPI().start()
+    s = quick_library(planning_settings(), tempfile.mkdtemp(prefix="caramba-lib-"))
+    s = s.model_copy(update={"slack": s.slack.model_copy(update={"api_url": slack.url})})
+    svc = make_services(s, scripted(design()), redis=real_redis)
+    try:
+        async with serve_bot(svc, slack) as h:
+            await h.mention("Compare flights to Berlin.")
+            run_id = await card_run(h)
+        # The bot stopped with the proposal open; a new process takes over.
+        async with serve_bot(svc, slack) as h:
+            assert await h.bot.resume() == 1
+            await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
+            await h.runs_end()
+            assert len(cards(h)) == 1, "the replayed proposal is not posted again"
+            posts = h.slack.of("chat.postMessage")
+            assert "Orchestrator says: 3 flights" in posts[-1]["text"]
+            assert "Run completed" in h.slack.of("chat.update")[-1]["text"]
+            assert await h.bot.threads.unfinished() == []
+    finally:
+        await slack.stop()
+        shutil.rmtree(s.library.index_dir, ignore_errors=True)

@@ -1,0 +1,176 @@
+"""Chat requests planned by the scheduler (``core.requests``): a cohort proposed, a direct
+answer started, planning failures reported, cancellation and duplicate deliveries — run
+inline and by a real Celery worker; and follow-ups from people to a running run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from core import control
+from core.config import Settings
+from core.event_hub import EventHub
+from core.llm.base import LLM
+from core.llm.scripted import Reply, ScriptedModel, call
+from core.questions import follow_up
+from core.requests import plan_request, request_run
+from core.runs import start_run
+from core.runtime import Services
+from core.scheduler.base import TurnJob
+from core.turn import TurnOutcome, run_turn
+from core.types import AgentSpec
+from core.types.events import RunFinished, RunStarted, RunStatusChanged
+from core.types.run import RunStatus
+from tests.helpers import collect
+from tests.planning_helpers import as_json, design, model
+from tests.planning_helpers import settings as planning_settings
+from tests.schedulers import SCHEDULERS, scheduled_services
+
+
+@pytest.fixture
+async def services(any_redis, kind) -> AsyncIterator[Callable[..., Awaitable[Services]]]:
+    async with contextlib.AsyncExitStack() as stack:
+
+        async def make(settings: Settings, llm: LLM) -> Services:
+            return await stack.enter_async_context(
+                scheduled_services(settings, llm, kind, any_redis)
+            )
+
+        yield make
+
+
+def quiet_settings(**planning: Any) -> Settings:
+    """Planning without the library (no embedder to load)."""
+    return planning_settings(library_top_k=0, **planning)
+
+
+async def until_status(svc: Services, run_id: str, *wanted: RunStatus) -> RunStatus:
+    for _ in range(500):
+        status = (await svc.store.get_run(run_id)).status
+        if status in wanted:
+            return status
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"run {run_id} stayed {status.value}, not {wanted}")
+
+
+@SCHEDULERS
+async def test_a_planned_request_becomes_a_proposal(services, kind) -> None:
+    m = model(planner=(as_json(design()),))
+    svc = await services(quiet_settings(), m)
+    run_id = await request_run(svc, "Compare flights to Berlin.", requested_by="@ana")
+    assert (await svc.store.get_run(run_id)).status in (RunStatus.PLANNING, RunStatus.PROPOSED)
+
+    await until_status(svc, run_id, RunStatus.PROPOSED)
+    run = await svc.store.get_run(run_id)
+    assert run.cohort is not None and run.root is not None and run.expires_at is not None
+    assert {a.name for a in run.cohort.agents} >= {"Orchestrator", "Scout A"}
+    assert run.requested_by == "@ana" and run.history[-1].to_status is RunStatus.PROPOSED
+    events = [e for _, e in await svc.store.read_events(run_id)]
+    assert [type(e) for e in events] == [RunStatusChanged]
+    assert events[0].status is RunStatus.PROPOSED  # type: ignore[union-attr]
+    # Nothing runs before someone approves.
+    assert await svc.store.agent_ids(run_id) == []
+
+
+@SCHEDULERS
+async def test_a_simple_request_starts_at_once(services, kind) -> None:
+    m = ScriptedModel()
+    direct = {"path": "direct", "reason": "a fact", "answer": "Paris."}
+    m.script("router", Reply(calls=(call("submit_router", direct),)))
+    svc = await services(quiet_settings(), m)
+    run_id = await request_run(svc, "What is the capital of France?", requested_by="@ana")
+    events = await collect(svc, run_id, timeout_s=20)
+    assert any(isinstance(e, RunStarted) for e in events)
+    assert events[-1].status is RunStatus.COMPLETED  # type: ignore[union-attr]
+    run = await svc.store.get_run(run_id)
+    assert [t.to_status for t in run.history] == [
+        RunStatus.PROPOSED,
+        RunStatus.APPROVED,
+        RunStatus.RUNNING,
+        RunStatus.COMPLETED,
+    ]
+    assert run.history[1].by == "@ana", "the request counts as the approval"
+
+
+@SCHEDULERS
+async def test_a_planning_failure_ends_the_run_with_the_reason(services, kind) -> None:
+    m = model(planner=(Reply(content="no plan, sorry"),) * 3)
+    svc = await services(quiet_settings(), m)
+    run_id = await request_run(svc, "Plan a trip.", requested_by="@ana")
+    (event,) = await collect(svc, run_id, timeout_s=20)
+    assert isinstance(event, RunFinished) and event.status is RunStatus.FAILED
+    assert event.error is not None and event.error.startswith("planning failed: planner")
+    assert (await svc.store.get_run(run_id)).status is RunStatus.FAILED
+
+
+async def test_a_request_cancelled_while_planning_is_not_proposed(make_services, settings) -> None:
+    m = model(planner=(as_json(design()),))
+    svc = make_services(quiet_settings(), m, start=False)
+    run_id = await request_run(svc, "Compare flights.", requested_by="@ana")
+    assert (await control.cancel_run(svc, run_id, "@ana")).ok
+    assert await plan_request(svc, run_id) is TurnOutcome.DROPPED
+    assert m.requests == [], "a cancelled request is not planned"
+    assert (await svc.store.get_run(run_id)).status is RunStatus.CANCELLED
+
+
+async def test_a_second_delivery_plans_nothing(make_services) -> None:
+    m = model(planner=(as_json(design()),))
+    svc = make_services(quiet_settings(), m, start=False)
+    run_id = await request_run(svc, "Compare flights.", requested_by="@ana")
+    job = TurnJob(run_id=run_id, kind="plan")
+    outcomes = await asyncio.gather(plan_request(svc, run_id), plan_request(svc, run_id))
+    assert sorted(outcomes) == [TurnOutcome.DROPPED, TurnOutcome.ENDED]
+    routed = len([r for r in m.requests if r.agent_name == "router"])
+    assert routed == 1
+    assert await plan_request(svc, job.run_id) is TurnOutcome.DROPPED
+    assert (await svc.store.get_run(run_id)).status is RunStatus.PROPOSED
+
+
+async def test_planning_that_takes_too_long_fails(make_services) -> None:
+    class Stalled(ScriptedModel):
+        async def complete(self, request: Any) -> Any:
+            await asyncio.sleep(5)
+            return await super().complete(request)
+
+    svc = make_services(quiet_settings(timeout_s=0.2), Stalled())
+    run_id = await request_run(svc, "Plan a trip.", requested_by="@ana")
+    (event,) = await collect(svc, run_id)
+    assert event.error == "planning failed: took over 0 s"  # type: ignore[union-attr]
+
+
+async def test_a_follow_up_reaches_the_top_agent(make_services, settings) -> None:
+    m = ScriptedModel()
+    svc = make_services(settings, m, start=False)
+    solo = AgentSpec(name="Solo", role="solo", tools=("finish",))
+    run_id = await start_run(svc, "t", solo, requested_by="@ana")
+    step = await follow_up(svc, run_id, "Also compare trains, please.", by="@bob")
+    assert step.ok
+    svc.scheduler.start(lambda job: run_turn(svc, job))  # type: ignore[attr-defined]
+    await collect(svc, run_id)
+    first = m.requests[0]
+    assert any("Also compare trains" in (msg.content or "") for msg in first.messages)
+    late = await follow_up(svc, run_id, "And buses?", by="@bob")
+    assert not late.ok and "completed" in late.reason
+
+
+async def test_one_reader_follows_many_runs(any_redis, make_services, settings) -> None:
+    svc = make_services(settings, ScriptedModel(), redis=any_redis)
+    hub = EventHub(svc)
+    try:
+        runs = [
+            await start_run(svc, f"t{i}", AgentSpec(name="Solo", role="solo")) for i in range(5)
+        ]
+
+        async def events(run_id: str) -> list[str]:
+            return [e.run_id async for _, e in hub.follow(run_id)]
+
+        seen = await asyncio.wait_for(asyncio.gather(*(events(r) for r in runs)), 20)
+        for run_id, run_events in zip(runs, seen, strict=True):
+            assert run_events and set(run_events) == {run_id}
+        assert hub.following == []
+    finally:
+        await hub.aclose()
