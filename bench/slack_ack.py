@@ -18,12 +18,14 @@ import argparse
 import asyncio
 import json
 import logging
+import multiprocessing
 import os
 import socket
 import statistics
 import sys
 import time
 import uuid
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ from core.llm.scripted import ScriptedModel
 from core.runtime import build_services
 from tasks.app import make_app
 from tasks.scheduler import CeleryScheduler
-from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
+from tests.fakes.llm_server import FakeLLMServer, FakeReply
 from tests.fakes.slack_api import FakeSlackAPI
 from tests.integration.processes import Process, worker_env
 from tests.planning_helpers import design
@@ -62,6 +64,25 @@ def responder(body: dict[str, Any]) -> FakeReply:
     if "submit_planner" in tools:
         return FakeReply(tool_calls=[("submit_planner", design())])
     return FakeReply(content="Find the fares; finish with the three cheapest.")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def serve_llm(port: int) -> None:
+    """The OpenAI-compatible fake with the planning replies, until terminated."""
+
+    async def serve() -> None:
+        server = FakeLLMServer(port=port)
+        server.set_responder(responder)
+        await server.start()
+        await asyncio.Event().wait()
+
+    asyncio.run(serve())
 
 
 def pct(values: list[float], q: float) -> float:
@@ -109,18 +130,47 @@ async def send_mentions(port: int, prefix: str, mentions: int, window_s: float) 
     return latencies
 
 
+def slack_side(conn: Connection, prefix: str, mentions: int, window_s: float) -> None:
+    """Slack, in a process of its own (it is another machine): the Web API fake, then the
+    mentions once the bot's port arrives; sends back the latencies and cards posted."""
+
+    async def run() -> None:
+        slack = await FakeSlackAPI().start()
+        conn.send(slack.url)
+        port = await asyncio.to_thread(conn.recv)
+        latencies = await send_mentions(port, prefix, mentions, window_s)
+
+        def cards() -> int:
+            return sum(1 for c in slack.of("chat.postMessage") if c.get("blocks"))
+
+        deadline = time.monotonic() + 120
+        while cards() < mentions and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.1)
+        conn.send((latencies, cards()))
+        await slack.stop()
+
+    asyncio.run(run())
+
+
 async def main(mentions: int, window_s: float, workers: int) -> None:
     prefix = f"bench-slack-{uuid.uuid4().hex[:8]}"
     queue = f"{prefix}-q"
-    slack = await FakeSlackAPI().start()
-    with ThreadedFakeLLMServer() as llm:
-        llm.set_responder(responder)
+    fork = multiprocessing.get_context("fork")
+    # The model's fake and Slack run in processes of their own: in this one they would
+    # take the bot's CPU (the GIL) and inflate the latency measured.
+    llm_port = free_port()
+    llm = fork.Process(target=serve_llm, args=(llm_port,))
+    ours, theirs = fork.Pipe()
+    slack = fork.Process(target=slack_side, args=(theirs, prefix, mentions, window_s))
+    llm.start()
+    slack.start()
+    try:
         env = worker_env(
             redis__url=URL,
             redis__key_prefix=prefix,
             celery__queue=queue,
             llm__model=MODEL,
-            llm__api_base=llm.base_url,
+            llm__api_base=f"http://127.0.0.1:{llm_port}/v1",
             planning__reflection_rounds="0",
             planning__library_top_k="0",
         )
@@ -128,11 +178,14 @@ async def main(mentions: int, window_s: float, workers: int) -> None:
         try:
             for proc in procs:
                 proc.wait_for(" ready.", timeout=120)
-            latencies, posted = await _measure(prefix, queue, slack, mentions, window_s)
+            latencies, posted = await _measure(prefix, queue, ours)
         finally:
             for proc in procs:
                 proc.stop()
-    await slack.stop()
+    finally:
+        for child in (llm, slack):
+            child.terminate()
+            child.join()
     print(f"mean ack {statistics.mean(latencies):.1f} ms, max {max(latencies):.1f} ms")
     print(
         f"bench slack_ack: mentions={mentions} window_s={window_s:g} "
@@ -141,14 +194,13 @@ async def main(mentions: int, window_s: float, workers: int) -> None:
     )
 
 
-async def _measure(
-    prefix: str, queue: str, slack: FakeSlackAPI, mentions: int, window_s: float
-) -> tuple[list[float], int]:
+async def _measure(prefix: str, queue: str, slack: Connection) -> tuple[list[float], int]:
     """The bot process: mentions in, acknowledgement latencies and cards posted out."""
+    api_url = await asyncio.to_thread(slack.recv)
     settings = load_settings(
         redis={"url": URL, "key_prefix": prefix},
         celery={"queue": queue},
-        slack={"api_url": slack.url},
+        slack={"api_url": api_url},
     )
     redis = Redis.from_url(URL, decode_responses=True)
     publisher = CeleryScheduler(make_app(settings), settings)
@@ -161,19 +213,8 @@ async def _measure(
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
         await asyncio.sleep(0.01)
-    # Slack is another machine: the mentions are sent from their own thread and event
-    # loop, so the client's work does not queue behind the bot's on the measured loop.
-    latencies = await asyncio.to_thread(
-        lambda: asyncio.run(send_mentions(port, prefix, mentions, window_s))
-    )
-
-    def cards() -> int:
-        return sum(1 for c in slack.of("chat.postMessage") if c.get("blocks"))
-
-    deadline = time.monotonic() + 120
-    while cards() < mentions and time.monotonic() < deadline:  # noqa: ASYNC110
-        await asyncio.sleep(0.1)
-    posted = cards()
+    slack.send(port)
+    latencies, posted = await asyncio.to_thread(slack.recv)
     await bot.aclose()
     server.should_exit = True
     await serving

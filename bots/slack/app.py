@@ -9,6 +9,7 @@ all of them, ``core.event_hub``) and posts the card, the progress and the result
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 from collections.abc import Coroutine
@@ -21,7 +22,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.slack.blocks import fallback_text, proposal_blocks
 from bots.slack.decisions import Decisions
 from bots.slack.feedback import add_feedback_listeners, learn_once
-from bots.slack.relay import relay_run
+from bots.slack.relay import Busy, relay_run
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape
 from bots.slack.threads import Shown, Threads
@@ -34,6 +35,8 @@ from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
+# How long a stopping bot waits for relays to finish posting the event at hand.
+STOP_GRACE_S = 5.0
 HELP = "Mention me with a task, e.g. “@caramba compare the three cheapest flights to Berlin”."
 
 
@@ -53,6 +56,8 @@ class SlackBot:
         self.hub = EventHub(svc)
         self.tasks: set[asyncio.Task[None]] = set()
         self.relays: dict[str, asyncio.Task[None]] = {}
+        # Runs whose relay is posting an event right now (not stopped halfway).
+        self.relaying = Busy()
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.decisions = Decisions(self)
@@ -87,7 +92,9 @@ class SlackBot:
             await self.post_card(shown)
 
         async def relay() -> None:
-            await relay_run(self.svc, self.hub, self.threads, self.client, shown, card)
+            await relay_run(
+                self.svc, self.hub, self.threads, self.client, shown, card, self.relaying
+            )
             try:
                 await learn_once(self.svc, await self.svc.store.get_run(shown.run_id))
             except Exception:
@@ -110,8 +117,12 @@ class SlackBot:
             await asyncio.wait(list(self.relays.values()), timeout=timeout_s)
 
     async def aclose(self) -> None:
-        """Stop: finish the listeners' work; relays stop (resumed by the next process)."""
+        """Stop: finish the listeners' work; relays stop between two events (the next
+        process resumes them after the last event relayed)."""
         await self.drain()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(STOP_GRACE_S):
+                await self.relaying.idle.wait()
         for task in list(self.relays.values()):
             task.cancel()
         await asyncio.gather(*self.relays.values(), return_exceptions=True)

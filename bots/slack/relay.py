@@ -6,6 +6,7 @@ An API error is logged and the relay goes on: it ends only with the run.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -170,6 +171,25 @@ class ThreadRelay:
         await self._call("chat_postMessage", thread_ts=self.thread_ts, text=last, **extra)
 
 
+class Busy:
+    """Runs whose relay is posting an event right now; ``idle`` is set when there are none
+    (a stopping bot waits for it, so no relay stops halfway through an event)."""
+
+    def __init__(self) -> None:
+        self.runs: set[str] = set()
+        self.idle = asyncio.Event()
+        self.idle.set()
+
+    def add(self, run_id: str) -> None:
+        self.runs.add(run_id)
+        self.idle.clear()
+
+    def discard(self, run_id: str) -> None:
+        self.runs.discard(run_id)
+        if not self.runs:
+            self.idle.set()
+
+
 async def relay_run(
     svc: Services,
     hub: EventHub,
@@ -177,24 +197,29 @@ async def relay_run(
     client: AsyncWebClient,
     shown: Shown,
     on_proposed: Callable[[], Awaitable[None]] | None = None,
+    busy: Busy | None = None,
 ) -> None:
     """Follow ``shown.run_id`` from its request to its end, relaying into its thread.
 
     Events up to ``shown.last`` were relayed before (by a bot process that stopped): they
-    only rebuild the relay's state. Progress is saved after every event.
+    only rebuild the relay's state. Progress is saved after every event; while an event
+    is being relayed, the run id is in ``busy`` (a stopping bot waits for it).
     """
+    busy = Busy() if busy is None else busy
     relay = ThreadRelay(client, shown.channel, shown.thread, shown.run_id, on_proposed)
     relay.status_ts = shown.status_ts
     relay.result_file_chars = svc.settings.slack.result_file_chars
     interval = svc.settings.slack.status_interval_s
     try:
         async for entry_id, event in hub.follow(shown.run_id):
+            busy.add(shown.run_id)
             relay.quiet = not after(entry_id, shown.last)
             await relay.on_event(event)
             await relay.show_status(interval_s=interval)
             if not relay.quiet:
                 shown = shown.model_copy(update={"last": entry_id, "status_ts": relay.status_ts})
                 await threads.save(shown)
+            busy.discard(shown.run_id)
     except Exception:
         log.exception("following run %s failed", shown.run_id)
     relay.quiet = False

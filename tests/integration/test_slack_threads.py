@@ -17,6 +17,7 @@ from tests.fakes.slack_api import FakeSlackAPI
 from tests.integration.test_slack_http import (
     ANA,
     CHANNEL,
+    MALLORY,
     Harness,
     harness,
     planning_settings,
@@ -82,6 +83,7 @@ async def test_a_reply_reaches_the_top_agent_and_later_ones_get_one_hint(
 async def test_a_failed_planning_is_told_in_the_thread(make_services, real_redis) -> None:
     async with harness(make_services, real_redis, {"no": "agents"}) as h:
         await h.mention("Plan a trip.")
+        await h.slack.wait_for(lambda: bool(h.slack.of("chat.postMessage")))
         await h.runs_end()
         (said,) = h.slack.of("chat.postMessage")
         assert said["thread_ts"] == THREAD and said["text"].startswith(":x: planning failed")
@@ -110,3 +112,15 @@ async def test_a_restarted_bot_resumes_without_posting_twice(make_services, real
     finally:
         await slack.stop()
         shutil.rmtree(s.library.index_dir, ignore_errors=True)
+
+
+async def test_an_unauthorised_edit_opens_no_form(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        await h.mention("Compare flights to Berlin.")
+        run_id = await card_run(h)
+        assert (await h.click("caramba_edit_open", run_id, MALLORY, "1.2")).status_code == 200
+        await h.slack.wait_for(lambda: bool(h.slack.of("chat.postEphemeral")))
+        (refusal,) = h.slack.of("chat.postEphemeral")
+        assert refusal["user"] == MALLORY and "Only" in refusal["text"]
+        assert h.slack.of("views.open") == []
+        assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.PROPOSED
