@@ -1,0 +1,196 @@
+"""The sections of the settings (``[llm]``, ``[redis]``, …), one frozen model each; the
+settings object that holds them is :class:`core.config.Settings`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from core.errors import ConfigError, MissingSecretError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ModelPrice(_Section):
+    input_per_mtok: float = Field(0.0, ge=0)
+    output_per_mtok: float = Field(0.0, ge=0)
+
+
+class LLMSettings(_Section):
+    model: str = "openai/gpt-4o-mini"
+    api_base: str = ""
+    api_key_env: str = ""
+    timeout_s: float = Field(60.0, gt=0)
+    max_attempts: int = Field(4, ge=1, le=20)
+    backoff_initial_s: float = Field(0.5, ge=0)
+    backoff_max_s: float = Field(8.0, ge=0)
+    max_output_tokens: int = Field(2048, ge=1)
+    temperature: float = Field(0.2, ge=0, le=2)
+    models: dict[str, str] = Field(default_factory=dict)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+
+    def model_for(self, role: str) -> str:
+        """The model a role uses: its own entry in ``[llm.models]``, else ``llm.model``."""
+        return self.models.get(role) or self.model
+
+    def api_key(self) -> str | None:
+        """The API key from the variable named by ``api_key_env``; None means provider default.
+
+        Raises MissingSecretError when a variable is named but not set.
+        """
+        if not self.api_key_env:
+            return None
+        value = os.environ.get(self.api_key_env)
+        if not value:
+            raise MissingSecretError(self.api_key_env, f"the LLM model {self.model}")
+        return value
+
+
+class RedisSettings(_Section):
+    url: str = ""
+    key_prefix: str = "caramba"
+    events_maxlen: int = Field(10000, ge=100)
+    # Connections per process; a turn waits up to pool_timeout_s for a free one.
+    max_connections: int = Field(64, ge=2, le=10_000)
+    pool_timeout_s: float = Field(30.0, gt=0)
+
+    @property
+    def embedded(self) -> bool:
+        return not self.url
+
+
+class LimitSettings(_Section):
+    turns_per_agent: int = Field(30, ge=1)
+    tokens_per_agent: int = Field(200_000, ge=1)
+    tokens_per_run: int = Field(1_000_000, ge=1)
+    cost_per_run_usd: float = Field(5.0, ge=0)
+    wall_clock_s: float = Field(1800, gt=0)
+    stall_repeats: int = Field(3, ge=2)
+    tool_result_chars: int = Field(8000, ge=200)
+    max_deliveries: int = Field(5, ge=1)
+
+
+class BusSettings(_Section):
+    stream_maxlen: int = Field(10000, ge=100)
+    drain_max: int = Field(50, ge=1, le=1000)
+    max_deliveries: int = Field(3, ge=1)
+    wake_ttl_s: int = Field(60, ge=1)
+
+
+class AgentsSettings(_Section):
+    per_run: int = Field(40, ge=1)
+    max_depth: int = Field(3, ge=0)
+    children_per_agent: int = Field(8, ge=0)
+    base_tools: tuple[str, ...] = ("send_message", "roster", "wait_for_messages", "finish")
+    discussion_rounds: int = Field(3, ge=1, le=20)
+
+
+class SchedulerSettings(_Section):
+    inline_concurrency: int = Field(16, ge=1, le=10_000)
+    # How often the background loop fires due timers and processes pending intents.
+    background_interval_s: float = Field(0.2, gt=0, le=60)
+    # An intent claimed by a worker that died is taken over after this long.
+    intent_claim_idle_s: float = Field(30.0, gt=0)
+
+
+class CelerySettings(_Section):
+    """The production scheduler: agent turns as Celery tasks on a Redis broker."""
+
+    # "" = the same Redis as redis.url.
+    broker_url: str = ""
+    queue: str = "caramba-turns"
+    # Worker processes per host (0 = one per CPU core) and turn slots (threads) per process.
+    processes: int = Field(0, ge=0, le=256)
+    concurrency: int = Field(200, ge=1, le=2000)
+    # Broker redelivers a task not acknowledged within this time: keep it above the
+    # longest turn (llm.timeout_s × llm.max_attempts plus tools).
+    visibility_timeout_s: float = Field(3600, gt=0)
+    # A single turn running longer than this inside a worker is abandoned (and retried).
+    turn_timeout_s: float = Field(900, gt=0)
+    # An agent's next turn runs in the same task (no new broker message) up to this many
+    # times and for at most chain_s seconds; 0 = every turn is its own message.
+    chain_turns: int = Field(20, ge=0, le=1000)
+    chain_s: float = Field(60, gt=0)
+
+
+class ApprovalSettings(_Section):
+    """Who may decide about proposals, and for how long a proposal stands."""
+
+    # Besides the requester: user ids (as the chat adapter reports them) allowed to
+    # approve, edit or reject any proposal. Empty: only the requester.
+    approvers: tuple[str, ...] = ()
+    expire_s: float = Field(86_400, gt=0)
+
+
+class HumansSettings(_Section):
+    """Agents asking people, and people extending budgets."""
+
+    # An unanswered ask_user question is closed after this long; the agent goes on.
+    question_timeout_s: float = Field(3600, gt=0)
+    # Default extension offered when a run reaches its budget or deadline.
+    extend_tokens: int = Field(200_000, ge=0)
+    extend_cost_usd: float = Field(2.0, ge=0)
+    extend_wall_clock_s: float = Field(900, ge=0)
+
+
+class PromptSettings(_Section):
+    dir: Path = Path("prompts")
+    roles: dict[str, str] = Field(default_factory=dict)
+
+    def template_for(self, role: str) -> str:
+        try:
+            return self.roles[role]
+        except KeyError:
+            known = ", ".join(sorted(self.roles)) or "none"
+            raise ConfigError(
+                f"no prompt template configured for role {role!r} (configured: {known})",
+                hint=f'add `{role} = "roles/{role}.md.j2"` under [prompts.roles] in config.toml',
+            ) from None
+
+
+class LibrarySettings(_Section):
+    """The agent library (core/library): backend, embedder, ranking, reuse; see config.toml."""
+
+    backend: Literal["local", "pinecone"] = "local"
+    embedder: Literal["onnx", "litellm", "hashing"] = "onnx"
+    # Relative paths are taken from the config file's folder.
+    index_dir: Path = Path(".caramba/library")
+    top_k: int = Field(5, ge=1, le=100)
+    reuse_threshold: float = Field(0.6, ge=-1, le=1)
+    reuse_min_quality: float = Field(0.6, ge=0, le=1)
+    # Ranking formula: core/library/records.py.
+    record_weight: float = Field(0.5, ge=0, le=1)
+    prior_mean: float = Field(0.5, ge=0, le=1)
+    prior_weight: float = Field(2.0, gt=0)
+    pinecone_index: str = "caramba-library"
+    pinecone_namespace: str = "caramba"
+    pinecone_host: str = ""
+    embedding_model: str = "openai/text-embedding-3-small"
+    embedding_api_base: str = ""
+    embedding_api_key_env: str = ""
+    embedding_dim: int = Field(1536, ge=1)
+
+
+class PlanningSettings(_Section):
+    """Router, planner and prompt creator (core/planning); see config.toml."""
+
+    router_attempts: int = Field(3, ge=1, le=10)
+    planner_attempts: int = Field(3, ge=1, le=10)
+    reflection_rounds: int = Field(1, ge=0, le=5)
+    prompt_concurrency: int = Field(4, ge=1, le=64)
+    library_top_k: int = Field(3, ge=0, le=20)
+    timeout_s: float = Field(300.0, gt=0, le=3600)
+
+
+class SlackSettings(_Section):
+    """The Slack adapter (bots/slack); its tokens come only from SLACK_* variables."""
+
+    api_url: str = "https://slack.com/api/"
+    status_interval_s: float = Field(1.0, ge=0)
+    # A longer final result is posted cut short and uploaded whole as a file.
+    result_file_chars: int = Field(8000, ge=1000)
