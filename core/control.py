@@ -60,7 +60,35 @@ async def propose_run(
         expires_at=time.time() + svc.settings.approval.expire_s,
     )
     await svc.store.create_run(run)
+    await schedule_expiry(svc, run)
     return run.id
+
+
+async def schedule_expiry(svc: Services, run: RunState) -> None:
+    """A proposal still undecided at its ``expires_at`` is cancelled then."""
+    from core.timers import ExpireProposal, schedule
+
+    if run.expires_at is not None:
+        await schedule(svc, ExpireProposal(run_id=run.id), run.expires_at)
+
+
+async def expire_if_due(svc: Services, run_id: str) -> TransitionResult | None:
+    """Cancel the run if it is a proposal past its ``expires_at``; the step taken, if any."""
+    current = await svc.store.get_run(run_id)
+    if (
+        current.status is not RunStatus.PROPOSED
+        or current.expires_at is None
+        or time.time() < current.expires_at
+    ):
+        return None
+    note = "the proposal expired before anyone approved it"
+    return await svc.store.transition_run(
+        run_id,
+        RunStatus.CANCELLED,
+        by=SYSTEM,
+        note=note,
+        events=[RunFinished(run_id=run_id, status=RunStatus.CANCELLED, error=note)],
+    )
 
 
 async def approve_run(svc: Services, run_id: str, by: str) -> TransitionResult:
@@ -68,23 +96,10 @@ async def approve_run(svc: Services, run_id: str, by: str) -> TransitionResult:
     the others get ``ok=False`` with the reason."""
     from core.runs import spawn_cohort
 
-    current = await svc.store.get_run(run_id)
-    if (
-        current.status is RunStatus.PROPOSED
-        and current.expires_at is not None
-        and time.time() > current.expires_at
-    ):
-        note = "the proposal expired before anyone approved it"
-        await svc.store.transition_run(
-            run_id,
-            RunStatus.CANCELLED,
-            by=SYSTEM,
-            note=note,
-            events=[RunFinished(run_id=run_id, status=RunStatus.CANCELLED, error=note)],
-        )
-        return TransitionResult(
-            False, await svc.store.get_run(run_id), f"{note}; ask again for a fresh proposal"
-        )
+    expired = await expire_if_due(svc, run_id)
+    if expired is not None and expired.ok:
+        note = expired.run.history[-1].note
+        return TransitionResult(False, expired.run, f"{note}; ask again for a fresh proposal")
     step = await svc.store.transition_run(run_id, RunStatus.APPROVED, by=by)
     if not step.ok:
         return step

@@ -21,7 +21,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from core.control import SYSTEM, approve_run, default_budget
+from core.control import SYSTEM, approve_run, default_budget, schedule_expiry
 from core.errors import CarambaError
 from core.planning import plan
 from core.scheduler.base import TurnJob
@@ -116,7 +116,10 @@ async def _propose(svc: Services, run_id: str, outcome: PlanOutcome) -> None:
         return new, events
 
     proposed = await svc.store.update_run(run_id, propose)
-    if proposed is None or cohort is not None:
+    if proposed is None:
+        return
+    if cohort is not None:
+        await schedule_expiry(svc, proposed)
         return
     step = await approve_run(svc, run_id, proposed.requested_by)
     if not step.ok:

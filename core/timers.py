@@ -1,4 +1,5 @@
-"""Actions due later (question time-outs, reminders), kept in Redis, fired by any process.
+"""Actions due later (question time-outs, reminders, proposals' expiry), kept in Redis,
+fired by any process.
 
 A timer is a member of one sorted set scored by when it is due. Every process that runs
 turns also runs :func:`core.background.run_background`, which pops due timers — ZREM is
@@ -40,7 +41,14 @@ class DeliverMessage(_TimerBase):
     author: str = "reminder"
 
 
-Timer = Annotated[WakeAgent | DeliverMessage, Field(discriminator="kind")]
+class ExpireProposal(_TimerBase):
+    """Cancel a proposal nobody decided on by its ``expires_at``."""
+
+    kind: Literal["expire"] = "expire"
+    agent_id: str = ""
+
+
+Timer = Annotated[WakeAgent | DeliverMessage | ExpireProposal, Field(discriminator="kind")]
 TIMER: TypeAdapter[Timer] = TypeAdapter(Timer)
 
 _BATCH = 100
@@ -66,8 +74,12 @@ async def fire_due(svc: Services, now: float | None = None) -> int:
 
 
 async def _fire(svc: Services, timer: Timer) -> None:
+    from core.control import expire_if_due
     from core.turn_io import wake_agent
 
+    if isinstance(timer, ExpireProposal):
+        await expire_if_due(svc, timer.run_id)
+        return
     if isinstance(timer, DeliverMessage):
         message = HumanReply(
             run_id=timer.run_id,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from core import control
+from core import control, timers
 from core.approval import AgentEdit, Approve, Edit, Reject, decide, view
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
@@ -46,6 +46,21 @@ async def test_an_expired_proposal_cannot_be_approved(make_services, any_redis) 
     assert not outcome.ok and "expired" in outcome.message and "ask again" in outcome.message
     run = await svc.store.get_run(run_id)
     assert run.status is RunStatus.CANCELLED and await svc.store.agent_ids(run_id) == []
+
+
+async def test_an_undecided_proposal_is_cancelled_when_it_expires(make_services, any_redis) -> None:
+    settings = make_settings(approval={"expire_s": 0.05})
+    svc = make_services(settings, ScriptedModel(), redis=any_redis)
+    stale = await control.propose_run(svc, "t", solo(), requested_by="@ana")
+    decided = await control.propose_run(svc, "t", solo(), requested_by="@ana")
+    assert (await decide(svc, decided, "@ana", Reject())).ok
+    assert await timers.fire_due(svc) == 0, "not due yet"
+    await asyncio.sleep(0.1)
+    assert await timers.fire_due(svc) == 2
+    (event,) = await collect(svc, stale)
+    assert isinstance(event, RunFinished) and event.status is RunStatus.CANCELLED
+    assert event.error == "the proposal expired before anyone approved it"
+    assert (await svc.store.get_run(decided)).status is RunStatus.REJECTED
 
 
 async def test_an_edit_is_validated_and_changes_the_agent_that_runs(

@@ -128,3 +128,25 @@ async def test_the_relay_coalesces_status_and_survives_api_errors() -> None:
         assert "tool calls 30" in slack.of("chat.update")[-1]["text"]
     finally:
         await slack.stop()
+
+
+def test_the_manifest_grants_what_the_bot_calls() -> None:
+    """Each Web API method the bot calls needs its scope in manifest.yml (one paste)."""
+    from core.config import PROJECT_ROOT
+
+    listed = {
+        line.strip()[2:]
+        for line in (PROJECT_ROOT / "manifest.yml").read_text().splitlines()
+        if line.strip().startswith("- ")
+    }
+    needed = {
+        "app_mentions:read",  # app_mention events
+        "chat:write",  # chat.postMessage / update / postEphemeral
+        "reactions:write",  # reactions.add
+        "files:write",  # files.getUploadURLExternal / completeUploadExternal
+        "assistant:write",  # assistant.threads.setStatus
+        "channels:history",  # thread replies (message.channels)
+        "app_mention",
+        "message.channels",
+    }
+    assert needed <= listed, needed - listed
