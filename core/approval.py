@@ -17,6 +17,7 @@ from pydantic import Field
 from core.control import approve_run, reject_run
 from core.types._base import Frozen
 from core.types.agent import AgentSpec, Budget
+from core.types.chat import Usage
 from core.types.cohort import Cohort, ReusedEntry
 from core.types.events import RunEvent
 from core.types.run import RunBudget, RunState, RunStatus
@@ -96,6 +97,8 @@ class ProposalView(Frozen):
     budget: RunBudget | None
     expires_at: float | None
     decided_by: str | None
+    # Routing and planning already spent on it, when the request was planned.
+    planning: Usage | None = None
 
 
 def _reuse_line(r: ReusedEntry) -> str:
@@ -157,6 +160,7 @@ def view(settings: Settings, run: RunState) -> ProposalView:
         budget=run.budget,
         expires_at=run.expires_at,
         decided_by=decided,
+        planning=run.planning,
     )
 
 

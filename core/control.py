@@ -18,6 +18,7 @@ from core.types.run import RunBudget, RunState, RunStatus
 
 if TYPE_CHECKING:
     from core.runtime import Services
+    from core.timers import ExpireProposal
     from core.types.agent import AgentSpec
 
 SYSTEM = "caramba"
@@ -64,12 +65,26 @@ async def propose_run(
     return run.id
 
 
+def _expiry(run_id: str) -> ExpireProposal:
+    from core.timers import ExpireProposal
+
+    # One per run, with a fixed id: a decision takes it back.
+    return ExpireProposal(id=f"exp-{run_id}", run_id=run_id)
+
+
 async def schedule_expiry(svc: Services, run: RunState) -> None:
     """A proposal still undecided at its ``expires_at`` is cancelled then."""
-    from core.timers import ExpireProposal, schedule
+    from core.timers import schedule
 
     if run.expires_at is not None:
-        await schedule(svc, ExpireProposal(run_id=run.id), run.expires_at)
+        await schedule(svc, _expiry(run.id), run.expires_at)
+
+
+async def _decided(svc: Services, run_id: str) -> None:
+    """The proposal was decided: its expiry timer has nothing left to do."""
+    from core.timers import unschedule
+
+    await unschedule(svc, _expiry(run_id))
 
 
 async def expire_if_due(svc: Services, run_id: str) -> TransitionResult | None:
@@ -103,6 +118,7 @@ async def approve_run(svc: Services, run_id: str, by: str) -> TransitionResult:
     step = await svc.store.transition_run(run_id, RunStatus.APPROVED, by=by)
     if not step.ok:
         return step
+    await _decided(svc, run_id)
 
     def begin(r: RunState) -> tuple[RunState | None, list[RunEvent]]:
         result = transition(r, RunStatus.RUNNING, by=by)
@@ -126,13 +142,16 @@ async def approve_run(svc: Services, run_id: str, by: str) -> TransitionResult:
 
 
 async def reject_run(svc: Services, run_id: str, by: str, reason: str = "") -> TransitionResult:
-    return await svc.store.transition_run(
+    step = await svc.store.transition_run(
         run_id,
         RunStatus.REJECTED,
         by=by,
         note=reason,
         events=[RunFinished(run_id=run_id, status=RunStatus.REJECTED, error=reason or None)],
     )
+    if step.ok:
+        await _decided(svc, run_id)
+    return step
 
 
 async def cancel_run(svc: Services, run_id: str, by: str, reason: str = "") -> TransitionResult:
@@ -154,6 +173,7 @@ async def cancel_run(svc: Services, run_id: str, by: str, reason: str = "") -> T
         ],
     )
     if step.ok:
+        await _decided(svc, run_id)
         await nudge_all(svc, run_id)
     return step
 

@@ -106,6 +106,7 @@ async def _propose(svc: Services, run_id: str, outcome: PlanOutcome) -> None:
             return None, []  # cancelled while planning
         new = step.run
         new.root, new.root_agent_id, new.cohort = top, top.id, cohort
+        new.planning = outcome.usage
         new.expires_at = time.time() + svc.settings.approval.expire_s
         note = f"{outcome.path}: {outcome.llm_calls} planning calls"
         events: list[RunEvent] = []

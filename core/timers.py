@@ -58,6 +58,11 @@ async def schedule(svc: Services, timer: Timer, at: float) -> None:
     await svc.redis.zadd(svc.store.keys.timers(), {TIMER.dump_json(timer).decode(): at})
 
 
+async def unschedule(svc: Services, timer: Timer) -> None:
+    """Forget ``timer`` (it must be the same value as scheduled, id included)."""
+    await svc.redis.zrem(svc.store.keys.timers(), TIMER.dump_json(timer).decode())
+
+
 async def fire_due(svc: Services, now: float | None = None) -> int:
     """Carry out every timer due by ``now``; returns how many this process fired."""
     key = svc.store.keys.timers()

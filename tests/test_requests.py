@@ -69,6 +69,7 @@ async def test_a_planned_request_becomes_a_proposal(services, kind) -> None:
     assert run.cohort is not None and run.root is not None and run.expires_at is not None
     assert {a.name for a in run.cohort.agents} >= {"Orchestrator", "Scout A"}
     assert run.requested_by == "@ana" and run.history[-1].to_status is RunStatus.PROPOSED
+    assert run.planning is not None and run.planning.total_tokens > 0
     events = [e for _, e in await svc.store.read_events(run_id)]
     assert [type(e) for e in events] == [RunStatusChanged]
     assert events[0].status is RunStatus.PROPOSED  # type: ignore[union-attr]

@@ -65,12 +65,18 @@ def _footer(view: ProposalView) -> list[Block]:
         blocks.append(_section("*From the library*\n" + "\n".join(reuse)))
     if view.budget is not None:
         b = view.budget
+        spent = view.planning
+        planned = (
+            f" · planning used {spent.total_tokens} tokens (${spent.cost_usd:.4f})"
+            if spent is not None
+            else ""
+        )
         blocks.append(
             ContextBlock(
                 elements=[
                     MarkdownTextObject(
                         text=f"Budget: {b.tokens} tokens · ${b.cost_usd:.2f} · "
-                        f"{b.wall_clock_s:.0f} s · run `{view.run_id}`"
+                        f"{b.wall_clock_s:.0f} s{planned} · run `{view.run_id}`"
                     )
                 ]
             )

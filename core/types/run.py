@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from core.types._base import Frozen, now
 from core.types.agent import AgentSpec
+from core.types.chat import Usage
 from core.types.cohort import Cohort
 
 
@@ -82,6 +83,8 @@ class RunState(BaseModel):
     # A proposal not decided by then can no longer be approved.
     expires_at: float | None = None
     budget: RunBudget | None = None
+    # What routing and planning the request cost (spent before anyone approved).
+    planning: Usage | None = None
     # Set while the run is paused at its budget or deadline ("tokens", "cost",
     # "wall_clock"); agents park until a person extends or stops it.
     paused: str | None = None

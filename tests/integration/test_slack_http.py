@@ -203,6 +203,7 @@ async def test_mention_card_approve_progress_result(make_services, real_redis) -
         assert card["thread_ts"] == "1700000000.000100"
         text = json.dumps(card["blocks"])
         assert "Find fares" in text and "Scout A" in text and "Approve" in text
+        assert "planning used" in text, "what planning spent before anyone approved"
 
         run_id = card["blocks"][-1]["elements"][0]["value"]
         # A double click: both acknowledged, one run starts, the second click is refused.
