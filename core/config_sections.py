@@ -194,3 +194,6 @@ class SlackSettings(_Section):
     status_interval_s: float = Field(1.0, ge=0)
     # A longer final result is posted cut short and uploaded whole as a file.
     result_file_chars: int = Field(8000, ge=1000)
+    # A bot process holds each run it relays for this long, renewed while it lives; a run
+    # whose holder died is taken over by another bot process after it lapses.
+    relay_lease_s: float = Field(30.0, ge=0.2, le=3600)

@@ -11,7 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import re
+import socket
+import uuid
 from collections.abc import Coroutine
 from typing import Any
 
@@ -58,6 +61,10 @@ class SlackBot:
         self.relays: dict[str, asyncio.Task[None]] = {}
         # Runs whose relay is posting an event right now (not stopped halfway).
         self.relaying = Busy()
+        # This process, as the holder of the leases on the runs it relays.
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.lease_s = svc.settings.slack.relay_lease_s
+        self._supervisor: asyncio.Task[None] | None = None
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.decisions = Decisions(self)
@@ -83,33 +90,60 @@ class SlackBot:
         while self.tasks:
             await asyncio.gather(*list(self.tasks), return_exceptions=True)
 
-    def follow(self, shown: Shown) -> None:
-        """Relay ``shown.run_id`` into its thread until the run ends (once per run)."""
-        if shown.run_id in self.relays:
-            return
+    async def follow(self, shown: Shown) -> bool:
+        """Relay ``shown.run_id`` into its thread until the run ends, unless this process
+        relays it already or another holds it; whether this process took it."""
+        run_id, threads, owner = shown.run_id, self.threads, self.owner
+        if run_id in self.relays or not await threads.claim(run_id, owner, self.lease_s):
+            return False
 
         async def card() -> None:
             await self.post_card(shown)
 
+        async def mine() -> bool:
+            return await threads.owns(run_id, owner)
+
         async def relay() -> None:
-            await relay_run(
-                self.svc, self.hub, self.threads, self.client, shown, card, self.relaying
-            )
             try:
-                await learn_once(self.svc, await self.svc.store.get_run(shown.run_id))
+                await relay_run(
+                    self.svc, self.hub, threads, self.client, shown, card, self.relaying, mine
+                )
+            finally:
+                await threads.release(run_id, owner)
+            try:
+                await learn_once(self.svc, await self.svc.store.get_run(run_id))
             except Exception:
-                log.exception("keeping the outcome of %s in the library failed", shown.run_id)
+                log.exception("keeping the outcome of %s in the library failed", run_id)
 
-        task = asyncio.create_task(relay(), name=f"slack-relay-{shown.run_id}")
-        self.relays[shown.run_id] = task
-        task.add_done_callback(lambda _t: self.relays.pop(shown.run_id, None))
+        task = asyncio.create_task(relay(), name=f"slack-relay-{run_id}")
+        self.relays[run_id] = task
+        task.add_done_callback(lambda _t: self.relays.pop(run_id, None))
+        return True
 
-    async def resume(self) -> int:
-        """Resume the relays of runs an earlier bot process was showing; how many."""
-        unfinished = await self.threads.unfinished()
-        for shown in unfinished:
-            self.follow(shown)
-        return len(unfinished)
+    async def adopt(self) -> int:
+        """Relay the runs no bot process relays (left by one that stopped or died, or a
+        relay that failed); how many this process took."""
+        return sum([await self.follow(shown) for shown in await self.threads.unfinished()])
+
+    async def start(self) -> int:
+        """Take up the runs earlier processes left, then keep this process's leases and
+        adopt the runs of processes that die; returns how many runs were taken up."""
+        taken = await self.adopt()
+        if self._supervisor is None:
+            self._supervisor = asyncio.create_task(self._supervise(), name="slack-relays")
+        return taken
+
+    async def _supervise(self) -> None:
+        period, rounds = self.lease_s / 3, 0
+        while True:
+            await asyncio.sleep(period)
+            rounds += 1
+            try:
+                await self.threads.renew(list(self.relays), self.owner, self.lease_s)
+                if rounds % 3 == 0:
+                    await self.adopt()
+            except Exception:
+                log.exception("keeping the relays' leases failed; retrying")
 
     async def finish_relays(self, timeout_s: float | None = None) -> None:
         """Wait for every relay to end (their runs ended), up to ``timeout_s``."""
@@ -120,6 +154,9 @@ class SlackBot:
         """Stop: finish the listeners' work; relays stop between two events (the next
         process resumes them after the last event relayed)."""
         await self.drain()
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            await asyncio.gather(self._supervisor, return_exceptions=True)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(STOP_GRACE_S):
                 await self.relaying.idle.wait()
@@ -175,7 +212,7 @@ class SlackBot:
         run_id = await request_run(self.svc, task, requested_by=event.get("user", ""))
         shown = Shown(run_id=run_id, channel=channel, thread=thread)
         await self.threads.link(shown)
-        self.follow(shown)
+        await self.follow(shown)
 
     async def post_card(self, shown: Shown) -> None:
         """The proposal card in the run's thread (planning produced a cohort)."""

@@ -45,7 +45,7 @@ async def run_slack(settings: Settings, secrets: SlackSecrets, host: str, port: 
     )
     async with services as svc:
         bot = SlackBot(svc, secrets)
-        resumed = await bot.resume()
+        resumed = await bot.start()
         if resumed:
             log.info("resumed relaying %d runs", resumed)
         try:

@@ -1,6 +1,7 @@
 """Where each run is shown in Slack, kept in Redis: the thread of a run (replies there reach
-its agents) and how far the run's relay got, so a restarted bot resumes every relay where
-it stopped instead of losing the run's progress or posting it twice."""
+its agents), how far the run's relay got — a restarted bot resumes every relay where it
+stopped instead of losing the run's progress or posting it twice — and which bot process
+relays it (a lease, so several processes never relay one run twice)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,32 @@ class Threads:
 
     async def done(self, run_id: str) -> None:
         await self.redis.hdel(self.relays_key, run_id)
+
+    # -- leases: one bot process relays each run --------------------------------------
+
+    def _lease_key(self, run_id: str) -> str:
+        return f"{self.prefix}:lease:{run_id}"
+
+    async def claim(self, run_id: str, owner: str, ttl_s: float) -> bool:
+        """Hold ``run_id`` for ``owner`` (True if it is free, lapsed, or already theirs)."""
+        key, ms = self._lease_key(run_id), int(ttl_s * 1000)
+        if await self.redis.set(key, owner, nx=True, px=ms):
+            return True
+        return bool(await self.redis.get(key) == owner)
+
+    async def renew(self, run_ids: list[str], owner: str, ttl_s: float) -> None:
+        """Extend ``owner``'s leases (a lapsed one is not taken back: XX)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for run_id in run_ids:
+                pipe.set(self._lease_key(run_id), owner, xx=True, px=int(ttl_s * 1000))
+            await pipe.execute()
+
+    async def owns(self, run_id: str, owner: str) -> bool:
+        return bool(await self.redis.get(self._lease_key(run_id)) == owner)
+
+    async def release(self, run_id: str, owner: str) -> None:
+        if await self.owns(run_id, owner):
+            await self.redis.delete(self._lease_key(run_id))
 
     async def unfinished(self) -> list[Shown]:
         """Relays a previous bot process left running."""

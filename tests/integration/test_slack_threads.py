@@ -4,6 +4,7 @@ its relays without posting anything twice."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import tempfile
@@ -101,7 +102,7 @@ async def test_a_restarted_bot_resumes_without_posting_twice(make_services, real
             run_id = await card_run(h)
         # The bot stopped with the proposal open; a new process takes over.
         async with serve_bot(svc, slack) as h:
-            assert await h.bot.resume() == 1
+            assert await h.bot.start() == 1
             await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
             await h.runs_end()
             assert len(cards(h)) == 1, "the replayed proposal is not posted again"
@@ -124,3 +125,45 @@ async def test_an_unauthorised_edit_opens_no_form(make_services, real_redis) -> 
         assert refusal["user"] == MALLORY and "Only" in refusal["text"]
         assert h.slack.of("views.open") == []
         assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.PROPOSED
+
+
+async def test_two_bots_relay_each_run_once_and_take_over_a_dead_ones(
+    make_services, real_redis
+) -> None:
+    slack = await FakeSlackAPI().start()
+    s = quick_library(planning_settings(), tempfile.mkdtemp(prefix="caramba-lib-"))
+    s = s.model_copy(
+        update={"slack": s.slack.model_copy(update={"api_url": slack.url, "relay_lease_s": 0.3})}
+    )
+    svc = make_services(s, scripted(design()), redis=real_redis)
+    try:
+        async with serve_bot(svc, slack) as a, serve_bot(svc, slack) as b:
+            await a.bot.start()
+            await b.bot.start()
+            await a.mention("Compare flights to Berlin.")
+            run_id = await card_run(a)
+            assert list(a.bot.relays) == [run_id]
+            assert await b.bot.adopt() == 0, "a live bot's run is not taken"
+
+            await asyncio.sleep(0.5)
+            assert await b.bot.adopt() == 0, "the lease is renewed while bot a lives"
+
+            # Bot a dies: its relay and lease renewals stop, nothing is released.
+            async def dead(*_: Any) -> None:
+                return None
+
+            a.bot.threads.release = dead  # type: ignore[method-assign]
+            assert a.bot._supervisor is not None
+            for task in [a.bot._supervisor, *a.bot.relays.values()]:
+                task.cancel()
+            await a.slack.wait_for(lambda: run_id in b.bot.relays, timeout_s=5)
+
+            await b.click("caramba_approve", run_id, ANA, "1700000000.000200")
+            await b.runs_end()
+            assert len(cards(b)) == 1
+            assert "Orchestrator says: 3 flights" in slack.of("chat.postMessage")[-1]["text"]
+            updates = [u for u in slack.of("chat.update") if "Run completed" in u["text"]]
+            assert len(updates) == 1, "one relay showed the end"
+    finally:
+        await slack.stop()
+        shutil.rmtree(s.library.index_dir, ignore_errors=True)
