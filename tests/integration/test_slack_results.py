@@ -9,12 +9,10 @@ import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import tests.integration.test_slack_http as slack_http
 from bots.slack.app import SlackBot
 from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
 from bots.slack.feedback import ALREADY, THANKS
@@ -22,7 +20,6 @@ from bots.slack.relay import ThreadRelay
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape, split
 from bots.slack.upload import POINTER
-from core.library import open_library
 from core.types.events import RunFinished
 from core.types.run import RunStatus
 from tests.fakes.slack_api import FakeSlackAPI
@@ -35,20 +32,6 @@ THREAD = "1700000000.000100"
 LONG = "\n".join(f"{i:04d} fare <{i}> & co: Lisbon → Berlin, 3 flights" for i in range(300))
 
 
-@pytest.fixture
-def library_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The harness's settings with a small, local library under ``tmp_path``."""
-    folder = tmp_path / "library"
-
-    def settings(**planning: Any) -> Any:
-        s = planning_settings(**planning)
-        lib = s.library.model_copy(update={"embedder": "hashing", "index_dir": folder})
-        return s.model_copy(update={"library": lib})
-
-    monkeypatch.setattr(slack_http, "planning_settings", settings)
-    return folder
-
-
 def feedback_message(slack: FakeSlackAPI) -> dict[str, Any] | None:
     return next(
         (p for p in slack.of("chat.postMessage") if FEEDBACK_UP in json.dumps(p.get("blocks"))),
@@ -57,7 +40,7 @@ def feedback_message(slack: FakeSlackAPI) -> dict[str, Any] | None:
 
 
 async def test_the_result_has_feedback_buttons_and_votes_count_once(
-    make_services, real_redis, library_in
+    make_services, real_redis
 ) -> None:
     async with harness(make_services, real_redis) as h:
         await h.mention("Compare the three cheapest flights from Lisbon to Berlin.")
@@ -90,11 +73,8 @@ async def test_the_result_has_feedback_buttons_and_votes_count_once(
         )
         assert all(n["channel"] == CHANNEL and n["thread_ts"] == THREAD for n in notes)
 
-        library = await open_library(h.bot.svc.settings, real_redis)
-        try:
-            record = (await library.get(run.cohort.id)).record
-        finally:
-            await library.aclose()
+        library = await h.bot.svc.library()
+        record = (await library.get(run.cohort.id)).record
         assert (record.ratings, record.rating_sum) == (2, 1.0)
         assert (record.runs, record.successes) == (1, 1), "kept with its run at the first vote"
 
@@ -107,11 +87,7 @@ async def test_the_result_has_feedback_buttons_and_votes_count_once(
             "thread_ts": THREAD,
             "text": ALREADY,
         }
-        library = await open_library(h.bot.svc.settings, real_redis)
-        try:
-            assert (await library.get(run.cohort.id)).record.ratings == 2
-        finally:
-            await library.aclose()
+        assert (await library.get(run.cohort.id)).record.ratings == 2
 
 
 @contextlib.asynccontextmanager
