@@ -130,15 +130,14 @@ async def send_mentions(port: int, prefix: str, mentions: int, window_s: float) 
     return latencies
 
 
-def slack_side(conn: Connection, prefix: str, mentions: int, window_s: float) -> None:
-    """Slack, in a process of its own (it is another machine): the Web API fake, then the
-    mentions once the bot's port arrives; sends back the latencies and cards posted."""
+def slack_api(conn: Connection, mentions: int) -> None:
+    """Slack's Web API (another machine: a process of its own): serves the bot's calls;
+    when asked, waits for every card and sends back how many were posted."""
 
     async def run() -> None:
         slack = await FakeSlackAPI().start()
         conn.send(slack.url)
-        port = await asyncio.to_thread(conn.recv)
-        latencies = await send_mentions(port, prefix, mentions, window_s)
+        await asyncio.to_thread(conn.recv)
 
         def cards() -> int:
             return sum(1 for c in slack.of("chat.postMessage") if c.get("blocks"))
@@ -146,24 +145,35 @@ def slack_side(conn: Connection, prefix: str, mentions: int, window_s: float) ->
         deadline = time.monotonic() + 120
         while cards() < mentions and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.1)
-        conn.send((latencies, cards()))
+        conn.send(cards())
         await slack.stop()
 
     asyncio.run(run())
+
+
+def slack_events(conn: Connection, prefix: str, mentions: int, window_s: float) -> None:
+    """Slack sending the mentions (a process of its own, so that serving the Web API
+    calls does not delay its clock); sends back the latencies."""
+    port = conn.recv()
+    conn.send(asyncio.run(send_mentions(port, prefix, mentions, window_s)))
 
 
 async def main(mentions: int, window_s: float, workers: int) -> None:
     prefix = f"bench-slack-{uuid.uuid4().hex[:8]}"
     queue = f"{prefix}-q"
     fork = multiprocessing.get_context("fork")
-    # The model's fake and Slack run in processes of their own: in this one they would
-    # take the bot's CPU (the GIL) and inflate the latency measured.
+    # The model's fake and Slack (API and events) run in processes of their own: in this
+    # one they would take the bot's CPU (the GIL) and inflate the latency measured.
     llm_port = free_port()
-    llm = fork.Process(target=serve_llm, args=(llm_port,))
-    ours, theirs = fork.Pipe()
-    slack = fork.Process(target=slack_side, args=(theirs, prefix, mentions, window_s))
-    llm.start()
-    slack.start()
+    api, api_side = fork.Pipe()
+    events, events_side = fork.Pipe()
+    children = [
+        fork.Process(target=serve_llm, args=(llm_port,)),
+        fork.Process(target=slack_api, args=(api_side, mentions)),
+        fork.Process(target=slack_events, args=(events_side, prefix, mentions, window_s)),
+    ]
+    for child in children:
+        child.start()
     try:
         env = worker_env(
             redis__url=URL,
@@ -178,12 +188,12 @@ async def main(mentions: int, window_s: float, workers: int) -> None:
         try:
             for proc in procs:
                 proc.wait_for(" ready.", timeout=120)
-            latencies, posted = await _measure(prefix, queue, ours)
+            latencies, posted = await _measure(prefix, queue, api, events)
         finally:
             for proc in procs:
                 proc.stop()
     finally:
-        for child in (llm, slack):
+        for child in children:
             child.terminate()
             child.join()
     print(f"mean ack {statistics.mean(latencies):.1f} ms, max {max(latencies):.1f} ms")
@@ -194,9 +204,11 @@ async def main(mentions: int, window_s: float, workers: int) -> None:
     )
 
 
-async def _measure(prefix: str, queue: str, slack: Connection) -> tuple[list[float], int]:
+async def _measure(
+    prefix: str, queue: str, api: Connection, events: Connection
+) -> tuple[list[float], int]:
     """The bot process: mentions in, acknowledgement latencies and cards posted out."""
-    api_url = await asyncio.to_thread(slack.recv)
+    api_url = await asyncio.to_thread(api.recv)
     settings = load_settings(
         redis={"url": URL, "key_prefix": prefix},
         celery={"queue": queue},
@@ -213,8 +225,13 @@ async def _measure(prefix: str, queue: str, slack: Connection) -> tuple[list[flo
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
         await asyncio.sleep(0.01)
-    slack.send(port)
-    latencies, posted = await asyncio.to_thread(slack.recv)
+    cpu = time.process_time()
+    events.send(port)
+    latencies = await asyncio.to_thread(events.recv)
+    api.send("count the cards")
+    posted = await asyncio.to_thread(api.recv)
+    cpu = time.process_time() - cpu
+    print(f"bot process: {cpu * 1000 / len(latencies):.1f} ms CPU per mention (ack and card)")
     await bot.aclose()
     server.should_exit = True
     await serving

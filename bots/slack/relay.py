@@ -198,14 +198,12 @@ async def relay_run(
     shown: Shown,
     on_proposed: Callable[[], Awaitable[None]] | None = None,
     busy: Busy | None = None,
-    still_mine: Callable[[], Awaitable[bool]] | None = None,
 ) -> None:
     """Follow ``shown.run_id`` from its request to its end, relaying into its thread.
 
     Events up to ``shown.last`` were relayed before (by a bot process that stopped): they
     only rebuild the relay's state. Progress is saved after every event; while an event
-    is being relayed, the run id is in ``busy`` (a stopping bot waits for it). A relay
-    whose lease another bot process took over (``still_mine`` says False) stops.
+    is being relayed, the run id is in ``busy`` (a stopping bot waits for it).
     """
     busy = Busy() if busy is None else busy
     relay = ThreadRelay(client, shown.channel, shown.thread, shown.run_id, on_proposed)
@@ -214,9 +212,6 @@ async def relay_run(
     interval = svc.settings.slack.status_interval_s
     try:
         async for entry_id, event in hub.follow(shown.run_id):
-            if still_mine is not None and not await still_mine():
-                log.info("run %s is relayed by another bot process now", shown.run_id)
-                return
             busy.add(shown.run_id)
             try:
                 relay.quiet = not after(entry_id, shown.last)

@@ -75,12 +75,19 @@ class Threads:
             return True
         return bool(await self.redis.get(key) == owner)
 
-    async def renew(self, run_ids: list[str], owner: str, ttl_s: float) -> None:
-        """Extend ``owner``'s leases (a lapsed one is not taken back: XX)."""
+    async def renew(self, run_ids: list[str], owner: str, ttl_s: float) -> list[str]:
+        """Extend ``owner``'s leases on ``run_ids``; returns the runs whose lease lapsed
+        or was taken over meanwhile (this process stalled longer than the lease)."""
         async with self.redis.pipeline(transaction=False) as pipe:
             for run_id in run_ids:
+                pipe.get(self._lease_key(run_id))
+            holders = await pipe.execute()
+        kept = [r for r, h in zip(run_ids, holders, strict=True) if h == owner]
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for run_id in kept:
                 pipe.set(self._lease_key(run_id), owner, xx=True, px=int(ttl_s * 1000))
             await pipe.execute()
+        return [r for r in run_ids if r not in kept]
 
     async def owns(self, run_id: str, owner: str) -> bool:
         return bool(await self.redis.get(self._lease_key(run_id)) == owner)

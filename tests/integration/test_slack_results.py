@@ -103,6 +103,7 @@ async def bot_relay(make_services: Any, redis: Any) -> AsyncIterator[tuple[Threa
     try:
         yield ThreadRelay(bot.client, CHANNEL, THREAD, "run_r1"), slack
     finally:
+        await bot.aclose()
         await slack.stop()
 
 

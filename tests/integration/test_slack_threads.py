@@ -167,3 +167,15 @@ async def test_two_bots_relay_each_run_once_and_take_over_a_dead_ones(
     finally:
         await slack.stop()
         shutil.rmtree(s.library.index_dir, ignore_errors=True)
+
+
+async def test_a_lease_taken_over_is_reported_to_its_old_holder(real_redis) -> None:
+    from bots.slack.threads import Threads
+
+    threads = Threads(real_redis, real_redis.test_prefix)
+    assert await threads.claim("run_1", "a", 0.2) and await threads.claim("run_2", "a", 30)
+    assert not await threads.claim("run_2", "b", 30), "a live lease is not taken"
+    await asyncio.sleep(0.3)
+    assert await threads.claim("run_1", "b", 30), "a lapsed lease is"
+    assert await threads.renew(["run_1", "run_2"], "a", 30) == ["run_1"]
+    assert await threads.owns("run_1", "b") and await threads.owns("run_2", "a")
