@@ -95,9 +95,8 @@ async def plan_request(svc: Services, run_id: str) -> TurnOutcome:
 
 async def _propose(svc: Services, run_id: str, outcome: PlanOutcome) -> None:
     """Planning → proposed with the cohort (or the UI agent, then started at once)."""
-    root = outcome.direct if outcome.direct is not None else None
     cohort: Cohort | None = outcome.cohort
-    top = root or (cohort.root if cohort is not None else None)
+    top = outcome.direct or (cohort.root if cohort is not None else None)
     assert top is not None, "planning returns a direct agent or a cohort"
 
     def propose(r: RunState) -> tuple[RunState | None, list[RunEvent]]:
