@@ -129,3 +129,19 @@ async def any_redis(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     else:
         async with _real_redis_client() as client:
             yield client
+
+
+@pytest.fixture
+async def services(any_redis: Any, kind: Any) -> AsyncIterator[Callable[..., Any]]:
+    """For tests parametrised with ``tests.schedulers.SCHEDULERS``: build Services whose
+    turns the parametrised scheduler runs (inline, or a real Celery worker)."""
+    from tests.schedulers import scheduled_services
+
+    async with contextlib.AsyncExitStack() as stack:
+
+        async def make(settings: Settings, model: LLM) -> Services:
+            return await stack.enter_async_context(
+                scheduled_services(settings, model, kind, any_redis)
+            )
+
+        yield make

@@ -4,17 +4,11 @@ it, answer an agent's question — with the inline scheduler, on fakeredis and r
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-
-import pytest
 
 from core import budget, control
-from core.config import Settings
-from core.llm.base import LLM, LLMRequest
+from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.questions import answer_question, open_questions
-from core.runtime import Services
 from core.types import AgentSpec
 from core.types.agent import AgentStatus, EndReason
 from core.types.events import (
@@ -30,20 +24,7 @@ from core.types.run import RunBudget, RunStatus
 from tests.conftest import make_settings
 from tests.helpers import collect
 from tests.scenarios import ORCHESTRATOR_TOOLS, calls_made, texts
-from tests.schedulers import SCHEDULERS, scheduled_services
-
-
-@pytest.fixture
-async def services(any_redis, kind) -> AsyncIterator[Callable[..., Awaitable[Services]]]:
-    """Build Services run by the parametrised scheduler (inline or a real Celery worker)."""
-    async with contextlib.AsyncExitStack() as stack:
-
-        async def make(settings: Settings, model: LLM) -> Services:
-            return await stack.enter_async_context(
-                scheduled_services(settings, model, kind, any_redis)
-            )
-
-        yield make
+from tests.schedulers import SCHEDULERS
 
 
 def solo(*tools: str) -> AgentSpec:

@@ -5,16 +5,11 @@ inline and by a real Celery worker; and follow-ups from people to a running run.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
-
-import pytest
 
 from core import control
 from core.config import Settings
 from core.event_hub import EventHub
-from core.llm.base import LLM
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.questions import follow_up
 from core.requests import plan_request, request_run
@@ -28,19 +23,7 @@ from core.types.run import RunStatus
 from tests.helpers import collect
 from tests.planning_helpers import as_json, design, model
 from tests.planning_helpers import settings as planning_settings
-from tests.schedulers import SCHEDULERS, scheduled_services
-
-
-@pytest.fixture
-async def services(any_redis, kind) -> AsyncIterator[Callable[..., Awaitable[Services]]]:
-    async with contextlib.AsyncExitStack() as stack:
-
-        async def make(settings: Settings, llm: LLM) -> Services:
-            return await stack.enter_async_context(
-                scheduled_services(settings, llm, kind, any_redis)
-            )
-
-        yield make
+from tests.schedulers import SCHEDULERS
 
 
 def quiet_settings(**planning: Any) -> Settings:

@@ -76,6 +76,17 @@ class Harness:
     def __init__(self, bot: SlackBot, slack: FakeSlackAPI, http: httpx.AsyncClient) -> None:
         self.bot, self.slack, self.http = bot, slack, http
 
+    def cards(self) -> list[dict[str, Any]]:
+        """The proposal cards posted (messages with an Approve button)."""
+        return [c for c in self.slack.of("chat.postMessage") if "caramba_approve" in json.dumps(c)]
+
+    async def card(self) -> tuple[dict[str, Any], str]:
+        """Wait for the one proposal card; it and its run's id."""
+        await self.slack.wait_for(lambda: bool(self.cards()))
+        (card,) = self.cards()
+        run_id: str = card["blocks"][-1]["elements"][0]["value"]
+        return card, run_id
+
     async def runs_end(self, timeout_s: float = 20) -> None:
         """Wait for the clicks' work, then for every relayed run to end."""
         await self.bot.drain()
@@ -196,16 +207,14 @@ async def test_mention_card_approve_progress_result(make_services, real_redis) -
     async with harness(make_services, real_redis) as h:
         resp = await h.mention("Compare the three cheapest flights from Lisbon to Berlin.")
         assert resp.status_code == 200
-        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
+        card, run_id = await h.card()
         reaction = h.slack.of("reactions.add")
         assert reaction == [{"channel": CHANNEL, "timestamp": "1700000000.000100", "name": "eyes"}]
-        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
         assert card["thread_ts"] == "1700000000.000100"
         text = json.dumps(card["blocks"])
         assert "Find fares" in text and "Scout A" in text and "Approve" in text
         assert "planning used" in text, "what planning spent before anyone approved"
 
-        run_id = card["blocks"][-1]["elements"][0]["value"]
         # A double click: both acknowledged, one run starts, the second click is refused.
         clicks = await asyncio.gather(
             *(h.click("caramba_approve", run_id, ANA, "1700000000.000200") for _ in range(2))
@@ -247,18 +256,16 @@ async def test_a_retried_event_yields_one_card(make_services, real_redis) -> Non
             assert (
                 await h.mention("Compare flights to Berlin.", event_id="EvSame")
             ).status_code == 200
-        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
+        await h.card()
         await h.bot.drain()
-        assert len([c for c in h.slack.of("chat.postMessage") if c.get("blocks")]) == 1
+        assert len(h.cards()) == 1
         assert len(h.slack.of("reactions.add")) == 1
 
 
 async def test_an_unauthorised_approve_is_refused_in_private(make_services, real_redis) -> None:
     async with harness(make_services, real_redis) as h:
         await h.mention("Compare flights to Berlin.")
-        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
-        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
-        run_id = card["blocks"][-1]["elements"][0]["value"]
+        _, run_id = await h.card()
         assert (await h.click("caramba_approve", run_id, MALLORY, "1.2")).status_code == 200
         await h.bot.drain()
         (refusal,) = h.slack.of("chat.postEphemeral")
@@ -280,9 +287,7 @@ async def test_an_unauthorised_approve_is_refused_in_private(make_services, real
 async def test_a_reply_in_the_thread_answers_an_agents_question(make_services, real_redis) -> None:
     async with harness(make_services, real_redis, asking_design()) as h:
         await h.mention("Book a flight to Berlin: which airport is best?")
-        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
-        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
-        run_id = card["blocks"][-1]["elements"][0]["value"]
+        _, run_id = await h.card()
         await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
         await h.slack.wait_for(
             lambda: any("BER or a nearby" in c["text"] for c in h.slack.of("chat.postMessage"))
@@ -313,9 +318,7 @@ async def test_a_simple_request_is_answered_in_the_thread_without_a_card(
 async def test_cancel_stops_the_run(make_services, real_redis) -> None:
     async with harness(make_services, real_redis, asking_design()) as h:
         await h.mention("Book a flight to Berlin: which airport is best?")
-        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
-        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
-        run_id = card["blocks"][-1]["elements"][0]["value"]
+        _, run_id = await h.card()
         await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
         await h.slack.wait_for(
             lambda: any("BER or a nearby" in c["text"] for c in h.slack.of("chat.postMessage"))
@@ -392,9 +395,7 @@ def form_values(form: dict[str, Any], **changes: Any) -> dict[str, Any]:
 async def test_an_edit_changes_the_agent_that_runs(make_services, real_redis) -> None:
     async with harness(make_services, real_redis) as h:
         await h.mention("Compare flights to Berlin.")
-        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
-        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
-        run_id = card["blocks"][-1]["elements"][0]["value"]
+        _, run_id = await h.card()
         await h.click("caramba_edit_open", run_id, ANA, "1700000000.000200")
         await h.slack.wait_for(lambda: bool(h.slack.of("views.open")))
         form = h.slack.of("views.open")[0]["view"]

@@ -44,9 +44,7 @@ async def test_the_result_has_feedback_buttons_and_votes_count_once(
 ) -> None:
     async with harness(make_services, real_redis) as h:
         await h.mention("Compare the three cheapest flights from Lisbon to Berlin.")
-        await h.slack.wait_for(lambda: any(c.get("blocks") for c in h.slack.of("chat.postMessage")))
-        (card,) = [c for c in h.slack.of("chat.postMessage") if c.get("blocks")]
-        card_run = card["blocks"][-1]["elements"][0]["value"]
+        _, card_run = await h.card()
         await h.click("caramba_approve", card_run, ANA, "1700000000.000200")
         await h.slack.wait_for(lambda: feedback_message(h.slack) is not None)
         result = feedback_message(h.slack)

@@ -5,7 +5,6 @@ its relays without posting anything twice."""
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import tempfile
 from typing import Any
@@ -19,7 +18,6 @@ from tests.integration.test_slack_http import (
     ANA,
     CHANNEL,
     MALLORY,
-    Harness,
     harness,
     planning_settings,
     quick_library,
@@ -32,17 +30,6 @@ from tests.scenarios import texts
 
 pytestmark = pytest.mark.integration
 THREAD = "1700000000.000100"
-
-
-def cards(h: Harness) -> list[dict[str, Any]]:
-    return [c for c in h.slack.of("chat.postMessage") if "caramba_approve" in json.dumps(c)]
-
-
-async def card_run(h: Harness) -> str:
-    await h.slack.wait_for(lambda: bool(cards(h)))
-    (card,) = cards(h)
-    run_id: str = card["blocks"][-1]["elements"][0]["value"]
-    return run_id
 
 
 def waiting_orchestrator(request: Any) -> Reply:
@@ -61,7 +48,7 @@ async def test_a_reply_reaches_the_top_agent_and_later_ones_get_one_hint(
     async with harness(make_services, real_redis) as h:
         h.bot.svc.llm.responder = waiting_orchestrator  # type: ignore[attr-defined]
         await h.mention("Compare flights to Berlin.")
-        run_id = await card_run(h)
+        _, run_id = await h.card()
         await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
         await h.slack.wait_for(
             lambda: any("agents" in c["text"] for c in h.slack.of("chat.postMessage"))
@@ -88,7 +75,7 @@ async def test_a_failed_planning_is_told_in_the_thread(make_services, real_redis
         await h.runs_end()
         (said,) = h.slack.of("chat.postMessage")
         assert said["thread_ts"] == THREAD and said["text"].startswith(":x: planning failed")
-        assert cards(h) == []
+        assert h.cards() == []
 
 
 async def test_a_restarted_bot_resumes_without_posting_twice(make_services, real_redis) -> None:
@@ -99,13 +86,13 @@ async def test_a_restarted_bot_resumes_without_posting_twice(make_services, real
     try:
         async with serve_bot(svc, slack) as h:
             await h.mention("Compare flights to Berlin.")
-            run_id = await card_run(h)
+            _, run_id = await h.card()
         # The bot stopped with the proposal open; a new process takes over.
         async with serve_bot(svc, slack) as h:
             assert await h.bot.start() == 1
             await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
             await h.runs_end()
-            assert len(cards(h)) == 1, "the replayed proposal is not posted again"
+            assert len(h.cards()) == 1, "the replayed proposal is not posted again"
             posts = h.slack.of("chat.postMessage")
             assert "Orchestrator says: 3 flights" in posts[-1]["text"]
             assert "Run completed" in h.slack.of("chat.update")[-1]["text"]
@@ -118,7 +105,7 @@ async def test_a_restarted_bot_resumes_without_posting_twice(make_services, real
 async def test_an_unauthorised_edit_opens_no_form(make_services, real_redis) -> None:
     async with harness(make_services, real_redis) as h:
         await h.mention("Compare flights to Berlin.")
-        run_id = await card_run(h)
+        _, run_id = await h.card()
         assert (await h.click("caramba_edit_open", run_id, MALLORY, "1.2")).status_code == 200
         await h.slack.wait_for(lambda: bool(h.slack.of("chat.postEphemeral")))
         (refusal,) = h.slack.of("chat.postEphemeral")
@@ -141,7 +128,7 @@ async def test_two_bots_relay_each_run_once_and_take_over_a_dead_ones(
             await a.bot.start()
             await b.bot.start()
             await a.mention("Compare flights to Berlin.")
-            run_id = await card_run(a)
+            _, run_id = await a.card()
             assert list(a.bot.relays) == [run_id]
             assert await b.bot.adopt() == 0, "a live bot's run is not taken"
 
@@ -160,7 +147,7 @@ async def test_two_bots_relay_each_run_once_and_take_over_a_dead_ones(
 
             await b.click("caramba_approve", run_id, ANA, "1700000000.000200")
             await b.runs_end()
-            assert len(cards(b)) == 1
+            assert len(b.cards()) == 1
             assert "Orchestrator says: 3 flights" in slack.of("chat.postMessage")[-1]["text"]
             updates = [u for u in slack.of("chat.update") if "Run completed" in u["text"]]
             assert len(updates) == 1, "one relay showed the end"
