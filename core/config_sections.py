@@ -185,6 +185,8 @@ class PlanningSettings(_Section):
     prompt_concurrency: int = Field(4, ge=1, le=64)
     library_top_k: int = Field(3, ge=0, le=20)
     timeout_s: float = Field(300.0, gt=0, le=3600)
+    # How long a request may wait for a worker to start planning it.
+    pickup_s: float = Field(60.0, ge=0, le=3600)
 
 
 class SlackSettings(_Section):

@@ -126,11 +126,33 @@ async def _propose(svc: Services, run_id: str, outcome: PlanOutcome) -> None:
         log.warning("the direct answer to %s did not start: %s", run_id, step.reason)
 
 
-async def _fail(svc: Services, run_id: str, error: str) -> None:
-    await svc.store.transition_run(
+async def _fail(svc: Services, run_id: str, error: str) -> bool:
+    step = await svc.store.transition_run(
         run_id,
         RunStatus.FAILED,
         by=SYSTEM,
         note=error,
         events=[RunFinished(run_id=run_id, status=RunStatus.FAILED, error=error)],
+    )
+    return step.ok
+
+
+def stuck_after(svc: Services, run: RunState) -> float:
+    """When a request still in ``planning`` is given up: planning's time-out plus the
+    time a worker may take to start on it."""
+    planning = svc.settings.planning
+    return run.created_at + planning.pickup_s + planning.timeout_s
+
+
+async def give_up_if_stuck(svc: Services, run_id: str) -> bool:
+    """Fail a request no worker planned in time (none running, or all of them stuck);
+    True if it was failed now. Called by whoever shows the request to people."""
+    run = await svc.store.get_run(run_id)
+    if run.status is not RunStatus.PLANNING or time.time() < stuck_after(svc, run):
+        return False
+    return await _fail(
+        svc,
+        run_id,
+        "no worker planned this request in time: check that `caramba worker` is running "
+        "(with the same redis.url), then ask again",
     )

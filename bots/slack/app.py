@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import socket
+import time
 import uuid
 from collections.abc import Coroutine
 from typing import Any
@@ -33,7 +34,7 @@ from bots.slack.threads import Shown, Threads
 from core.approval import view
 from core.event_hub import EventHub
 from core.questions import answer_question, follow_up, open_questions
-from core.requests import request_run
+from core.requests import give_up_if_stuck, request_run, stuck_after
 from core.runtime import Services
 from core.types.run import RunStatus
 
@@ -112,11 +113,13 @@ class SlackBot:
             await self.post_card(shown)
 
         async def relay() -> None:
+            watchdog = asyncio.create_task(self.watch_planning(run_id))
             try:
                 await relay_run(
                     self.svc, self.hub, threads, self.client, shown, card, self.relaying
                 )
             finally:
+                watchdog.cancel()
                 await threads.release(run_id, owner)
             try:
                 await learn_once(self.svc, await self.svc.store.get_run(run_id))
@@ -127,6 +130,14 @@ class SlackBot:
         self.relays[run_id] = task
         task.add_done_callback(lambda _t: self.relays.pop(run_id, None))
         return True
+
+    async def watch_planning(self, run_id: str) -> None:
+        """A request no worker plans in time is failed with what to check (the relay
+        then says so in the thread): without workers nothing else would ever answer."""
+        run = await self.svc.store.get_run(run_id)
+        if run.status is RunStatus.PLANNING:
+            await asyncio.sleep(max(0.0, stuck_after(self.svc, run) - time.time()))
+            await give_up_if_stuck(self.svc, run_id)
 
     async def adopt(self) -> int:
         """Relay the runs no bot process relays (left by one that stopped or died, or a
@@ -223,7 +234,16 @@ class SlackBot:
         if not task:
             await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=HELP)
             return
-        run_id = await request_run(self.svc, task, requested_by=event.get("user", ""))
+        try:
+            run_id = await request_run(self.svc, task, requested_by=event.get("user", ""))
+        except Exception as exc:
+            log.exception("could not record the request in %s", channel)
+            text = (
+                f":x: I could not take this request ({type(exc).__name__}); "
+                "please mention me again in a minute."
+            )
+            await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=text)
+            return
         shown = Shown(run_id=run_id, channel=channel, thread=thread)
         await self.threads.link(shown)
         await self.follow(shown)

@@ -166,3 +166,36 @@ async def test_a_lease_taken_over_is_reported_to_its_old_holder(real_redis) -> N
     assert await threads.claim("run_1", "b", 30), "a lapsed lease is"
     assert await threads.renew(["run_1", "run_2"], "a", 30) == ["run_1"]
     assert await threads.owns("run_1", "b") and await threads.owns("run_2", "a")
+
+
+async def test_a_request_no_worker_plans_is_failed_with_what_to_check(
+    make_services, real_redis
+) -> None:
+    slack = await FakeSlackAPI().start()
+    s = planning_settings(timeout_s=0.2, pickup_s=0.1)
+    s = s.model_copy(update={"slack": s.slack.model_copy(update={"api_url": slack.url})})
+    svc = make_services(s, scripted(design()), redis=real_redis, start=False)  # no worker
+    try:
+        async with serve_bot(svc, slack) as h:
+            await h.mention("Compare flights to Berlin.")
+            await h.slack.wait_for(lambda: bool(h.slack.of("chat.postMessage")))
+            await h.runs_end()
+            (said,) = h.slack.of("chat.postMessage")
+            assert said["text"].startswith(":x: no worker planned this request in time")
+            assert "`caramba worker`" in said["text"]
+    finally:
+        await slack.stop()
+
+
+async def test_a_request_that_cannot_be_recorded_is_answered(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+
+        async def down(*_: Any) -> None:
+            raise ConnectionError("Redis is away")
+
+        h.bot.svc.store.create_run = down  # type: ignore[method-assign]
+        await h.mention("Compare flights to Berlin.")
+        await h.slack.wait_for(lambda: bool(h.slack.of("chat.postMessage")))
+        (said,) = h.slack.of("chat.postMessage")
+        assert said["text"].startswith(":x: I could not take this request (ConnectionError)")
+        assert h.bot.relays == {}
