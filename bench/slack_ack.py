@@ -5,7 +5,9 @@ API, real Redis (127.0.0.1:6379, db 15, a unique key prefix removed afterwards),
 requests planned by real Celery worker processes (``--workers``) through litellm against
 the OpenAI-compatible HTTP fake. ``--mentions`` app_mention events are sent evenly over
 ``--window`` seconds; the acknowledgement latency is the HTTP round trip of each (Slack
-wants it within 3 s); then every proposal card must be posted by the bot's relays.
+wants it within 3 s); then every proposal card must be posted by the bot's relays. The
+workers and the fakes stand for other machines: they run in processes of their own at a
+lower priority (nice 10), so that on a small machine they do not take the bot's CPU.
 
     .venv/bin/python bench/slack_ack.py [--mentions 200] [--window 10] [--workers 2]
 
@@ -54,6 +56,9 @@ URL = "redis://127.0.0.1:6379/15"
 SECRET = "bench-secret"
 # litellm's own HTTP handler for OpenAI-compatible servers (cheaper than openai/...).
 MODEL = "hosted_vllm/fake-model"
+# The workers and the fakes stand for other machines: on this one they run at a lower
+# priority, so that they take the CPU the bot leaves rather than the bot's own.
+OTHER_MACHINES_NICE = 10
 
 
 def responder(body: dict[str, Any]) -> FakeReply:
@@ -75,6 +80,7 @@ def free_port() -> int:
 
 def serve_llm(port: int) -> None:
     """The OpenAI-compatible fake with the planning replies, until terminated."""
+    os.nice(OTHER_MACHINES_NICE)
 
     async def serve() -> None:
         server = FakeLLMServer(port=port)
@@ -134,6 +140,8 @@ def slack_api(conn: Connection, mentions: int) -> None:
     """Slack's Web API (another machine: a process of its own): serves the bot's calls;
     when asked, waits for every card and sends back how many were posted."""
 
+    os.nice(OTHER_MACHINES_NICE)
+
     async def run() -> None:
         slack = await FakeSlackAPI().start()
         conn.send(slack.url)
@@ -185,6 +193,8 @@ async def main(mentions: int, window_s: float, workers: int) -> None:
             planning__library_top_k="0",
         )
         procs = [Process.worker(env, f"bench-planner{i}", concurrency=50) for i in range(workers)]
+        for proc in procs:
+            os.setpriority(os.PRIO_PROCESS, proc.pid, OTHER_MACHINES_NICE)
         try:
             for proc in procs:
                 proc.wait_for(" ready.", timeout=120)
