@@ -68,7 +68,6 @@ def run(
     from core import learning
     from core.approval import Approve, Decision, ProposalView
     from core.embedded import embedded_services, follow, run_proposal
-    from core.library import open_library
     from core.planning import plan
     from core.runs import start_run
     from core.runtime import build_llm
@@ -90,52 +89,49 @@ def run(
 
     async def go() -> RunState:
         async with embedded_services(settings, build_llm(settings)) as svc:
-            library = await open_library(settings, svc.redis)
-            try:
-                if cohort:
-                    entry = await library.get_by_name(cohort)
-                    if entry.cohort is None:
-                        raise UsageError(
-                            f"{cohort!r} names an agent, not a cohort",
-                            hint="pass the name a cohort was saved under",
-                        )
-                    designed: Cohort | None = entry.cohort.model_copy(update={"task": task})
-                else:
-                    with console.status("Planning…"):
-                        outcome = await plan(settings, svc.llm, svc.tools, task, library=library)
-                    console.print(
-                        f"[dim]{outcome.path}: {escape(outcome.decision.reason)} "
-                        f"({outcome.llm_calls} planning calls, "
-                        f"{outcome.usage.total_tokens} tokens)[/]"
+            library = await svc.library()
+            if cohort:
+                entry = await library.get_by_name(cohort)
+                if entry.cohort is None:
+                    raise UsageError(
+                        f"{cohort!r} names an agent, not a cohort",
+                        hint="pass the name a cohort was saved under",
                     )
-                    if outcome.direct is not None:
-                        run_id = await start_run(svc, task, outcome.direct)
-                        return await follow(svc, run_id, printer, None)
-                    designed = outcome.cohort
-                assert designed is not None
-                final = await run_proposal(
-                    svc,
-                    task,
-                    designed,
-                    ask,
-                    on_event=printer,
-                    on_message=console.print,
-                    library=library,
+                designed: Cohort | None = entry.cohort.model_copy(update={"task": task})
+            else:
+                with console.status("Planning…"):
+                    outcome = await plan(settings, svc.llm, svc.tools, task, library=library)
+                console.print(
+                    f"[dim]{outcome.path}: {escape(outcome.decision.reason)} "
+                    f"({outcome.llm_calls} planning calls, "
+                    f"{outcome.usage.total_tokens} tokens)[/]"
                 )
-                if final.status.terminal and final.cohort is not None and not yes:
-                    stars = await asyncio.to_thread(
-                        Prompt.ask, "Rate the result 1-5 (enter: skip)", default=""
-                    )
-                    if stars.strip() in {"1", "2", "3", "4", "5"}:
-                        await learning.feedback(library, final, stars=int(stars))
-                    name = await asyncio.to_thread(
-                        Prompt.ask, "Save this cohort as (enter: skip)", default=""
-                    )
-                    if name.strip():
-                        await learning.save_as(library, final, name.strip())
-                return final
-            finally:
-                await library.aclose()
+                if outcome.direct is not None:
+                    run_id = await start_run(svc, task, outcome.direct)
+                    return await follow(svc, run_id, printer, None)
+                designed = outcome.cohort
+            assert designed is not None
+            final = await run_proposal(
+                svc,
+                task,
+                designed,
+                ask,
+                on_event=printer,
+                on_message=console.print,
+                library=library,
+            )
+            if final.status.terminal and final.cohort is not None and not yes:
+                stars = await asyncio.to_thread(
+                    Prompt.ask, "Rate the result 1-5 (enter: skip)", default=""
+                )
+                if stars.strip() in {"1", "2", "3", "4", "5"}:
+                    await learning.feedback(library, final, stars=int(stars))
+                name = await asyncio.to_thread(
+                    Prompt.ask, "Save this cohort as (enter: skip)", default=""
+                )
+                if name.strip():
+                    await learning.save_as(library, final, name.strip())
+            return final
 
     try:
         result = asyncio.run(go())

@@ -15,11 +15,14 @@ log = logging.getLogger(__name__)
 
 
 async def tick(svc: Services) -> None:
-    """One pass: fire due timers, then process intents nobody has processed yet."""
+    """One pass: fire due timers, process intents nobody has processed yet, and record
+    ended runs in the library."""
     from core.intents import process_pending
+    from core.learning import learn_ended
 
     await timers.fire_due(svc)
     await process_pending(svc)
+    await learn_ended(svc)
 
 
 async def run_background(svc: Services, stop: asyncio.Event) -> None:

@@ -101,7 +101,8 @@ async def run_proposal(
         if decided and isinstance(decision, Approve):
             final = await follow(svc, run_id, on_event, timeout_s)
             if library is not None:
-                await learning.after_run(library, final)
+                # The rating asked next needs the record: wait for a worker recording it.
+                await learning.learn(svc, run_id, library, wait_s=10)
             return final
         if outcome.run.status.terminal:
             return outcome.run

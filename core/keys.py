@@ -84,3 +84,7 @@ class Keys:
 
     def runs_index(self) -> str:
         return f"{self.prefix}:runs"
+
+    def ended_runs(self) -> str:
+        """Set of runs that ended and whose outcome the library has not recorded yet."""
+        return f"{self.prefix}:runs:ended"

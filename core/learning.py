@@ -1,15 +1,30 @@
 """Learning from runs: cohorts people approved and that went well are kept and reused.
 
-Called by whoever drives a run (the console, the chat adapters) at three moments: a
-decision about a proposal, the end of a run, and feedback on its result. The library
-entry of a run is the stored cohort it reused, else the run's own cohort (saved when it
-first ends, so every cohort that ran has a record; ranking lets the good ones rise).
+Three moments count: a decision about a proposal and feedback on a result (called by
+whoever shows them to people: the console, the chat adapters), and the end of a run —
+recorded once per run by whichever process gets to it first: the background loop of any
+worker (:func:`learn_ended`), or whoever needs the record at once (:func:`learn`). The
+library entry of a run is the stored cohort it reused, else the run's own cohort (saved
+when it first ends, so every cohort that ran has a record; ranking lets the good ones rise).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
 from core.library import Library
 from core.types.run import RunState, RunStatus
+
+if TYPE_CHECKING:
+    from core.runtime import Services
+
+log = logging.getLogger(__name__)
+_BATCH = 20
+# How long a run is remembered as recorded (for callers waiting on another process).
+_LEARNED_TTL_S = 7 * 24 * 3600
 
 
 def _entry_id(run: RunState) -> str | None:
@@ -57,3 +72,45 @@ async def save_as(library: Library, run: RunState, name: str) -> None:
     """Keep the run's cohort under ``name``, to ask for it by name later."""
     if run.cohort is not None:
         await library.save_cohort(run.cohort, name=name, replace=True)
+
+
+def _learned_key(svc: Services, run_id: str) -> str:
+    return f"{svc.settings.redis.key_prefix}:run:{run_id}:learned"
+
+
+async def learn(
+    svc: Services, run_id: str, library: Library | None = None, *, wait_s: float = 0.0
+) -> bool:
+    """Record the ended run's outcome unless some process already did: removing it from
+    the ended set is the claim. True once it is recorded (here, or by the process that
+    holds the claim within ``wait_s``: for callers that need the record at once)."""
+    key = svc.store.keys.ended_runs()
+    if not await svc.redis.srem(key, run_id):
+        deadline = time.monotonic() + wait_s
+        while not await svc.redis.exists(_learned_key(svc, run_id)):
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.05)
+        return True
+    try:
+        run = await svc.store.get_run(run_id)
+        # A proposal that never ran (rejected, expired) counts as a decision, not a run.
+        if run.cohort is not None and run.started_at is not None:
+            await after_run(library or await svc.library(), run)
+    except Exception:
+        await svc.redis.sadd(key, run_id)  # for the next try
+        raise
+    await svc.redis.set(_learned_key(svc, run_id), "1", ex=_LEARNED_TTL_S)
+    return True
+
+
+async def learn_ended(svc: Services) -> int:
+    """Record the outcome of runs that ended (a batch); how many this process recorded."""
+    ended: Any = await svc.redis.srandmember(svc.store.keys.ended_runs(), _BATCH)
+    learned = 0
+    for run_id in ended or ():
+        try:
+            learned += await learn(svc, run_id)
+        except Exception:
+            log.exception("recording the outcome of run %s failed; retrying later", run_id)
+    return learned

@@ -19,7 +19,7 @@ from core.keys import Keys
 from core.run_changes import RunChange, TransitionResult, chain, transition
 from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
-from core.types.events import RUN_EVENT, RunEvent
+from core.types.events import RUN_EVENT, RunEvent, RunFinished
 from core.types.run import RunState, RunStatus
 
 __all__ = ["PipelineWrite", "RunChange", "Store", "TransitionResult", "chain", "transition"]
@@ -253,6 +253,9 @@ class Store:
                 maxlen=self.events_maxlen,
                 approximate=True,
             )
+            if isinstance(event, RunFinished):
+                # For the library to learn from (core.learning.learn_ended).
+                pipe.sadd(self.keys.ended_runs(), event.run_id or run_id)  # type: ignore[attr-defined]
 
     async def read_events(
         self, run_id: str, after: str = "0-0", count: int = 100, block_ms: int | None = None

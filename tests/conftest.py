@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
 import socket
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -20,6 +23,12 @@ from core.scheduler.inline import InlineScheduler
 from core.turn import run_turn
 
 REDIS_URL = os.environ.get("CARAMBA_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# Runs that end are recorded in the agent library by the background loop: in tests, in a
+# folder of the test session's (worker processes inherit it), never the project's.
+if "CARAMBA_LIBRARY__INDEX_DIR" not in os.environ:
+    _library_dir = tempfile.mkdtemp(prefix="caramba-test-library-")
+    os.environ["CARAMBA_LIBRARY__INDEX_DIR"] = _library_dir
+    atexit.register(shutil.rmtree, _library_dir, ignore_errors=True)
 _LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0", "", None}
 
 

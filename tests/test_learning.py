@@ -3,14 +3,17 @@ ratings count for it, and it can be saved under a name and found again by it."""
 
 from __future__ import annotations
 
-from core import learning
+import pytest
+
+from core import control, learning
 from core.approval import Approve
 from core.embedded import embedded_services, run_proposal
-from core.library import open_library
+from core.library import EntryNotFoundError
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.types import AgentSpec, Cohort
 from core.types.run import RunStatus
 from tests.conftest import make_settings
+from tests.helpers import collect
 
 
 def _cohort() -> Cohort:
@@ -26,22 +29,44 @@ async def test_a_finished_run_is_kept_rated_and_found_by_name(tmp_path) -> None:
         return Approve()
 
     async with embedded_services(settings, model) as svc:
-        library = await open_library(settings, svc.redis)
-        try:
-            cohort = _cohort()
-            run = await run_proposal(
-                svc, cohort.task, cohort, approve, on_message=lambda _: None, library=library
-            )
-            assert run.status is RunStatus.COMPLETED
-            entry = await library.get(cohort.id)
-            assert (entry.record.runs, entry.record.successes) == (1, 1)
+        library = await svc.library()
+        cohort = _cohort()
+        run = await run_proposal(
+            svc, cohort.task, cohort, approve, on_message=lambda _: None, library=library
+        )
+        assert run.status is RunStatus.COMPLETED
+        entry = await library.get(cohort.id)
+        assert (entry.record.runs, entry.record.successes) == (1, 1)
 
-            await learning.feedback(library, run, stars=5)
-            await learning.save_as(library, run, "adder")
-            named = await library.get_by_name("adder")
-            assert named.id == cohort.id and named.record.ratings == 1
-            assert named.cohort is not None and named.cohort.agents[0].name == "Orchestrator"
-            found = await library.find_cohorts("add two numbers")
-            assert found and found[0].entry.id == cohort.id
-        finally:
-            await library.aclose()
+        await learning.feedback(library, run, stars=5)
+        await learning.save_as(library, run, "adder")
+        named = await library.get_by_name("adder")
+        assert named.id == cohort.id and named.record.ratings == 1
+        assert named.cohort is not None and named.cohort.agents[0].name == "Orchestrator"
+        found = await library.find_cohorts("add two numbers")
+        assert found and found[0].entry.id == cohort.id
+
+
+async def test_an_ended_run_is_recorded_once_by_whoever_gets_to_it(
+    tmp_path, make_services, any_redis
+) -> None:
+    settings = make_settings(library={"embedder": "hashing", "index_dir": str(tmp_path)})
+    model = ScriptedModel(responder=lambda r: Reply(calls=(call("finish", {"result": "4"}),)))
+    svc = make_services(settings, model, redis=any_redis)
+    cohort = _cohort()
+    run_id = await control.propose_run(svc, cohort.task, cohort, requested_by="@ana")
+    assert (await control.approve_run(svc, run_id, "@ana")).ok
+    await collect(svc, run_id)
+
+    assert await learning.learn_ended(svc) == 1
+    assert await learning.learn_ended(svc) == 0, "recorded once"
+    assert await learning.learn(svc, run_id), "a caller that needs the record is told it is"
+    record = (await (await svc.library()).get(cohort.id)).record
+    assert (record.runs, record.successes) == (1, 1)
+
+    rejected_cohort = _cohort()
+    rejected = await control.propose_run(svc, "t", rejected_cohort, requested_by="@ana")
+    assert (await control.reject_run(svc, rejected, "@ana")).ok
+    assert await learning.learn(svc, rejected) and await learning.learn_ended(svc) == 0
+    with pytest.raises(EntryNotFoundError):
+        await (await svc.library()).get(rejected_cohort.id)  # never ran: not kept

@@ -26,7 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.blocks import fallback_text, proposal_blocks
 from bots.slack.decisions import Decisions
-from bots.slack.feedback import add_feedback_listeners, learn_once
+from bots.slack.feedback import add_feedback_listeners
 from bots.slack.relay import Busy, relay_run
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape
@@ -121,10 +121,6 @@ class SlackBot:
             finally:
                 watchdog.cancel()
                 await threads.release(run_id, owner)
-            try:
-                await learn_once(self.svc, await self.svc.store.get_run(run_id))
-            except Exception:
-                log.exception("keeping the outcome of %s in the library failed", run_id)
 
         task = asyncio.create_task(relay(), name=f"slack-relay-{run_id}")
         self.relays[run_id] = task

@@ -36,28 +36,16 @@ class Ratings:
         self.lock = asyncio.Lock()
 
     async def rate(self, run: RunState, *, thumbs_up: bool) -> None:
-        """Count the vote for the run's cohort; a cohort not kept yet (its run's end is
-        being recorded meanwhile) is kept now, so every rated cohort has a record."""
+        """Count the vote for the run's cohort; a cohort not kept yet is kept now (its
+        run's end recorded), so every rated cohort has a record."""
         async with self.lock:
             library = await self.svc.library()
             try:
                 await learning.feedback(library, run, thumbs_up=thumbs_up)
             except EntryNotFoundError:
-                await learn_once(self.svc, run)
+                # Voted before a worker recorded the run's end: record it now (or wait).
+                await learning.learn(self.svc, run.id, library, wait_s=10)
                 await learning.feedback(library, run, thumbs_up=thumbs_up)
-
-
-async def learn_once(svc: Services, run: RunState) -> None:
-    """``core.learning.after_run`` once per run, however often its end is relayed (a
-    resumed relay replays it)."""
-    key = f"{svc.settings.redis.key_prefix}:slack:learned:{run.id}"
-    if run.cohort is None or not await svc.redis.set(key, "1", nx=True, ex=VOTE_TTL_S):
-        return
-    try:
-        await learning.after_run(await svc.library(), run)
-    except Exception:
-        await svc.redis.delete(key)
-        raise
 
 
 def vote_key(svc: Services, run_id: str, user: str) -> str:
