@@ -60,6 +60,8 @@ class ThreadRelay:
         self.started = False
         # Replaying events an earlier bot process relayed: fold them in, post nothing.
         self.quiet = False
+        # Slack API calls made (to know when the relay's progress must be saved).
+        self.calls = 0
         self.running = True
         self.channel = channel
         self.thread_ts = thread_ts
@@ -75,6 +77,7 @@ class ThreadRelay:
     async def _call(self, method: str, **kwargs: Any) -> Any:
         if self.quiet:
             return None
+        self.calls += 1
         try:
             return await getattr(self.client, method)(channel=self.channel, **kwargs)
         except Exception:
@@ -113,6 +116,7 @@ class ThreadRelay:
                 self.started = True
                 await self.show_status(force=True)
             case RunStatusChanged(status=RunStatus.PROPOSED) if self.on_proposed and not self.quiet:
+                self.calls += 1  # the adapter posts the card
                 try:
                     await self.on_proposed()
                 except Exception:
@@ -202,8 +206,9 @@ async def relay_run(
     """Follow ``shown.run_id`` from its request to its end, relaying into its thread.
 
     Events up to ``shown.last`` were relayed before (by a bot process that stopped): they
-    only rebuild the relay's state. Progress is saved after every event; while an event
-    is being relayed, the run id is in ``busy`` (a stopping bot waits for it).
+    only rebuild the relay's state. Progress is saved after every event that posted
+    something; while an event is being relayed, the run id is in ``busy`` (a stopping
+    bot waits for it).
     """
     busy = Busy() if busy is None else busy
     relay = ThreadRelay(client, shown.channel, shown.thread, shown.run_id, on_proposed)
@@ -214,10 +219,12 @@ async def relay_run(
         async for entry_id, event in hub.follow(shown.run_id):
             busy.add(shown.run_id)
             try:
-                relay.quiet = not after(entry_id, shown.last)
+                relay.quiet, calls = not after(entry_id, shown.last), relay.calls
                 await relay.on_event(event)
                 await relay.show_status(interval_s=interval)
-                if not relay.quiet:
+                # Saved when something was posted: replaying an event that posted nothing
+                # posts nothing either (a status update at most).
+                if relay.calls != calls:
                     progress = {"last": entry_id, "status_ts": relay.status_ts}
                     shown = shown.model_copy(update=progress)
                     await threads.save(shown)
