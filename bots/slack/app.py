@@ -9,13 +9,8 @@ all of them, ``core.event_hub``) and posts the card, the progress and the result
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
 import re
-import socket
-import time
-import uuid
 from collections.abc import Coroutine
 from typing import Any
 
@@ -27,14 +22,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.slack.blocks import fallback_text, proposal_blocks
 from bots.slack.decisions import Decisions
 from bots.slack.feedback import add_feedback_listeners
-from bots.slack.relay import Busy, relay_run
+from bots.slack.relays import Relays
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape
 from bots.slack.threads import Shown, Threads
 from core.approval import view
-from core.event_hub import EventHub
 from core.questions import answer_question, follow_up, open_questions
-from core.requests import give_up_if_stuck, request_run, stuck_after
+from core.requests import request_run
 from core.runtime import Services
 from core.types.run import RunStatus
 
@@ -42,8 +36,6 @@ log = logging.getLogger(__name__)
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
 # A Web API call that takes longer fails (and is logged; the relay goes on).
 API_TIMEOUT_S = 30
-# How long a stopping bot waits for relays to finish posting the event at hand.
-STOP_GRACE_S = 5.0
 HELP = "Mention me with a task, e.g. “@caramba compare the three cheapest flights to Berlin”."
 
 
@@ -68,15 +60,8 @@ class SlackBot:
         )
         self.app = AsyncApp(client=self.client, signing_secret=secrets.signing_secret)
         self.threads = Threads(svc.redis, svc.settings.redis.key_prefix)
-        self.hub = EventHub(svc)
         self.tasks: set[asyncio.Task[None]] = set()
-        self.relays: dict[str, asyncio.Task[None]] = {}
-        # Runs whose relay is posting an event right now (not stopped halfway).
-        self.relaying = Busy()
-        # This process, as the holder of the leases on the runs it relays.
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self.lease_s = svc.settings.slack.relay_lease_s
-        self._supervisor: asyncio.Task[None] | None = None
+        self.relays = Relays(svc, self.client, self.threads, self.post_card)
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.decisions = Decisions(self)
@@ -102,88 +87,15 @@ class SlackBot:
         while self.tasks:
             await asyncio.gather(*list(self.tasks), return_exceptions=True)
 
-    async def follow(self, shown: Shown) -> bool:
-        """Relay ``shown.run_id`` into its thread until the run ends, unless this process
-        relays it already or another holds it; whether this process took it."""
-        run_id, threads, owner = shown.run_id, self.threads, self.owner
-        if run_id in self.relays or not await threads.claim(run_id, owner, self.lease_s):
-            return False
-
-        async def card() -> None:
-            await self.post_card(shown)
-
-        async def relay() -> None:
-            watchdog = asyncio.create_task(self.watch_planning(run_id))
-            try:
-                await relay_run(
-                    self.svc, self.hub, threads, self.client, shown, card, self.relaying
-                )
-            finally:
-                watchdog.cancel()
-                await threads.release(run_id, owner)
-
-        task = asyncio.create_task(relay(), name=f"slack-relay-{run_id}")
-        self.relays[run_id] = task
-        task.add_done_callback(lambda _t: self.relays.pop(run_id, None))
-        return True
-
-    async def watch_planning(self, run_id: str) -> None:
-        """A request no worker plans in time is failed with what to check (the relay
-        then says so in the thread): without workers nothing else would ever answer."""
-        run = await self.svc.store.get_run(run_id)
-        if run.status is RunStatus.PLANNING:
-            await asyncio.sleep(max(0.0, stuck_after(self.svc, run) - time.time()))
-            await give_up_if_stuck(self.svc, run_id)
-
-    async def adopt(self) -> int:
-        """Relay the runs no bot process relays (left by one that stopped or died, or a
-        relay that failed); how many this process took."""
-        return sum([await self.follow(shown) for shown in await self.threads.unfinished()])
-
     async def start(self) -> int:
-        """Take up the runs earlier processes left, then keep this process's leases and
-        adopt the runs of processes that die; returns how many runs were taken up."""
-        taken = await self.adopt()
-        if self._supervisor is None:
-            self._supervisor = asyncio.create_task(self._supervise(), name="slack-relays")
-        return taken
-
-    async def _supervise(self) -> None:
-        period, rounds = self.lease_s / 3, 0
-        while True:
-            await asyncio.sleep(period)
-            rounds += 1
-            try:
-                lost = await self.threads.renew(list(self.relays), self.owner, self.lease_s)
-                for run_id in lost:
-                    # Another process relays it now (this one stalled past the lease).
-                    log.warning("run %s is relayed by another bot process now", run_id)
-                    if task := self.relays.get(run_id):
-                        task.cancel()
-                if rounds % 3 == 0:
-                    await self.adopt()
-            except Exception:
-                log.exception("keeping the relays' leases failed; retrying")
-
-    async def finish_relays(self, timeout_s: float | None = None) -> None:
-        """Wait for every relay to end (their runs ended), up to ``timeout_s``."""
-        if self.relays:
-            await asyncio.wait(list(self.relays.values()), timeout=timeout_s)
+        """Take up the runs earlier bot processes left (see ``Relays.start``)."""
+        return await self.relays.start()
 
     async def aclose(self) -> None:
         """Stop: finish the listeners' work; relays stop between two events (the next
         process resumes them after the last event relayed)."""
         await self.drain()
-        if self._supervisor is not None:
-            self._supervisor.cancel()
-            await asyncio.gather(self._supervisor, return_exceptions=True)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(STOP_GRACE_S):
-                await self.relaying.idle.wait()
-        for task in list(self.relays.values()):
-            task.cancel()
-        await asyncio.gather(*self.relays.values(), return_exceptions=True)
-        await self.hub.aclose()
+        await self.relays.aclose()
         await self.session.close()
 
     # -- listeners: ack fast, hand over ------------------------------------------------
@@ -242,7 +154,7 @@ class SlackBot:
             return
         shown = Shown(run_id=run_id, channel=channel, thread=thread)
         await self.threads.link(shown)
-        await self.follow(shown)
+        await self.relays.follow(shown)
 
     async def post_card(self, shown: Shown) -> None:
         """The proposal card in the run's thread (planning produced a cohort)."""

@@ -90,7 +90,7 @@ class Harness:
     async def runs_end(self, timeout_s: float = 20) -> None:
         """Wait for the clicks' work, then for every relayed run to end."""
         await self.bot.drain()
-        await self.bot.finish_relays(timeout_s)
+        await self.bot.relays.wait(timeout_s)
         assert not self.bot.relays, "a run did not end in time"
 
     async def post(self, body: str, content_type: str, *, secret: str = SECRET) -> httpx.Response:

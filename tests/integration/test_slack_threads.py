@@ -130,18 +130,18 @@ async def test_two_bots_relay_each_run_once_and_take_over_a_dead_ones(
             await a.mention("Compare flights to Berlin.")
             _, run_id = await a.card()
             assert list(a.bot.relays) == [run_id]
-            assert await b.bot.adopt() == 0, "a live bot's run is not taken"
+            assert await b.bot.relays.adopt() == 0, "a live bot's run is not taken"
 
             await asyncio.sleep(0.5)
-            assert await b.bot.adopt() == 0, "the lease is renewed while bot a lives"
+            assert await b.bot.relays.adopt() == 0, "the lease is renewed while bot a lives"
 
             # Bot a dies: its relay and lease renewals stop, nothing is released.
             async def dead(*_: Any) -> None:
                 return None
 
             a.bot.threads.release = dead  # type: ignore[method-assign]
-            assert a.bot._supervisor is not None
-            for task in [a.bot._supervisor, *a.bot.relays.values()]:
+            assert a.bot.relays.supervisor is not None
+            for task in [a.bot.relays.supervisor, *a.bot.relays.tasks.values()]:
                 task.cancel()
             await a.slack.wait_for(lambda: run_id in b.bot.relays, timeout_s=5)
 
@@ -198,4 +198,4 @@ async def test_a_request_that_cannot_be_recorded_is_answered(make_services, real
         await h.slack.wait_for(lambda: bool(h.slack.of("chat.postMessage")))
         (said,) = h.slack.of("chat.postMessage")
         assert said["text"].startswith(":x: I could not take this request (ConnectionError)")
-        assert h.bot.relays == {}
+        assert not h.bot.relays

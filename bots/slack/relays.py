@@ -1,0 +1,146 @@
+"""The runs one bot process relays into Slack: a task per run, held by a lease so that of
+several bot processes exactly one relays each run, resumed where an earlier process
+stopped, and taken over from a process that died."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.slack.relay import Busy, relay_run
+from bots.slack.threads import Shown, Threads
+from core.event_hub import EventHub
+from core.requests import give_up_if_stuck, stuck_after
+from core.runtime import Services
+from core.types.run import RunStatus
+
+log = logging.getLogger(__name__)
+# How long a stopping bot waits for relays to finish posting the event at hand.
+STOP_GRACE_S = 5.0
+
+PostCard = Callable[[Shown], Awaitable[None]]
+
+
+class Relays:
+    """Run id → the task relaying it in this process (iterable, ``in``, ``len``)."""
+
+    def __init__(
+        self, svc: Services, client: AsyncWebClient, threads: Threads, post_card: PostCard
+    ) -> None:
+        self.svc, self.client, self.threads = svc, client, threads
+        self.post_card = post_card
+        self.hub = EventHub(svc)
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        # Runs whose relay is posting an event right now (not stopped halfway).
+        self.busy = Busy()
+        # This process, as the holder of the leases on the runs it relays.
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.lease_s = svc.settings.slack.relay_lease_s
+        self.supervisor: asyncio.Task[None] | None = None
+        self._claiming: set[str] = set()
+
+    def __contains__(self, run_id: object) -> bool:
+        return run_id in self.tasks
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self.tasks))
+
+    def __len__(self) -> int:
+        return len(self.tasks)
+
+    async def follow(self, shown: Shown) -> bool:
+        """Relay ``shown.run_id`` into its thread until the run ends, unless this process
+        relays it already or another holds it; whether this process took it."""
+        run_id, threads, owner = shown.run_id, self.threads, self.owner
+        if run_id in self.tasks or run_id in self._claiming:
+            return False
+        self._claiming.add(run_id)  # before the await: adopt() may race a new mention
+        try:
+            if not await threads.claim(run_id, owner, self.lease_s):
+                return False
+        finally:
+            self._claiming.discard(run_id)
+
+        async def card() -> None:
+            await self.post_card(shown)
+
+        async def relay() -> None:
+            watchdog = asyncio.create_task(self.watch_planning(run_id))
+            try:
+                await relay_run(self.svc, self.hub, threads, self.client, shown, card, self.busy)
+            finally:
+                watchdog.cancel()
+                await threads.release(run_id, owner)
+
+        task = asyncio.create_task(relay(), name=f"slack-relay-{run_id}")
+        self.tasks[run_id] = task
+        task.add_done_callback(lambda _t: self.tasks.pop(run_id, None))
+        return True
+
+    async def watch_planning(self, run_id: str) -> None:
+        """A request no worker plans in time is failed with what to check (the relay
+        then says so in the thread): without workers nothing else would ever answer."""
+        try:
+            run = await self.svc.store.get_run(run_id)
+            if run.status is RunStatus.PLANNING:
+                await asyncio.sleep(max(0.0, stuck_after(self.svc, run) - time.time()))
+                await give_up_if_stuck(self.svc, run_id)
+        except Exception:
+            log.exception("watching the planning of %s failed", run_id)
+
+    async def adopt(self) -> int:
+        """Relay the runs no bot process relays (left by one that stopped or died, or a
+        relay that failed); how many this process took."""
+        return sum([await self.follow(shown) for shown in await self.threads.unfinished()])
+
+    async def start(self) -> int:
+        """Take up the runs earlier processes left, then keep this process's leases and
+        adopt the runs of processes that die; returns how many runs were taken up."""
+        taken = await self.adopt()
+        if self.supervisor is None:
+            self.supervisor = asyncio.create_task(self._supervise(), name="slack-relays")
+        return taken
+
+    async def _supervise(self) -> None:
+        period, rounds = self.lease_s / 3, 0
+        while True:
+            await asyncio.sleep(period)
+            rounds += 1
+            try:
+                lost = await self.threads.renew(list(self.tasks), self.owner, self.lease_s)
+                for run_id in lost:
+                    # Another process relays it now (this one stalled past the lease).
+                    log.warning("run %s is relayed by another bot process now", run_id)
+                    if task := self.tasks.get(run_id):
+                        task.cancel()
+                if rounds % 3 == 0:
+                    await self.adopt()
+            except Exception:
+                log.exception("keeping the relays' leases failed; retrying")
+
+    async def wait(self, timeout_s: float | None = None) -> None:
+        """Wait for every relay to end (their runs ended), up to ``timeout_s``."""
+        if self.tasks:
+            await asyncio.wait(list(self.tasks.values()), timeout=timeout_s)
+
+    async def aclose(self) -> None:
+        """Stop between two events (the next process resumes after the last relayed)."""
+        if self.supervisor is not None:
+            self.supervisor.cancel()
+            await asyncio.gather(self.supervisor, return_exceptions=True)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(STOP_GRACE_S):
+                await self.busy.idle.wait()
+        tasks = list(self.tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.hub.aclose()
