@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 _BATCH = 20
 # How long a run is remembered as recorded (for callers waiting on another process).
 _LEARNED_TTL_S = 7 * 24 * 3600
+# A claim older than this belongs to a process that died while recording the run.
+_CLAIM_S = 600.0
 
 
 def _entry_id(run: RunState) -> str | None:
@@ -78,14 +80,23 @@ def _learned_key(svc: Services, run_id: str) -> str:
     return f"{svc.settings.redis.key_prefix}:run:{run_id}:learned"
 
 
+def _claims_key(svc: Services) -> str:
+    """Hash run id → when a process claimed it (moved it out of the ended set)."""
+    return f"{svc.store.keys.ended_runs()}:claimed"
+
+
 async def learn(
     svc: Services, run_id: str, library: Library | None = None, *, wait_s: float = 0.0
 ) -> bool:
-    """Record the ended run's outcome unless some process already did: removing it from
-    the ended set is the claim. True once it is recorded (here, or by the process that
-    holds the claim within ``wait_s``: for callers that need the record at once)."""
-    key = svc.store.keys.ended_runs()
-    if not await svc.redis.srem(key, run_id):
+    """Record the ended run's outcome unless some process already did or is doing it (a
+    claim, then taking it out of the ended set). True once it is recorded: here, or by
+    the process holding the claim within ``wait_s`` (for callers that need the record).
+    A process that dies holding a claim leaves it to ``requeue_stale``."""
+    ended, claims = svc.store.keys.ended_runs(), _claims_key(svc)
+    mine = await svc.redis.hsetnx(claims, run_id, str(time.time()))
+    if not mine or not await svc.redis.srem(ended, run_id):
+        if mine:  # not (or no longer) waiting to be recorded
+            await svc.redis.hdel(claims, run_id)
         deadline = time.monotonic() + wait_s
         while not await svc.redis.exists(_learned_key(svc, run_id)):
             if time.monotonic() >= deadline:
@@ -98,14 +109,29 @@ async def learn(
         if run.cohort is not None and run.started_at is not None:
             await after_run(library or await svc.library(), run)
     except Exception:
-        await svc.redis.sadd(key, run_id)  # for the next try
+        await svc.redis.sadd(ended, run_id)  # for the next try
+        await svc.redis.hdel(claims, run_id)
         raise
-    await svc.redis.set(_learned_key(svc, run_id), "1", ex=_LEARNED_TTL_S)
+    async with svc.redis.pipeline(transaction=True) as pipe:
+        pipe.set(_learned_key(svc, run_id), "1", ex=_LEARNED_TTL_S)
+        pipe.hdel(claims, run_id)
+        await pipe.execute()
     return True
+
+
+async def requeue_stale(svc: Services, older_than_s: float = _CLAIM_S) -> int:
+    """Put back the runs whose recording a process claimed and never finished (it died)."""
+    raw: Any = await svc.redis.hgetall(_claims_key(svc))
+    stale = [r for r, at in raw.items() if time.time() - float(at) > older_than_s]
+    for run_id in stale:
+        if await svc.redis.hdel(_claims_key(svc), run_id):
+            await svc.redis.sadd(svc.store.keys.ended_runs(), run_id)
+    return len(stale)
 
 
 async def learn_ended(svc: Services) -> int:
     """Record the outcome of runs that ended (a batch); how many this process recorded."""
+    await requeue_stale(svc)
     ended: Any = await svc.redis.srandmember(svc.store.keys.ended_runs(), _BATCH)
     learned = 0
     for run_id in ended or ():

@@ -70,3 +70,25 @@ async def test_an_ended_run_is_recorded_once_by_whoever_gets_to_it(
     assert await learning.learn(svc, rejected) and await learning.learn_ended(svc) == 0
     with pytest.raises(EntryNotFoundError):
         await (await svc.library()).get(rejected_cohort.id)  # never ran: not kept
+
+
+async def test_a_recording_left_by_a_dead_process_is_done_again(
+    tmp_path, make_services, any_redis
+) -> None:
+    settings = make_settings(library={"embedder": "hashing", "index_dir": str(tmp_path)})
+    model = ScriptedModel(responder=lambda r: Reply(calls=(call("finish", {"result": "4"}),)))
+    svc = make_services(settings, model, redis=any_redis)
+    cohort = _cohort()
+    run_id = await control.propose_run(svc, cohort.task, cohort, requested_by="@ana")
+    assert (await control.approve_run(svc, run_id, "@ana")).ok
+    await collect(svc, run_id)
+    # A process claimed it, took it out of the ended set, and died.
+    ended = svc.store.keys.ended_runs()
+    await svc.redis.hset(f"{ended}:claimed", run_id, "0")
+    await svc.redis.srem(ended, run_id)
+    assert not await learning.learn(svc, run_id), "claimed by someone else"
+
+    assert await learning.learn_ended(svc) == 1, "the stale claim went back"
+    record = (await (await svc.library()).get(cohort.id)).record
+    assert (record.runs, record.successes) == (1, 1)
+    assert await svc.redis.hlen(f"{ended}:claimed") == 0
