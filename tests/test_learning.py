@@ -3,6 +3,8 @@ ratings count for it, and it can be saved under a name and found again by it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from core import control, learning
@@ -10,6 +12,7 @@ from core.approval import Approve
 from core.embedded import embedded_services, run_proposal
 from core.library import EntryNotFoundError
 from core.llm.scripted import Reply, ScriptedModel, call
+from core.runtime import Services
 from core.types import AgentSpec, Cohort
 from core.types.run import RunStatus
 from tests.conftest import make_settings
@@ -47,16 +50,22 @@ async def test_a_finished_run_is_kept_rated_and_found_by_name(tmp_path) -> None:
         assert found and found[0].entry.id == cohort.id
 
 
-async def test_an_ended_run_is_recorded_once_by_whoever_gets_to_it(
-    tmp_path, make_services, any_redis
-) -> None:
-    settings = make_settings(library={"embedder": "hashing", "index_dir": str(tmp_path)})
+async def _ran(make_services: Any, redis: Any, folder: Any) -> tuple[Services, Cohort, str]:
+    """Services with a library in ``folder``, and a cohort run that completed."""
+    settings = make_settings(library={"embedder": "hashing", "index_dir": str(folder)})
     model = ScriptedModel(responder=lambda r: Reply(calls=(call("finish", {"result": "4"}),)))
-    svc = make_services(settings, model, redis=any_redis)
+    svc = make_services(settings, model, redis=redis)
     cohort = _cohort()
     run_id = await control.propose_run(svc, cohort.task, cohort, requested_by="@ana")
     assert (await control.approve_run(svc, run_id, "@ana")).ok
     await collect(svc, run_id)
+    return svc, cohort, run_id
+
+
+async def test_an_ended_run_is_recorded_once_by_whoever_gets_to_it(
+    tmp_path, make_services, any_redis
+) -> None:
+    svc, cohort, run_id = await _ran(make_services, any_redis, tmp_path)
 
     assert await learning.learn_ended(svc) == 1
     assert await learning.learn_ended(svc) == 0, "recorded once"
@@ -75,13 +84,7 @@ async def test_an_ended_run_is_recorded_once_by_whoever_gets_to_it(
 async def test_a_recording_left_by_a_dead_process_is_done_again(
     tmp_path, make_services, any_redis
 ) -> None:
-    settings = make_settings(library={"embedder": "hashing", "index_dir": str(tmp_path)})
-    model = ScriptedModel(responder=lambda r: Reply(calls=(call("finish", {"result": "4"}),)))
-    svc = make_services(settings, model, redis=any_redis)
-    cohort = _cohort()
-    run_id = await control.propose_run(svc, cohort.task, cohort, requested_by="@ana")
-    assert (await control.approve_run(svc, run_id, "@ana")).ok
-    await collect(svc, run_id)
+    svc, cohort, run_id = await _ran(make_services, any_redis, tmp_path)
     # A process claimed it, took it out of the ended set, and died.
     ended = svc.store.keys.ended_runs()
     await svc.redis.hset(f"{ended}:claimed", run_id, "0")

@@ -106,42 +106,27 @@ class Harness:
             },
         )
 
-    async def mention(self, text: str, *, event_id: str = "Ev1", **kw: Any) -> httpx.Response:
+    async def event(self, event_id: str, event: dict[str, Any], **kw: Any) -> httpx.Response:
+        """Deliver ``event`` as Slack's Events API does (a signed event callback)."""
         body = {
             "type": "event_callback",
             "team_id": "T1",
             "api_app_id": "A1",
             "event_id": event_id,
             "event_time": int(time.time()),
-            "event": {
-                "type": "app_mention",
-                "user": ANA,
-                "text": f"<@UBOT> {text}",
-                "ts": "1700000000.000100",
-                "channel": CHANNEL,
-                "event_ts": "1700000000.000100",
-            },
+            "event": {"user": ANA, "channel": CHANNEL, **event},
         }
         return await self.post(json.dumps(body), "application/json", **kw)
 
+    async def mention(self, text: str, *, event_id: str = "Ev1", **kw: Any) -> httpx.Response:
+        mention = {"type": "app_mention", "text": f"<@UBOT> {text}", "ts": "1700000000.000100"}
+        return await self.event(event_id, {**mention, "event_ts": mention["ts"]}, **kw)
+
     async def reply(self, text: str, *, event_id: str) -> httpx.Response:
-        body = {
-            "type": "event_callback",
-            "team_id": "T1",
-            "api_app_id": "A1",
-            "event_id": event_id,
-            "event_time": int(time.time()),
-            "event": {
-                "type": "message",
-                "channel_type": "channel",
-                "user": ANA,
-                "text": text,
-                "ts": "1700000000.000900",
-                "thread_ts": "1700000000.000100",
-                "channel": CHANNEL,
-            },
-        }
-        return await self.post(json.dumps(body), "application/json")
+        reply = {"type": "message", "channel_type": "channel", "text": text}
+        return await self.event(
+            event_id, {**reply, "ts": "1700000000.000900", "thread_ts": "1700000000.000100"}
+        )
 
     async def click(self, action_id: str, run_id: str, user: str, card_ts: str) -> httpx.Response:
         payload = {
