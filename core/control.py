@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from core.store import TransitionResult, transition
+from core.timers import ExpireProposal, schedule, unschedule
 from core.types.agent import AgentStatus
 from core.types.cohort import Cohort
 from core.types.events import RunEvent, RunFinished, RunStarted
@@ -18,7 +19,6 @@ from core.types.run import RunBudget, RunState, RunStatus
 
 if TYPE_CHECKING:
     from core.runtime import Services
-    from core.timers import ExpireProposal
     from core.types.agent import AgentSpec
 
 SYSTEM = "caramba"
@@ -66,24 +66,18 @@ async def propose_run(
 
 
 def _expiry(run_id: str) -> ExpireProposal:
-    from core.timers import ExpireProposal
-
     # One per run, with a fixed id: a decision takes it back.
     return ExpireProposal(id=f"exp-{run_id}", run_id=run_id)
 
 
 async def schedule_expiry(svc: Services, run: RunState) -> None:
     """A proposal still undecided at its ``expires_at`` is cancelled then."""
-    from core.timers import schedule
-
     if run.expires_at is not None:
         await schedule(svc, _expiry(run.id), run.expires_at)
 
 
 async def _decided(svc: Services, run_id: str) -> None:
     """The proposal was decided: its expiry timer has nothing left to do."""
-    from core.timers import unschedule
-
     await unschedule(svc, _expiry(run_id))
 
 

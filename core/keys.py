@@ -88,3 +88,15 @@ class Keys:
     def ended_runs(self) -> str:
         """Set of runs that ended and whose outcome the library has not recorded yet."""
         return f"{self.prefix}:runs:ended"
+
+    def learning_claims(self) -> str:
+        """Hash run id → when a process claimed recording its outcome."""
+        return f"{self.prefix}:runs:ended:claimed"
+
+    def learned(self, run_id: str) -> str:
+        """Set once the run's outcome is in the library."""
+        return f"{self.prefix}:run:{run_id}:learned"
+
+    def planning(self, run_id: str) -> str:
+        """Held while a worker plans the request ``run_id``."""
+        return f"{self.prefix}:run:{run_id}:planning"

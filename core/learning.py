@@ -76,15 +76,6 @@ async def save_as(library: Library, run: RunState, name: str) -> None:
         await library.save_cohort(run.cohort, name=name, replace=True)
 
 
-def _learned_key(svc: Services, run_id: str) -> str:
-    return f"{svc.settings.redis.key_prefix}:run:{run_id}:learned"
-
-
-def _claims_key(svc: Services) -> str:
-    """Hash run id → when a process claimed it (moved it out of the ended set)."""
-    return f"{svc.store.keys.ended_runs()}:claimed"
-
-
 async def learn(
     svc: Services, run_id: str, library: Library | None = None, *, wait_s: float = 0.0
 ) -> bool:
@@ -92,13 +83,14 @@ async def learn(
     claim, then taking it out of the ended set). True once it is recorded: here, or by
     the process holding the claim within ``wait_s`` (for callers that need the record).
     A process that dies holding a claim leaves it to ``requeue_stale``."""
-    ended, claims = svc.store.keys.ended_runs(), _claims_key(svc)
+    keys = svc.store.keys
+    ended, claims = keys.ended_runs(), keys.learning_claims()
     mine = await svc.redis.hsetnx(claims, run_id, str(time.time()))
     if not mine or not await svc.redis.srem(ended, run_id):
         if mine:  # not (or no longer) waiting to be recorded
             await svc.redis.hdel(claims, run_id)
         deadline = time.monotonic() + wait_s
-        while not await svc.redis.exists(_learned_key(svc, run_id)):
+        while not await svc.redis.exists(keys.learned(run_id)):
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(0.05)
@@ -113,7 +105,7 @@ async def learn(
         await svc.redis.hdel(claims, run_id)
         raise
     async with svc.redis.pipeline(transaction=True) as pipe:
-        pipe.set(_learned_key(svc, run_id), "1", ex=_LEARNED_TTL_S)
+        pipe.set(keys.learned(run_id), "1", ex=_LEARNED_TTL_S)
         pipe.hdel(claims, run_id)
         await pipe.execute()
     return True
@@ -121,10 +113,11 @@ async def learn(
 
 async def requeue_stale(svc: Services, older_than_s: float = _CLAIM_S) -> int:
     """Put back the runs whose recording a process claimed and never finished (it died)."""
-    raw: Any = await svc.redis.hgetall(_claims_key(svc))
+    claims = svc.store.keys.learning_claims()
+    raw: Any = await svc.redis.hgetall(claims)
     stale = [r for r, at in raw.items() if time.time() - float(at) > older_than_s]
     for run_id in stale:
-        if await svc.redis.hdel(_claims_key(svc), run_id):
+        if await svc.redis.hdel(claims, run_id):
             await svc.redis.sadd(svc.store.keys.ended_runs(), run_id)
     return len(stale)
 

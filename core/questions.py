@@ -117,8 +117,7 @@ async def answer_question(
     q = await _claim(svc, run_id, question_id) if question_id else None
     if q is None:
         return TransitionResult(False, run, f"run {run_id} has no open question to answer")
-    reply = HumanReply(run_id=run_id, sender=by, recipient=q.agent_id, body=answer, author=by)
-    await svc.bus.deliver(run_id, reply)
+    await svc.bus.deliver(run_id, _reply(run_id, q.agent_id, answer, by))
     await _closed(
         svc,
         q,
@@ -126,6 +125,7 @@ async def answer_question(
             run_id=run_id, agent_id=q.agent_id, question_id=q.id, answer=answer[:500], by=by
         ),
     )
+    # Woken once the run shows running again.
     await wake_agent(svc, run_id, q.agent_id)
     return TransitionResult(True, await svc.store.get_run(run_id))
 
@@ -164,8 +164,11 @@ async def follow_up(svc: Services, run_id: str, text: str, by: str) -> Transitio
     found = await svc.store.load_spec(run_id, top) if top else None
     if top is None or found is None or found[1].terminal:
         return TransitionResult(False, run, "the run's top agent has already finished")
-    await svc.bus.deliver(
-        run_id, HumanReply(run_id=run_id, sender=by, recipient=top, body=text, author=by)
-    )
+    await svc.bus.deliver(run_id, _reply(run_id, top, text, by))
     await wake_agent(svc, run_id, top)
     return TransitionResult(True, run)
+
+
+def _reply(run_id: str, agent_id: str, text: str, by: str) -> HumanReply:
+    """A person's words for an agent's inbox."""
+    return HumanReply(run_id=run_id, sender=by, recipient=agent_id, body=text, author=by)

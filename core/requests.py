@@ -53,10 +53,6 @@ async def request_run(svc: Services, task: str, *, requested_by: str) -> str:
     return run.id
 
 
-def _claim_key(svc: Services, run_id: str) -> str:
-    return f"{svc.settings.redis.key_prefix}:run:{run_id}:planning"
-
-
 async def plan_request(svc: Services, run_id: str) -> TurnOutcome:
     """Route and plan the request ``run_id``; safe to deliver twice."""
     from core.turn import TurnOutcome
@@ -64,7 +60,7 @@ async def plan_request(svc: Services, run_id: str) -> TurnOutcome:
     timeout = svc.settings.planning.timeout_s
     # Claimed for longer than planning may take: only a dead worker's claim lapses, and
     # a delivery after that finds the planning ended (the status tells) or redoes it.
-    if not await svc.redis.set(_claim_key(svc, run_id), "1", nx=True, ex=int(timeout) + 30):
+    if not await svc.redis.set(svc.store.keys.planning(run_id), "1", nx=True, ex=int(timeout) + 30):
         return TurnOutcome.DROPPED
     run = await svc.store.get_run(run_id)
     if run.status is not RunStatus.PLANNING:
