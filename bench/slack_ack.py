@@ -35,13 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import httpx
-import uvicorn
 from redis.asyncio import Redis
 from slack_sdk.signature import SignatureVerifier
 
 from bots.slack.app import SlackBot
 from bots.slack.secrets import SlackSecrets
-from bots.slack.server import EVENTS_PATH, asgi_app
+from bots.slack.server import EVENTS_PATH, served
 from core.config import load_settings
 from core.llm.scripted import ScriptedModel
 from core.runtime import build_services
@@ -228,24 +227,14 @@ async def _measure(
     publisher = CeleryScheduler(make_app(settings), settings)
     svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
     bot = SlackBot(svc, SlackSecrets(bot_token="xoxb-bench", signing_secret=SECRET))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(asgi_app(bot), log_level="warning", lifespan="off"))
-    serving = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
-        await asyncio.sleep(0.01)
-    cpu = time.process_time()
-    events.send(port)
-    latencies = await asyncio.to_thread(events.recv)
-    api.send("count the cards")
-    posted = await asyncio.to_thread(api.recv)
-    cpu = time.process_time() - cpu
+    async with served(bot) as port:
+        cpu = time.process_time()
+        events.send(port)
+        latencies = await asyncio.to_thread(events.recv)
+        api.send("count the cards")
+        posted = await asyncio.to_thread(api.recv)
+        cpu = time.process_time() - cpu
     print(f"bot process: {cpu * 1000 / len(latencies):.1f} ms CPU per mention (ack and card)")
-    await bot.aclose()
-    server.should_exit = True
-    await serving
-    sock.close()
     await publisher.aclose()
     keys = [k async for k in redis.scan_iter(match=f"{prefix}:*", count=1000)]
     if keys:

@@ -5,6 +5,11 @@ token (``SLACK_APP_TOKEN``)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+
 from slack_bolt.adapter.asgi.async_handler import AsyncSlackRequestHandler
 
 from bots.slack.app import SlackBot
@@ -14,6 +19,29 @@ EVENTS_PATH = "/slack/events"
 
 def asgi_app(bot: SlackBot) -> AsyncSlackRequestHandler:
     return AsyncSlackRequestHandler(bot.app, path=EVENTS_PATH)
+
+
+@contextlib.asynccontextmanager
+async def served(bot: SlackBot, host: str = "127.0.0.1") -> AsyncIterator[int]:
+    """Serve the bot over HTTP on a free port of ``host`` while the block runs (tests,
+    benchmarks); yields the port. The bot is closed at the end."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind((host, 0))
+    server = uvicorn.Server(uvicorn.Config(asgi_app(bot), log_level="warning", lifespan="off"))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            if serving.done():
+                serving.result()  # it failed: say why
+            await asyncio.sleep(0.01)
+        yield sock.getsockname()[1]
+    finally:
+        await bot.aclose()
+        server.should_exit = True
+        await serving
+        sock.close()
 
 
 async def serve(bot: SlackBot, host: str, port: int) -> None:

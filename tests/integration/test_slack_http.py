@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import shutil
-import socket
 import tempfile
 import time
 import urllib.parse
@@ -18,12 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from slack_sdk.signature import SignatureVerifier
 
 from bots.slack.app import SlackBot
 from bots.slack.secrets import SlackSecrets
-from bots.slack.server import EVENTS_PATH, asgi_app
+from bots.slack.server import EVENTS_PATH, served
 from core.config import Settings
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.runtime import Services
@@ -86,6 +84,18 @@ class Harness:
         (card,) = self.cards()
         run_id: str = card["blocks"][-1]["elements"][0]["value"]
         return card, run_id
+
+    async def asked(self) -> str:
+        """Request a booking (``asking_design``), approve it, and wait for the agent's
+        question in the thread; the run's id."""
+        await self.mention("Book a flight to Berlin: which airport is best?")
+        _, run_id = await self.card()
+        await self.click("caramba_approve", run_id, ANA, "1700000000.000200")
+        posts = self.slack.of
+        await self.slack.wait_for(
+            lambda: any("BER or a nearby" in c["text"] for c in posts("chat.postMessage"))
+        )
+        return run_id
 
     async def runs_end(self, timeout_s: float = 20) -> None:
         """Wait for the clicks' work, then for every relayed run to end."""
@@ -166,20 +176,11 @@ async def harness(
 async def serve_bot(svc: Services, slack: FakeSlackAPI) -> AsyncIterator[Harness]:
     """The bot over ``svc`` served by uvicorn on a free port, calling ``slack``."""
     bot = SlackBot(svc, SlackSecrets(bot_token="xoxb-test", signing_secret=SECRET))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(asgi_app(bot), log_level="warning", lifespan="off"))
-    serving = asyncio.create_task(server.serve(sockets=[sock]))
-    await slack.wait_for(lambda: server.started)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-            yield Harness(bot, slack, http)
-    finally:
-        await bot.aclose()
-        server.should_exit = True
-        await serving
-        sock.close()
+    async with (
+        served(bot) as port,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http,
+    ):
+        yield Harness(bot, slack, http)
 
 
 def quick_library(s: Settings, folder: str) -> Settings:
@@ -271,12 +272,7 @@ async def test_an_unauthorised_approve_is_refused_in_private(make_services, real
 
 async def test_a_reply_in_the_thread_answers_an_agents_question(make_services, real_redis) -> None:
     async with harness(make_services, real_redis, asking_design()) as h:
-        await h.mention("Book a flight to Berlin: which airport is best?")
-        _, run_id = await h.card()
-        await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
-        await h.slack.wait_for(
-            lambda: any("BER or a nearby" in c["text"] for c in h.slack.of("chat.postMessage"))
-        )
+        run_id = await h.asked()
         assert (await h.reply("BER, please", event_id="EvReply")).status_code == 200
         done = {"channel": CHANNEL, "timestamp": "1700000000.000900", "name": "white_check_mark"}
         await h.slack.wait_for(lambda: done in h.slack.of("reactions.add"))
@@ -302,12 +298,7 @@ async def test_a_simple_request_is_answered_in_the_thread_without_a_card(
 
 async def test_cancel_stops_the_run(make_services, real_redis) -> None:
     async with harness(make_services, real_redis, asking_design()) as h:
-        await h.mention("Book a flight to Berlin: which airport is best?")
-        _, run_id = await h.card()
-        await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
-        await h.slack.wait_for(
-            lambda: any("BER or a nearby" in c["text"] for c in h.slack.of("chat.postMessage"))
-        )
+        run_id = await h.asked()
         status = next(c for c in h.slack.of("chat.postMessage") if "agents" in c["text"])
         assert "caramba_cancel" in json.dumps(status["blocks"])
 
