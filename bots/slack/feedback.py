@@ -3,7 +3,6 @@ the library (``core.learning.feedback``), answered privately."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -27,25 +26,23 @@ FAILED = "Sorry, your rating could not be recorded; please try again."
 
 
 class Ratings:
-    """Votes counted in the library on the bot's Redis (``Services.library``: opened at
-    the first vote, it loads the embedding model)."""
+    """Votes counted in the library on the bot's Redis (``Services.library``, opened at
+    the first vote)."""
 
     def __init__(self, svc: Services) -> None:
         self.svc = svc
-        # One rating at a time: the first for a run may have to store its cohort.
-        self.lock = asyncio.Lock()
 
     async def rate(self, run: RunState, *, thumbs_up: bool) -> None:
         """Count the vote for the run's cohort; a cohort not kept yet is kept now (its
-        run's end recorded), so every rated cohort has a record."""
-        async with self.lock:
-            library = await self.svc.library()
-            try:
-                await learning.feedback(library, run, thumbs_up=thumbs_up)
-            except EntryNotFoundError:
-                # Voted before a worker recorded the run's end: record it now (or wait).
-                await learning.learn(self.svc, run.id, library, wait_s=10)
-                await learning.feedback(library, run, thumbs_up=thumbs_up)
+        run's end recorded, once: ``learning.learn`` claims it), so every rated cohort
+        has a record."""
+        library = await self.svc.library()
+        try:
+            await learning.feedback(library, run, thumbs_up=thumbs_up)
+        except EntryNotFoundError:
+            # Voted before a worker recorded the run's end: record it now (or wait).
+            await learning.learn(self.svc, run.id, library, wait_s=10)
+            await learning.feedback(library, run, thumbs_up=thumbs_up)
 
 
 def vote_key(svc: Services, run_id: str, user: str) -> str:

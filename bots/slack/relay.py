@@ -51,8 +51,11 @@ class ThreadRelay:
         thread_ts: str,
         run_id: str = "",
         on_proposed: Callable[[], Awaitable[None]] | None = None,
+        result_file_chars: int | None = None,
     ) -> None:
         self.client = client
+        if result_file_chars is not None:
+            self.result_file_chars = result_file_chars
         self.run_id = run_id
         # Called when planning produced a cohort: the adapter posts the proposal card.
         self.on_proposed = on_proposed
@@ -211,10 +214,12 @@ async def relay_run(
     bot waits for it).
     """
     busy = Busy() if busy is None else busy
-    relay = ThreadRelay(client, shown.channel, shown.thread, shown.run_id, on_proposed)
+    slack = svc.settings.slack
+    relay = ThreadRelay(
+        client, shown.channel, shown.thread, shown.run_id, on_proposed, slack.result_file_chars
+    )
     relay.status_ts = shown.status_ts
-    relay.result_file_chars = svc.settings.slack.result_file_chars
-    interval = svc.settings.slack.status_interval_s
+    interval = slack.status_interval_s
     try:
         async for entry_id, event in hub.follow(shown.run_id):
             busy.add(shown.run_id)
