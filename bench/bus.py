@@ -27,10 +27,10 @@ from redis.asyncio import Redis
 from core.config import load_settings
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.runs import start_run
-from core.runtime import build_services
+from core.process.jobs import handle
+from core.process.wiring import build_services
+from core.runs.control import start_run
 from core.scheduler.inline import InlineScheduler
-from core.turn import run_turn
 from core.types import AgentSpec
 
 URL = "redis://127.0.0.1:6379/15"
@@ -121,7 +121,7 @@ async def measure(pairs: int, rounds: int) -> tuple[list[float], int, float, lis
 
     scheduler = InlineScheduler(64)
     svc = build_services(settings, scheduler, llm=ScriptedModel(responder=brain))
-    scheduler.start(lambda job: run_turn(svc, job))
+    scheduler.start(lambda job: handle(svc, job))
     rtt = await raw_rtt(redis)
     t0 = time.perf_counter()
     for i in range(pairs):

@@ -43,7 +43,7 @@ from bots.slack.secrets import SlackSecrets
 from bots.slack.server import EVENTS_PATH, served
 from core.config import load_settings
 from core.llm.scripted import ScriptedModel
-from core.runtime import build_services
+from core.process.wiring import build_services
 from tasks.app import make_app
 from tasks.scheduler import CeleryScheduler
 from tests.fakes.llm_server import FakeLLMServer, FakeReply

@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from redis.asyncio import Redis
 
 from core.config import Settings, load_settings
-from core.control import approve_run, propose_run
 from core.llm.scripted import ScriptedModel
-from core.runtime import build_services
+from core.process.wiring import build_services
+from core.runs.control import approve_run, propose_run
 from core.types import AgentSpec
 from tasks.app import make_app
 from tasks.scheduler import CeleryScheduler

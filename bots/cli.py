@@ -36,9 +36,9 @@ def demo(
     cohort: bool = typer.Option(False, "--cohort", help="A competing cohort of agents."),
 ) -> None:
     """Run an offline demo: zero services, a scripted model, real turns, tools and bus."""
-    from core.demo import DEMO_TASK, demo_agent, demo_model
-    from core.demo_cohort import COHORT_TASK, cohort_model, cohort_orchestrator
-    from core.embedded import run_embedded
+    from core.process.demo import DEMO_TASK, demo_agent, demo_model
+    from core.process.demo_cohort import COHORT_TASK, cohort_model, cohort_orchestrator
+    from core.process.embedded import run_embedded
 
     settings = _settings(redis={"url": ""})
     console.print(
@@ -65,12 +65,12 @@ def run(
 ) -> None:
     """Run TASK: the router answers it directly or a planner proposes a cohort to approve."""
     from bots.console import proposal
-    from core import learning
-    from core.approval import Approve, Decision, ProposalView
-    from core.embedded import embedded_services, follow, run_proposal
     from core.planning import plan
-    from core.runs import start_run
-    from core.runtime import build_llm
+    from core.process.embedded import embedded_services, follow, run_proposal
+    from core.process.wiring import build_llm
+    from core.runs import learning
+    from core.runs.approval import Approve, Decision, ProposalView
+    from core.runs.control import start_run
     from core.types.cohort import Cohort
 
     settings = _settings()
@@ -212,7 +212,7 @@ def slack(
 @app.command()
 def doctor() -> None:
     """Check the configuration and services; say exactly what to set or start."""
-    from core.doctor import Level, run_checks
+    from core.process.doctor import Level, run_checks
 
     settings = _settings()
     checks = asyncio.run(run_checks(settings))

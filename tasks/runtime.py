@@ -1,10 +1,11 @@
 """Per worker process: one event loop, one set of Services, the background loop.
 
 Built once when the Celery worker starts (a worker bootstep) and shared by every pool
-thread of the process: each turn task runs ``core.turn.run_turn`` on the process's loop
-and waits for it. ``core.background.run_background`` (due timers, pending intents) runs
-on the same loop for as long as the worker lives, as every turn-running process must,
-and so does the sweep that publishes again the turns the broker lost (``tasks.ledger``).
+thread of the process: each task runs ``core.process.jobs.handle`` (a turn, or a
+request's planning) on the process's loop and waits for it. The background loop
+(``core.process.background``: due timers, pending intents, ended runs) runs on the same
+loop for as long as the worker lives, as every turn-running process must, and so does
+the sweep that publishes again the turns the broker lost (``tasks.ledger``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from core.background import run_background
 from core.config import Settings
-from core.runtime import Services, build_services
-from core.scheduler.base import Scheduler, TurnJob
-from core.turn import TurnOutcome, run_turn
+from core.process.background import run_background
+from core.process.jobs import handle
+from core.process.wiring import build_services
+from core.scheduler.base import Scheduler, TurnJob, TurnOutcome
+from core.services import Services
 from tasks.chain import CURRENT, Chain
 from tasks.ledger import sweep_interval_s
 from tasks.loop import LoopThread
@@ -127,20 +129,20 @@ class WorkerRuntime:
         """Run ``job``, then the agent's next turns as long as the chain allows."""
         limits, scheduler = self.settings.celery, self._scheduler
         if not limits.chain_turns or scheduler is None:
-            return await run_turn(svc, job)
+            return await handle(svc, job)
         # Well inside the turn time-out and the visibility timeout: the task's message
         # stays unacknowledged for the whole chain.
         span = min(limits.chain_s, limits.turn_timeout_s / 3, limits.visibility_timeout_s / 3)
         chain = Chain(job.run_id, job.agent_id, limits.chain_turns, time.monotonic() + span)
         token = CURRENT.set(chain)
         try:
-            outcome = await run_turn(svc, job)
+            outcome = await handle(svc, job)
             while chain.next is not None:
                 task_id, nxt = chain.next
                 chain.next = None
                 chain.turns_left -= 1
                 try:
-                    outcome = await run_turn(svc, nxt)
+                    outcome = await handle(svc, nxt)
                 except Exception:
                     log.exception("chained turn %s failed; handing it to the broker", nxt)
                     await scheduler.hand_over(task_id, nxt)

@@ -18,9 +18,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from core.config import Settings, load_settings
 from core.llm.base import LLM
-from core.runtime import Services, build_services
+from core.process.jobs import handle
+from core.process.wiring import build_services
 from core.scheduler.inline import InlineScheduler
-from core.turn import run_turn
+from core.services import Services
 
 REDIS_URL = os.environ.get("CARAMBA_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 # Runs that end are recorded in the agent library by the background loop: in tests, in a
@@ -114,7 +115,7 @@ async def make_services() -> AsyncIterator[ServicesFactory]:
         scheduler = InlineScheduler(settings.scheduler.inline_concurrency)
         svc = build_services(settings, scheduler, llm=llm, redis=redis)
         if start:
-            scheduler.start(lambda job: run_turn(svc, job))
+            scheduler.start(lambda job: handle(svc, job))
         started.append((svc, scheduler))
         return svc
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 
 from core.llm.base import LLM, LLMRequest, LLMResponse
-from core.runs import follow_events
-from core.runtime import Services
+from core.services import Services
+from core.state.event_hub import follow_events
 from core.types.events import RunEvent
 
 
 async def collect(svc: Services, run_id: str, timeout_s: float = 10) -> list[RunEvent]:
     """Every event of a run, up to and including run_finished."""
-    return [e async for e in follow_events(svc, run_id, timeout_s=timeout_s)]
+    return [e async for e in follow_events(
+        svc.store, run_id, blocking=not svc.settings.redis.embedded, timeout_s=timeout_s
+    )]
 
 
 def kinds(events: list[RunEvent]) -> list[str]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.prompts import PromptLibrary
-from core.tools.society import default_registry
+from core.tools.defaults import default_registry
 from tests.conftest import make_settings
 
 TASK = "Compare the three cheapest flights from Lisbon to Berlin next Friday."

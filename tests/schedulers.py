@@ -22,10 +22,11 @@ from celery.worker import state as worker_state
 
 from core.config import Settings
 from core.llm.base import LLM
-from core.runtime import Services, build_services
+from core.process.jobs import handle
+from core.process.wiring import build_services
 from core.scheduler.base import Scheduler
 from core.scheduler.inline import InlineScheduler
-from core.turn import run_turn
+from core.services import Services
 from tasks.app import make_app, runtime_of
 from tasks.scheduler import CeleryScheduler
 from tests.conftest import REDIS_URL
@@ -141,7 +142,7 @@ async def scheduled_services(
     if kind == "inline":
         inline = InlineScheduler(settings.scheduler.inline_concurrency)
         svc = build_services(settings, inline, llm=llm, redis=redis)
-        inline.start(lambda job: run_turn(svc, job))
+        inline.start(lambda job: handle(svc, job))
         try:
             yield svc
         finally:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from core import control, timers
-from core.approval import AgentEdit, Approve, Edit, Reject, decide, view
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
+from core.process import background
+from core.runs import control
+from core.runs.approval import AgentEdit, Approve, Edit, Reject, decide, view
 from core.types import AgentSpec, Cohort, TeamSpec
 from core.types.events import AgentCreated, RunFinished
 from core.types.run import RunStatus
@@ -54,9 +55,9 @@ async def test_an_undecided_proposal_is_cancelled_when_it_expires(make_services,
     stale = await control.propose_run(svc, "t", solo(), requested_by="@ana")
     decided = await control.propose_run(svc, "t", solo(), requested_by="@ana")
     assert (await decide(svc, decided, "@ana", Reject())).ok
-    assert await timers.fire_due(svc) == 0, "not due yet"
+    assert await background.fire_due(svc) == 0, "not due yet"
     await asyncio.sleep(0.1)
-    assert await timers.fire_due(svc) == 1, "the decided proposal's timer was taken back"
+    assert await background.fire_due(svc) == 1, "the decided proposal's timer was taken back"
     (event,) = await collect(svc, stale)
     assert isinstance(event, RunFinished) and event.status is RunStatus.CANCELLED
     assert event.error == "the proposal expired before anyone approved it"
@@ -178,7 +179,7 @@ async def test_a_designed_cohort_starts_as_a_whole_tree(settings, make_services,
 
 
 async def test_the_embedded_flow_edits_then_approves_then_runs(settings) -> None:
-    from core.embedded import embedded_services, run_proposal
+    from core.process.embedded import embedded_services, run_proposal
 
     model = ScriptedModel(responder=lambda r: Reply(calls=(call("finish", {"result": "fini"}),)))
     spec = solo()

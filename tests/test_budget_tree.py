@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.runs import start_run
+from core.runs.control import start_run
 from core.types import AgentSpec, Budget
 from core.types.events import AgentCreated, AgentFinished, RunFinished
 from tests.helpers import collect

@@ -14,16 +14,16 @@ from typing import Any
 
 import pytest
 
-from core.agents import new_agent_state
-from core.bus import Bus
+from core.agent.context import ToolContext
+from core.agent.create import new_agent_state
+from core.agent.turn import run_turn
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.routing import Route
-from core.runs import start_run
-from core.runtime import Services
-from core.scheduler.base import TurnJob
-from core.tools.context import ToolContext
-from core.turn import TurnOutcome, run_turn
+from core.runs.control import start_run
+from core.scheduler.base import TurnJob, TurnOutcome
+from core.services import Services
+from core.state.bus import Bus
+from core.state.routing import Route
 from core.types import AgentSpec
 from core.types.agent import AgentState, AgentStatus, EndReason
 from core.types.chat import ToolCall

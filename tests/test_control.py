@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from core import budget, control
+from core.agent.questions import answer_question, open_questions
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.questions import answer_question, open_questions
+from core.runs import budget, control
 from core.types import AgentSpec
 from core.types.agent import AgentStatus, EndReason
 from core.types.events import (
@@ -265,7 +265,7 @@ async def test_ask_user_waits_for_an_answer_without_a_worker(settings, services,
 
 @SCHEDULERS
 async def test_an_unanswered_question_times_out_and_the_agent_goes_on(services, kind) -> None:
-    from core.background import run_background
+    from core.process.background import run_background
 
     settings = make_settings(
         humans={"question_timeout_s": 0.3}, scheduler={"background_interval_s": 0.05}

@@ -8,13 +8,13 @@ from collections import Counter
 
 import pytest
 
+from core.agent.context import ToolContext
+from core.agent.turn import run_turn
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.routing import Route
-from core.runs import start_run
-from core.scheduler.base import TurnJob
-from core.tools.context import ToolContext
-from core.turn import TurnOutcome, run_turn
+from core.runs.control import start_run
+from core.scheduler.base import TurnJob, TurnOutcome
+from core.state.routing import Route
 from core.types import AgentSpec, ToolCall
 from core.types.events import ErrorRaised
 from core.types.messages import TextMessage
@@ -178,7 +178,7 @@ async def test_1000_messages_among_50_agents_are_each_processed_once(make_servic
     tools = ("send_message", "wait_for_messages", "finish")
     root = AgentSpec(name=names[0], role="orchestrator", team_id="T", tools=tools)
     run_id = await start_run(svc, "chatter", root)
-    from core.agents import new_agent_state
+    from core.agent.create import new_agent_state
 
     for name in names[1:]:
         spec = AgentSpec(name=name, role="member", parent_id=root.id, team_id="T", tools=tools)
@@ -247,7 +247,7 @@ async def test_caps_on_creating_agents(make_services, any_redis):
     assert "the limit is 3" in await create(ctx, name="C9", role="lead", purpose="p")
     # Save O's turn so its children exist, then let a child spawn down to the depth cap.
     state.seq = 1
-    from core.turn_io import TurnIO
+    from core.agent.turn_io import TurnIO
 
     io = TurnIO(svc, state)
     io.ctx = ctx

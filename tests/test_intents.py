@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
-from core import intents
+from core.agent.turn import run_turn
+from core.effects import intents
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.runs import start_run
-from core.scheduler.base import TurnJob
-from core.turn import TurnOutcome, run_turn
+from core.runs.control import start_run
+from core.scheduler.base import TurnJob, TurnOutcome
 from core.types import AgentSpec
 from core.types.events import ChatPosted, Notified, RunFinished
 from core.types.intents import PostToChat
@@ -108,7 +108,7 @@ async def test_intents_of_a_dead_worker_are_processed_once_by_another(
 
 
 async def test_a_reminder_comes_back_as_a_message(make_services, any_redis) -> None:
-    from core.background import run_background
+    from core.process.background import run_background
 
     settings = make_settings(scheduler={"background_interval_s": 0.05})
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from core import control, learning
-from core.approval import Approve
-from core.embedded import embedded_services, run_proposal
 from core.library import EntryNotFoundError
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.runtime import Services
+from core.process.embedded import embedded_services, run_proposal
+from core.runs import control, learning
+from core.runs.approval import Approve
+from core.services import Services
 from core.types import AgentSpec, Cohort
 from core.types.run import RunStatus
 from tests.conftest import make_settings

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from core import faults
+from core.agent import faults
+from core.agent.turn import run_turn
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.runs import start_run
+from core.runs.control import start_run
 from core.scheduler.base import TurnJob
-from core.turn import run_turn
 from core.types import AgentSpec
 from core.types.agent import AgentStatus
 from tests.conftest import make_settings

@@ -1,4 +1,4 @@
-"""Chat requests planned by the scheduler (``core.requests``): a cohort proposed, a direct
+"""Chat requests planned by the scheduler (``core.runs.requests``): a cohort proposed, a direct
 answer started, planning failures reported, cancellation and duplicate deliveries — run
 inline and by a real Celery worker; and follow-ups from people to a running run."""
 
@@ -7,16 +7,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from core import control
+from core.agent.questions import follow_up
 from core.config import Settings
-from core.event_hub import EventHub
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.questions import follow_up
-from core.requests import plan_request, request_run
-from core.runs import start_run
-from core.runtime import Services
-from core.scheduler.base import TurnJob
-from core.turn import TurnOutcome, run_turn
+from core.process.jobs import handle
+from core.runs import control
+from core.runs.control import start_run
+from core.runs.requests import plan_request, request_run
+from core.scheduler.base import TurnJob, TurnOutcome
+from core.services import Services
+from core.state.event_hub import EventHub
 from core.types import AgentSpec
 from core.types.events import RunFinished, RunStarted, RunStatusChanged
 from core.types.run import RunStatus
@@ -133,7 +133,7 @@ async def test_a_follow_up_reaches_the_top_agent(make_services, settings) -> Non
     run_id = await start_run(svc, "t", solo, requested_by="@ana")
     step = await follow_up(svc, run_id, "Also compare trains, please.", by="@bob")
     assert step.ok
-    svc.scheduler.start(lambda job: run_turn(svc, job))  # type: ignore[attr-defined]
+    svc.scheduler.start(lambda job: handle(svc, job))  # type: ignore[attr-defined]
     await collect(svc, run_id)
     first = m.requests[0]
     assert any("Also compare trains" in (msg.content or "") for msg in first.messages)
@@ -143,7 +143,7 @@ async def test_a_follow_up_reaches_the_top_agent(make_services, settings) -> Non
 
 async def test_one_reader_follows_many_runs(any_redis, make_services, settings) -> None:
     svc = make_services(settings, ScriptedModel(), redis=any_redis)
-    hub = EventHub(svc)
+    hub = EventHub(svc.store, blocking=not svc.settings.redis.embedded)
     try:
         runs = [
             await start_run(svc, f"t{i}", AgentSpec(name="Solo", role="solo")) for i in range(5)

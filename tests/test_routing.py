@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.agents import new_agent_state
+from core.agent.context import ToolContext
+from core.agent.create import new_agent_state
 from core.llm.scripted import ScriptedModel
-from core.runs import start_run
+from core.runs.control import start_run
 from core.scheduler.base import TurnJob
-from core.tools.context import ToolContext
 from core.types import AgentSpec, ToolCall
 from core.types.agent import AgentState
 from tests.conftest import make_settings

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.runs import start_run
+from core.runs.control import start_run
 from core.types.agent import AgentStatus
 from core.types.events import AgentCreated, AgentFinished, MessageSent, RunFinished
 from core.types.run import RunStatus

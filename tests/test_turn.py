@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 
+from core.agent.turn import run_turn
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.scripted import Fail, Reply, ScriptedModel, call
-from core.runs import start_run
-from core.scheduler.base import TurnJob
-from core.turn import TurnOutcome, run_turn
+from core.runs.control import start_run
+from core.scheduler.base import TurnJob, TurnOutcome
 from core.types import AgentSpec, Budget
 from core.types.agent import AgentStatus, EndReason
 from core.types.events import AgentFinished, ErrorRaised, LLMCalled, RunFinished, ToolCalled

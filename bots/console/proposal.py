@@ -8,7 +8,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from bots.console.render import escape
-from core.approval import AgentEdit, Approve, Decision, Edit, ProposalView, Reject
+from core.runs.approval import AgentEdit, Approve, Decision, Edit, ProposalView, Reject
 
 
 def card(view: ProposalView) -> Panel:

@@ -3,7 +3,7 @@ of work is a translation Slack payload → one core call → Slack API calls.
 
 A mention is recorded as a run in ``planning`` and its planning handed to the scheduler
 (a worker plans it); from then on one relay per run follows its events (one reader for
-all of them, ``core.event_hub``) and posts the card, the progress and the result.
+all of them, ``core.state.event_hub``) and posts the card, the progress and the result.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from bots.slack.relays import Relays
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape
 from bots.slack.threads import Shown, Threads
-from core.approval import view
-from core.questions import answer_question, follow_up, open_questions
-from core.requests import request_run
-from core.runtime import Services
+from core.agent.questions import answer_question, follow_up, open_questions
+from core.runs.approval import view
+from core.runs.requests import request_run
+from core.services import Services
 from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from slack_sdk.models.blocks import (
 )
 
 from bots.slack.text import MAX_BLOCKS, escape, truncate
-from core.approval import AgentCard, ProposalView
+from core.runs.approval import AgentCard, ProposalView
 
 APPROVE = "caramba_approve"
 REJECT = "caramba_reject"

@@ -22,9 +22,9 @@ from bots.slack.blocks import (
 )
 from bots.slack.edit import EDIT_VIEW, agents_of, edit_from_values, edit_view, error_block
 from bots.slack.text import escape
-from core import approval, learning
-from core.approval import Approve, Decision, ProposalView, Reject, decide, may_decide
-from core.control import cancel_run
+from core.runs import approval, learning
+from core.runs.approval import Approve, Decision, ProposalView, Reject, decide, may_decide
+from core.runs.control import cancel_run
 
 if TYPE_CHECKING:
     from bots.slack.app import SlackBot
@@ -64,7 +64,7 @@ class Decisions:
         self.bot.spawn(self.cancel(body))
 
     async def decide(self, body: dict[str, Any], decision: Decision) -> None:
-        """A button click → ``core.approval.decide`` → the card updated, or a refusal."""
+        """A button click → ``core.runs.approval.decide`` → the card updated, or a refusal."""
         svc = self.bot.svc
         user, run_id = body["user"]["id"], body["actions"][0]["value"]
         outcome = await decide(svc, run_id, user, decision)
@@ -84,7 +84,7 @@ class Decisions:
             await learning.after_decision(await svc.library(), outcome.run, approved=approved)
 
     async def cancel(self, body: dict[str, Any]) -> None:
-        """Cancel → ``core.control.cancel_run`` (same people as for approving); the relay
+        """Cancel → ``core.runs.control.cancel_run`` (same people as for approving); the relay
         then shows the run as cancelled."""
         svc = self.bot.svc
         user, run_id = body["user"]["id"], body["actions"][0]["value"]

@@ -1,5 +1,5 @@
 """The Edit form: a modal with each agent's prompt, tools, model and token budget, and
-its submission translated into a ``core.approval.Edit`` (core re-validates it)."""
+its submission translated into a ``core.runs.approval.Edit`` (core re-validates it)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bots.slack.text import escape
-from core.approval import AgentEdit, Edit
+from core.runs.approval import AgentEdit, Edit
 from core.types.agent import AgentSpec
 from core.types.run import RunState
 

@@ -1,5 +1,5 @@
 """👍 / 👎 on a run's result: one vote per person and run, counted for the run's cohort in
-the library (``core.learning.feedback``), answered privately."""
+the library (``core.runs.learning.feedback``), answered privately."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from slack_bolt.async_app import AsyncAck
 
 from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
-from core import learning
 from core.library import EntryNotFoundError
-from core.runtime import Services
+from core.runs import learning
+from core.services import Services
 from core.types.run import RunState
 
 if TYPE_CHECKING:

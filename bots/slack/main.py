@@ -14,8 +14,9 @@ from bots.slack.app import SlackBot
 from bots.slack.secrets import SlackSecrets
 from bots.slack.server import serve, serve_socket_mode
 from core.config import Settings
-from core.embedded import embedded_services
-from core.runtime import Services, build_llm, build_services
+from core.process.embedded import embedded_services
+from core.process.wiring import build_llm, build_services
+from core.services import Services
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from bots.slack.text import escape, split
 from bots.slack.threads import Shown, Threads, after
 from bots.slack.upload import preview, result_file
 from core.config import SlackSettings
-from core.event_hub import EventHub
-from core.runtime import Services
+from core.services import Services
+from core.state.event_hub import EventHub
 from core.types.events import (
     AgentCreated,
     AgentFinished,

@@ -17,9 +17,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.relay import Busy, relay_run
 from bots.slack.threads import Shown, Threads
-from core.event_hub import EventHub
-from core.requests import give_up_if_stuck, stuck_after
-from core.runtime import Services
+from core.runs.requests import give_up_if_stuck, stuck_after
+from core.services import Services
+from core.state.event_hub import EventHub
 from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class Relays:
     ) -> None:
         self.svc, self.client, self.threads = svc, client, threads
         self.post_card = post_card
-        self.hub = EventHub(svc)
+        self.hub = EventHub(svc.store, blocking=not svc.settings.redis.embedded)
         self.tasks: dict[str, asyncio.Task[None]] = {}
         # Runs whose relay is posting an event right now (not stopped halfway).
         self.busy = Busy()

@@ -5,9 +5,10 @@ Interfaces: :class:`Embedder` (``onnx_minilm``, ``litellm_embedder``, ``hashing`
 entries and their track records and ranks them (see ``records.py`` for the formula).
 """
 
-from core.library.embedder import Embedder, build_embedder
-from core.library.index import Hit, IndexItem, VectorIndex, build_index
-from core.library.library import EntryNotFoundError, Library, NameTakenError, open_library
+from core.library.embedder import Embedder
+from core.library.factories import build_embedder, build_index, open_library
+from core.library.index import Hit, IndexItem, VectorIndex
+from core.library.library import EntryNotFoundError, Library, NameTakenError
 from core.library.records import LibraryEntry, LibraryMatch, TrackRecord, rank_score
 
 __all__ = [

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
-
-from core.config import Settings
-from core.library._settings import library_dir, pinecone_api_key
-
-if TYPE_CHECKING:
-    from core.library.embedder import Embedder
+from typing import Protocol, runtime_checkable
 
 # Metadata values both backends store and filter on (Pinecone's scalar types).
 MetaValue = str | int | float | bool
@@ -50,20 +44,3 @@ class VectorIndex(Protocol):
     async def count(self) -> int: ...
 
     async def aclose(self) -> None: ...
-
-
-async def build_index(settings: Settings, embedder: Embedder) -> VectorIndex:
-    """The index ``library.backend`` names, sized for ``embedder``."""
-    lib = settings.library
-    if lib.backend == "pinecone":
-        from core.library.pinecone_index import PineconeIndex
-
-        return await PineconeIndex.connect(
-            api_key=pinecone_api_key(),
-            index_name=lib.pinecone_index,
-            namespace=lib.pinecone_namespace,
-            host=lib.pinecone_host or None,
-        )
-    from core.library.local_index import LocalIndex
-
-    return await LocalIndex.open(library_dir(settings), dim=embedder.dim)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.config import LibrarySettings, Settings
+from core.config import LibrarySettings
 from core.errors import UsageError
-from core.library.embedder import Embedder, build_embedder
-from core.library.index import IndexItem, VectorIndex, build_index
+from core.library.embedder import Embedder
+from core.library.index import IndexItem, VectorIndex
 from core.library.records import (
     EntryKind,
     LibraryEntry,
@@ -258,10 +258,3 @@ def _entry(entry_id: str, row: dict[str, str]) -> LibraryEntry:
         record=record,
         created_at=float(row.get("created_at", 0.0)),
     )
-
-
-async def open_library(settings: Settings, redis: Any) -> Library:
-    """The library the settings describe, on ``redis`` (the caller closes it: aclose)."""
-    embedder = build_embedder(settings.library)
-    index = await build_index(settings, embedder)
-    return Library(redis, index, embedder, settings.library, key_prefix=settings.redis.key_prefix)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from enum import StrEnum
 from typing import Literal, Protocol
 
 from core.types._base import Frozen
@@ -10,13 +11,23 @@ from core.types._base import Frozen
 
 class TurnJob(Frozen):
     """Run turn ``seq`` of one agent — or, with ``kind="plan"``, the planning of a chat
-    request (``core.requests``; no agent yet). Serialisable: Celery carries it as JSON,
+    request (``core.runs.requests``; no agent yet). Serialisable: Celery carries it as JSON,
     so planning gets the turns' delivery guarantees (ledger, retries, redelivery)."""
 
     run_id: str
     agent_id: str = ""
     seq: int = 0
     kind: Literal["turn", "plan"] = "turn"
+
+
+class TurnOutcome(StrEnum):
+    """What a job came to."""
+
+    CONTINUED = "continued"  # saved; the next turn is scheduled
+    WAITING = "waiting"  # saved; the agent sleeps until a message arrives
+    ENDED = "ended"  # saved; the agent finished or hit a cap
+    DROPPED = "dropped"  # a duplicate, stale or spurious delivery; nothing applied
+    PARKED = "parked"  # the run is paused at a limit; the turn runs after an extension
 
 
 TurnHandler = Callable[[TurnJob], Awaitable[object]]

@@ -9,8 +9,8 @@ import operator
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from core.agent.context import ToolContext
 from core.errors import ToolRetry
-from core.tools.context import ToolContext
 from core.tools.registry import Tool, ToolRegistry, tool
 
 

@@ -6,9 +6,8 @@ delivered twice never posts or asks twice.
 
 from __future__ import annotations
 
-from core import intents
+from core.agent.context import ToolContext
 from core.errors import ToolRetry
-from core.tools.context import ToolContext
 from core.tools.registry import Tool, tool
 from core.types.intents import Notify, PostToChat, Remind
 
@@ -31,7 +30,7 @@ async def ask_user(ctx: ToolContext, question: str) -> str:
         raise ToolRetry("you already asked a question this turn; wait for its answer")
     ctx.question = question.strip()[:3000]
     ctx.wait = True
-    timeout = ctx.services.settings.humans.question_timeout_s
+    timeout = ctx.settings.humans.question_timeout_s
     return (
         f"Question posted in the chat. Your next turn starts when someone answers "
         f"(or after {timeout:.0f} s without an answer)."
@@ -50,7 +49,7 @@ async def post_to_chat(ctx: ToolContext, text: str, filename: str | None = None)
         raise ToolRetry("the text is empty")
     if len(text) > _MAX_POST_CHARS:
         raise ToolRetry(f"the text is {len(text)} characters; the limit is {_MAX_POST_CHARS}")
-    intents.collect(
+    ctx.intents.append(
         PostToChat(run_id=ctx.run_id, agent_id=ctx.agent_id, text=text, filename=filename)
     )
     return "Posted to the chat (delivered when this turn ends)."
@@ -66,7 +65,7 @@ async def notify(ctx: ToolContext, who: str, text: str) -> str:
     """
     if not who.strip() or not text.strip():
         raise ToolRetry("both who and text are needed")
-    intents.collect(Notify(run_id=ctx.run_id, agent_id=ctx.agent_id, who=who, text=text))
+    ctx.intents.append(Notify(run_id=ctx.run_id, agent_id=ctx.agent_id, who=who, text=text))
     return f"{who} will be notified when this turn ends."
 
 
@@ -80,7 +79,7 @@ async def remind_me(ctx: ToolContext, text: str, after_minutes: float) -> str:
     """
     if not 0 < after_minutes <= _MAX_REMIND_MINUTES:
         raise ToolRetry(f"after_minutes must be between 0 and {_MAX_REMIND_MINUTES}")
-    intents.collect(
+    ctx.intents.append(
         Remind(run_id=ctx.run_id, agent_id=ctx.agent_id, text=text, after_s=after_minutes * 60)
     )
     return f"Reminder set for {after_minutes:g} minutes from now."

@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from core.agent.context import ToolContext
 from core.errors import ToolRetry
 from core.prompts import PromptLibrary
 from core.tools._schema import arguments_model, json_schema, parse_docstring
-from core.tools.context import ToolContext
 from core.types.chat import ToolCall
 
 ToolFn = Callable[..., Awaitable[Any]]

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
 
-from core.agents import created_event, new_agent_state
+from core.agent.context import ToolContext
+from core.agent.create import new_agent_state
+from core.agent.limits import limits_for
 from core.errors import ToolRetry
-from core.lifecycle import limits_for
-from core.routing import RouteRefused, allowed_targets
-from core.tools.builtin import BUILTIN_TOOLS
-from core.tools.context import ToolContext
-from core.tools.registry import Tool, ToolRegistry, tool
+from core.state.routing import RouteRefused, allowed_targets
+from core.tools.registry import Tool, tool
 from core.types.agent import AgentSpec, Budget
 from core.types.chat import Usage
 from core.types.messages import TextMessage
@@ -43,7 +41,7 @@ async def send_message(ctx: ToolContext, to: str, body: str) -> str:
             f"the message is {len(body)} characters; the limit is "
             f"{MAX_BODY_CHARS}. Summarise it or split it."
         )
-    bus, spec = ctx.services.bus, ctx.state.spec
+    bus, spec = ctx.bus, ctx.state.spec
     try:
         route, _label = await bus.route(ctx.run_id, spec, to)
     except RouteRefused as exc:
@@ -61,11 +59,11 @@ async def send_message(ctx: ToolContext, to: str, body: str) -> str:
 @tool
 async def roster(ctx: ToolContext) -> str:
     """Who you may talk to: your parent, your children and your team, with their status."""
-    svc, spec = ctx.services, ctx.state.spec
+    spec = ctx.state.spec
     lines: list[str] = []
 
     async def describe(agent_id: str, relation: str) -> None:
-        found = await svc.store.load_spec(ctx.run_id, agent_id)
+        found = await ctx.store.load_spec(ctx.run_id, agent_id)
         if found is not None:
             other, status = found
             lines.append(
@@ -78,10 +76,7 @@ async def roster(ctx: ToolContext) -> str:
     for child in [*ctx.state.children]:
         await describe(child, "your child")
     if spec.team_id:
-        members: Any = await svc.redis.smembers(
-            svc.store.keys.team_members(ctx.run_id, spec.team_id)
-        )
-        for member in sorted(members):
+        for member in await ctx.store.team_members(ctx.run_id, spec.team_id):
             if member not in (spec.id, spec.parent_id, *ctx.state.children):
                 await describe(member, "your team")
     for new in ctx.spawned:
@@ -140,10 +135,10 @@ async def create_agent(
             (0.01 to 0.9). What you give is set aside for it and no longer yours.
         pattern: For a lead: its team's playbook (discussion, competition, pipeline, fan_out).
     """
-    svc, me = ctx.services, ctx.state
-    caps = svc.settings.agents
-    if role in _NOT_CREATABLE or role not in svc.settings.prompts.roles:
-        creatable = sorted(set(svc.settings.prompts.roles) - _NOT_CREATABLE)
+    me = ctx.state
+    caps = ctx.settings.agents
+    if role in _NOT_CREATABLE or role not in ctx.settings.prompts.roles:
+        creatable = sorted(set(ctx.settings.prompts.roles) - _NOT_CREATABLE)
         raise ToolRetry(f"role {role!r} cannot be created; use one of: {', '.join(creatable)}")
     if me.depth + 1 > caps.max_depth:
         raise ToolRetry(
@@ -156,10 +151,10 @@ async def create_agent(
             f"the limit is {caps.children_per_agent}; reuse them via send_message"
         )
     wanted = list(dict.fromkeys(tools or []))
-    unknown = svc.tools.unknown(wanted)
+    unknown = ctx.tools.unknown(wanted)
     if unknown:
         raise ToolRetry(
-            f"unknown tools: {', '.join(unknown)}; available: {', '.join(svc.tools.names())}"
+            f"unknown tools: {', '.join(unknown)}; available: {', '.join(ctx.tools.names())}"
         )
     not_mine = [t for t in wanted if t not in me.spec.tools]
     if not_mine:
@@ -167,7 +162,7 @@ async def create_agent(
             f"you can only give tools you have yourself; you lack "
             f"{', '.join(not_mine)} (yours: {', '.join(me.spec.tools)})"
         )
-    if await svc.store.resolve_name(ctx.run_id, name) or any(
+    if await ctx.store.resolve_name(ctx.run_id, name) or any(
         s.spec.name == name for s in ctx.spawned
     ):
         raise ToolRetry(f"an agent named {name!r} already exists; choose another name")
@@ -176,7 +171,7 @@ async def create_agent(
     playbook = ""
     if pattern is not None:
         playbook = _playbook(ctx, pattern, name, purpose)
-    limits = limits_for(svc.settings, me)
+    limits = limits_for(ctx.settings, me)
     # A child's budget is carved out of its creator's remainder, so the caps of a whole
     # subtree never add up to more than its root's.
     left_tokens = limits.max_tokens - me.usage.total_tokens - me.granted.total_tokens
@@ -190,14 +185,8 @@ async def create_agent(
         )
     # The slot is named after this turn and this creation, so a re-delivered turn finds
     # the reservation its earlier delivery made instead of taking another.
-    slots = svc.store.keys.agent_slots(ctx.run_id)
     slot = f"{me.spec.id}:{me.seq}:{len(ctx.spawned)}"
-    async with svc.redis.pipeline(transaction=True) as pipe:
-        pipe.sadd(slots, slot)
-        pipe.scard(slots)
-        added, taken = await pipe.execute()
-    if added and taken > caps.per_run:
-        await svc.redis.srem(slots, slot)
+    if not await ctx.store.reserve_agent_slot(ctx.run_id, slot, caps.per_run):
         raise ToolRetry(
             f"the run already has {caps.per_run} agents (the limit); reuse "
             "existing agents via send_message"
@@ -209,8 +198,8 @@ async def create_agent(
         if role == "member"
         else None
     )
-    base = [t for t in caps.base_tools if t in svc.tools]
-    if model is None and role not in svc.settings.llm.models:
+    base = [t for t in caps.base_tools if t in ctx.tools]
+    if model is None and role not in ctx.settings.llm.models:
         model = me.spec.model  # no model for its role: run on its creator's model
     spec = AgentSpec(
         name=name,
@@ -223,9 +212,9 @@ async def create_agent(
         budget=Budget(max_tokens=tokens, max_cost_usd=cost),
         description=purpose,
     )
-    run = await svc.store.get_run(ctx.run_id)
+    run = await ctx.store.get_run(ctx.run_id)
     child = new_agent_state(
-        svc,
+        ctx,
         ctx.run_id,
         spec,
         task=run.task,
@@ -245,32 +234,24 @@ async def create_agent(
 
 
 def _playbook(ctx: ToolContext, pattern: str, name: str, brief: str) -> str:
-    svc = ctx.services
     template = f"patterns/{pattern}.md.j2"
     available = sorted(
         n.removeprefix("patterns/").removesuffix(".md.j2")
-        for n in svc.prompts.names()
+        for n in ctx.prompts.names()
         if n.startswith("patterns/")
     )
-    if template not in svc.prompts.names():
+    if template not in ctx.prompts.names():
         raise ToolRetry(f"unknown pattern {pattern!r}; available: {', '.join(available)}")
-    return svc.prompts.render(
+    return ctx.prompts.render(
         template,
         team_name=name,
         members=[],
         brief=brief,
-        max_rounds=svc.settings.agents.discussion_rounds,
+        max_rounds=ctx.settings.agents.discussion_rounds,
     )
 
 
 SOCIETY_TOOLS: tuple[Tool, ...] = (send_message, roster, wait_for_messages, create_agent)
 
 
-def default_registry() -> ToolRegistry:
-    """Every built-in tool: the helpers, finish, the society tools, the human tools."""
-    from core.tools.humans import HUMAN_TOOLS
-
-    return ToolRegistry([*BUILTIN_TOOLS, *SOCIETY_TOOLS, *HUMAN_TOOLS])
-
-
-__all__ = ["SOCIETY_TOOLS", "created_event", "default_registry"]
+__all__ = ["SOCIETY_TOOLS"]

@@ -11,9 +11,12 @@ from core.types.agent import AgentSpec
 from core.types.chat import Usage
 from core.types.cohort import Cohort
 
+# Who a step is recorded as when no person took it (an expiry, a pause at a limit).
+SYSTEM = "caramba"
+
 
 class RunStatus(StrEnum):
-    # A chat request being routed and planned by a worker (core.requests).
+    # A chat request being routed and planned by a worker (core.runs.requests).
     PLANNING = "planning"
     PROPOSED = "proposed"
     APPROVED = "approved"

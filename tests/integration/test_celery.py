@@ -14,10 +14,9 @@ import pytest
 
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.runs import start_run
-from core.runtime import build_services
-from core.scheduler.base import TurnJob
-from core.turn import TurnOutcome
+from core.process.wiring import build_services
+from core.runs.control import start_run
+from core.scheduler.base import TurnJob, TurnOutcome
 from core.types import AgentSpec
 from core.types.agent import EndReason
 from core.types.events import AgentFinished, LLMCalled, RunFinished, ToolCalled

@@ -7,7 +7,7 @@ import pytest
 from core.errors import LLMError
 from core.llm.base import LLMRequest
 from core.llm.gateway import LiteLLMGateway
-from core.runs import start_run
+from core.runs.control import start_run
 from core.types import AgentSpec, ChatMessage
 from core.types.agent import EndReason
 from core.types.events import AgentFinished, ErrorRaised, LLMCalled, RunFinished, ToolCalled

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from core.runtime import build_llm, build_services
+from core.process.wiring import build_llm, build_services
 from core.types.run import RunStatus
 from tasks.app import make_app
 from tasks.scheduler import CeleryScheduler

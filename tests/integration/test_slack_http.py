@@ -24,7 +24,7 @@ from bots.slack.secrets import SlackSecrets
 from bots.slack.server import EVENTS_PATH, served
 from core.config import Settings
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.runtime import Services
+from core.services import Services
 from core.types.run import RunStatus
 from tests.fakes.slack_api import FakeSlackAPI
 from tests.helpers import collect

@@ -14,8 +14,8 @@ from redis.asyncio import Redis
 
 from core.config import load_settings
 from core.llm.scripted import ScriptedModel
-from core.runs import start_run
-from core.runtime import build_services
+from core.process.wiring import build_services
+from core.runs.control import start_run
 from core.types import AgentSpec
 from core.types.events import RunFinished
 from core.types.run import RunStatus

@@ -22,11 +22,11 @@ import pytest
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 
-from core import faults
+from core.agent import faults
 from core.config import Settings, load_settings
 from core.llm.scripted import ScriptedModel
-from core.runs import start_run
-from core.runtime import build_services
+from core.process.wiring import build_services
+from core.runs.control import start_run
 from core.types import AgentSpec
 from core.types.events import (
     AgentFinished,

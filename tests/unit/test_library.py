@@ -13,8 +13,8 @@ from core.config import LibrarySettings
 from core.errors import ConfigError
 from core.library import EntryNotFoundError, Library, NameTakenError, TrackRecord, rank_score
 from core.library._settings import library_dir
+from core.library.factories import open_library
 from core.library.hashing import HashingEmbedder
-from core.library.library import open_library
 from core.library.local_index import LocalIndex
 from core.library.onnx_minilm import MiniLMEmbedder
 from core.types import AgentSpec

@@ -10,8 +10,8 @@ from bots.slack.blocks import proposal_blocks
 from bots.slack.relay import ThreadRelay
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import SECTION_LIMIT, escape, split, truncate
-from core.approval import AgentCard, ProposalView
 from core.errors import MissingSecretError
+from core.runs.approval import AgentCard, ProposalView
 from core.types.agent import EndReason
 from core.types.events import AgentCreated, AgentFinished, RunFinished, RunStarted, ToolCalled
 from core.types.run import RunBudget, RunStatus

@@ -6,17 +6,18 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from core import learning
-from core.approval import Approve, Decision, ProposalView, Reject, decide, view
-from core.background import run_background
 from core.config import Settings
-from core.control import propose_run
 from core.library import Library
 from core.llm.base import LLM
-from core.runs import follow_events, start_run
-from core.runtime import Services, build_services
+from core.process.background import run_background
+from core.process.jobs import handle
+from core.process.wiring import build_services
+from core.runs import learning
+from core.runs.approval import Approve, Decision, ProposalView, Reject, decide, view
+from core.runs.control import propose_run, start_run
 from core.scheduler.inline import InlineScheduler
-from core.turn import run_turn
+from core.services import Services
+from core.state.event_hub import follow_events
 from core.types.agent import AgentSpec
 from core.types.cohort import Cohort
 from core.types.events import RunEvent
@@ -32,7 +33,7 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
     """Services with the inline scheduler and the background loop running in this process."""
     scheduler = InlineScheduler(settings.scheduler.inline_concurrency)
     svc = build_services(settings, scheduler, llm=llm)
-    scheduler.start(lambda job: run_turn(svc, job))
+    scheduler.start(lambda job: handle(svc, job))
     stop = asyncio.Event()
     background = asyncio.create_task(run_background(svc, stop), name="caramba-background")
     try:
@@ -48,7 +49,8 @@ async def follow(
     svc: Services, run_id: str, on_event: EventCallback | None, timeout_s: float | None
 ) -> RunState:
     limit = timeout_s if timeout_s is not None else svc.settings.limits.wall_clock_s + 60
-    async for event in follow_events(svc, run_id, timeout_s=limit):
+    blocking = not svc.settings.redis.embedded
+    async for event in follow_events(svc.store, run_id, blocking=blocking, timeout_s=limit):
         if on_event is not None:
             maybe = on_event(event)
             if maybe is not None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
-from core.control import approve_run, reject_run
+from core.runs.control import approve_run, reject_run
 from core.types._base import Frozen
 from core.types.agent import AgentSpec, Budget
 from core.types.chat import Usage
@@ -24,7 +24,7 @@ from core.types.run import RunBudget, RunState, RunStatus
 
 if TYPE_CHECKING:
     from core.config import Settings
-    from core.runtime import Services
+    from core.services import Services
     from core.tools.registry import ToolRegistry
 
 _PROMPT_EXCERPT = 300

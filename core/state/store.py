@@ -13,10 +13,10 @@ from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
 from core.errors import RunError, UsageError
-from core.keys import Keys
+from core.state.keys import Keys
 
 # Re-exported: callers import the run-change helpers from the store they apply to.
-from core.run_changes import RunChange, TransitionResult, chain, transition
+from core.state.run_changes import RunChange, TransitionResult, chain, transition
 from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
 from core.types.events import RUN_EVENT, RunEvent, RunFinished
@@ -165,6 +165,23 @@ class Store:
         members: Any = await self.redis.smembers(self.keys.agents(run_id))
         return sorted(members)
 
+    async def team_members(self, run_id: str, team_id: str) -> list[str]:
+        members: Any = await self.redis.smembers(self.keys.team_members(run_id, team_id))
+        return sorted(members)
+
+    async def reserve_agent_slot(self, run_id: str, slot: str, per_run: int) -> bool:
+        """Take one of the run's ``per_run`` agent slots under the name ``slot`` (taking
+        the same name twice takes one slot); False when the run is full."""
+        slots = self.keys.agent_slots(run_id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.sadd(slots, slot)
+            pipe.scard(slots)
+            added, taken = await pipe.execute()
+        if added and taken > per_run:
+            await self.redis.srem(slots, slot)
+            return False
+        return True
+
     async def commit_turn(
         self,
         state: AgentState,
@@ -254,7 +271,7 @@ class Store:
                 approximate=True,
             )
             if isinstance(event, RunFinished):
-                # For the library to learn from (core.learning.learn_ended).
+                # For the library to learn from (core.runs.learning.learn_ended).
                 pipe.sadd(self.keys.ended_runs(), event.run_id or run_id)  # type: ignore[attr-defined]
 
     async def read_events(

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from core import intents, questions, timers
-from core.agents import created_event
-from core.bus import Delivered, Outgoing
-from core.routing import Route
-from core.scheduler.base import TurnJob
-from core.store import PipelineWrite
-from core.tools.context import ToolContext
-from core.types._base import Frozen
+from core.agent import questions
+from core.agent.context import ToolContext
+from core.agent.create import created_event
+from core.agent.wake import FollowUps, run_followups, wake_agent
+from core.effects import intents, timers
+from core.services import Services
+from core.state.bus import Delivered, Outgoing
+from core.state.routing import Route
+from core.state.store import PipelineWrite
 from core.types.agent import AgentState, AgentStatus
 from core.types.chat import ChatMessage, Usage
 from core.types.events import ErrorRaised, MessageSent, RunEvent
 from core.types.messages import HumanReply, Message, ResultMessage
-
-if TYPE_CHECKING:
-    from core.questions import OpenQuestion
-    from core.runtime import Services
 
 _EVENT_TEXT_CHARS = 500
 
@@ -40,7 +35,7 @@ class TurnIO:
         # The sequence number of this turn (state.seq moves on before the save).
         self.seq = state.seq
         # A question this turn asked a person (ask_user), saved with the turn.
-        self.question: OpenQuestion | None = None
+        self.question: questions.OpenQuestion | None = None
 
     @property
     def run_id(self) -> str:
@@ -190,51 +185,3 @@ class TurnIO:
         await self.svc.redis.delete(self.svc.store.keys.wake(self.run_id, self.state.spec.id))
         if await self.svc.bus.has_unread(self.run_id, self.state.spec):
             await self.wake(self.state.spec.id)
-
-
-async def wake_agent(svc: Services, run_id: str, agent_id: str) -> bool:
-    """Schedule one turn for a waiting agent (no-op if it is not waiting or already woken)."""
-    seq = await svc.bus.claim_wake(run_id, agent_id)
-    if seq is None:
-        return False
-    await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=agent_id, seq=seq))
-    return True
-
-
-class FollowUps(Frozen):
-    """What must happen after a saved turn: its new agents' first turns, its recipients'
-    wake-ups, its own next turn. Saved with the turn and cleared once done, so a worker
-    that dies between the save and these steps leaves them for the turn's next delivery
-    to redo — and only then: a late duplicate of a turn whose follow-ups were done
-    schedules nothing (an unconditional resubmit would duplicate every later turn)."""
-
-    seq: int
-    children: tuple[str, ...] = ()
-    recipients: tuple[str, ...] = ()
-    # The agent's next turn, when it goes on running.
-    next_seq: int | None = None
-
-
-async def run_followups(svc: Services, run_id: str, agent_id: str, followups: FollowUps) -> None:
-    for child in followups.children:
-        await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=child, seq=0))
-    for recipient in followups.recipients:
-        await wake_agent(svc, run_id, recipient)
-    if followups.next_seq is not None:
-        await svc.scheduler.submit(
-            TurnJob(run_id=run_id, agent_id=agent_id, seq=followups.next_seq)
-        )
-    await svc.redis.hdel(svc.store.keys.agent(run_id, agent_id), "followups")
-
-
-async def redo_followups(svc: Services, run_id: str, agent_id: str, seq: int) -> bool:
-    """Redo the follow-ups of turn ``seq`` if its worker died before doing them (both
-    steps are idempotent: duplicate first turns are dropped, wake-ups are claims)."""
-    raw: Any = await svc.redis.hget(svc.store.keys.agent(run_id, agent_id), "followups")
-    if raw is None:
-        return False
-    followups = FollowUps.model_validate_json(raw)
-    if followups.seq != seq:
-        return False
-    await run_followups(svc, run_id, agent_id, followups)
-    return True

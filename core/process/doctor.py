@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from core.config import Settings
 from core.errors import CarambaError
+from core.llm.gateway import import_litellm
 from core.prompts import PromptLibrary
 
 
@@ -133,8 +134,6 @@ def _check_model(settings: Settings) -> list[Check]:
     if llm.api_base:
         out.append(Check("api key", Level.OK, "custom api_base; no provider key required"))
         return out
-    from core.llm.gateway import import_litellm
-
     litellm = import_litellm()
     missing: list[str] = []
     for model in {llm.model, *llm.models.values()}:

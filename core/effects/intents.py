@@ -1,7 +1,7 @@
 """Intents: side effects a tool asks for during a turn, processed exactly once after it.
 
-During a turn, tools register intents with :func:`collect` (a context-local collector: the
-turn opens it with :func:`collecting`). They are written to the ``{prefix}:intents``
+During a turn, tools stage intents on their context (``ToolContext.intents``), like
+every other effect of the turn. They are written to the ``{prefix}:intents``
 stream in the turn's save transaction, so an intent exists if and only if its turn was
 saved. After the save, and from every process's background loop, pending intents are read
 through one consumer group and handed to their processor; entries a dead worker had
@@ -18,19 +18,16 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Protocol
+import time
+from typing import Any
 
 from redis.exceptions import ResponseError, WatchError
 
-from core.store import PipelineWrite
+from core.effects import timers
+from core.services import IntentProcessor, Services
+from core.state.store import PipelineWrite
 from core.types.events import ChatPosted, ErrorRaised, Notified, RunEvent
 from core.types.intents import INTENT, Intent, Notify, PostToChat, Remind
-
-if TYPE_CHECKING:
-    from core.runtime import Services
 
 log = logging.getLogger(__name__)
 
@@ -39,27 +36,6 @@ _CONSUMER = f"{socket.gethostname()}-{os.getpid()}"
 _DONE_TTL_S = 7 * 24 * 3600
 _BATCH = 100
 _MAX_FAILURES = 5
-
-_collector: ContextVar[list[Intent] | None] = ContextVar("caramba_intents", default=None)
-
-
-@contextmanager
-def collecting(into: list[Intent]) -> Iterator[None]:
-    """Collect intents registered by tools (in this context) into ``into``."""
-    token = _collector.set(into)
-    try:
-        yield
-    finally:
-        _collector.reset(token)
-
-
-def collect(intent: Intent) -> None:
-    """Register a side effect to be carried out once, after the current turn is saved."""
-    target = _collector.get()
-    if target is None:
-        raise RuntimeError("intents can only be registered by a tool during a turn")
-    target.append(intent)
-
 
 def keyed(intents: list[Intent], run_id: str, agent_id: str, seq: int) -> list[Intent]:
     """The turn's intents with their idempotency keys."""
@@ -78,12 +54,6 @@ def save_write(svc: Services, intents: list[Intent]) -> PipelineWrite:
             pipe.xadd(stream, {"i": INTENT.dump_json(intent)})
 
     return write
-
-
-class IntentProcessor(Protocol):
-    """Carries out one kind of intent; returns events to record with its done-marker."""
-
-    async def __call__(self, svc: Services, intent: Intent) -> list[RunEvent]: ...
 
 
 async def _post(svc: Services, intent: Intent) -> list[RunEvent]:
@@ -113,9 +83,7 @@ async def _notify(svc: Services, intent: Intent) -> list[RunEvent]:
 
 
 async def _remind(svc: Services, intent: Intent) -> list[RunEvent]:
-    import time
 
-    from core import timers
 
     assert isinstance(intent, Remind)
     # The timer's id is the intent's key, so a repeated schedule replaces, not duplicates.

@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from core.errors import UsageError
+from core.state.store import Store
 from core.types.events import RUN_EVENT, RunEvent, RunFinished
-
-if TYPE_CHECKING:
-    from core.runtime import Services
 
 log = logging.getLogger(__name__)
 _RETRY_S = 1.0
@@ -40,10 +39,13 @@ class EventHub:
     events written meanwhile are not lost: reading starts after ``after``).
     """
 
-    def __init__(self, svc: Services, *, block_ms: int = 250, count: int = 100) -> None:
-        self._svc = svc
+    def __init__(
+        self, store: Store, *, blocking: bool = True, block_ms: int = 250, count: int = 100
+    ) -> None:
+        self._store = store
         # fakeredis answers a blocking read at once: poll instead.
-        self._block: int | None = None if svc.settings.redis.embedded else block_ms
+        # fakeredis answers blocking reads at once: poll instead.
+        self._block: int | None = block_ms if blocking else None
         self._poll_s = 0.05
         self._count = count
         self._followers: dict[str, _Follower] = {}
@@ -58,7 +60,7 @@ class EventHub:
         """Yield ``(stream id, event)`` of the run after ``after``, up to ``run_finished``."""
         if run_id in self._followers:
             raise UsageError(f"run {run_id} is already followed", hint="follow a run once")
-        follower = _Follower(self._svc.store.keys.events(run_id), after)
+        follower = _Follower(self._store.keys.events(run_id), after)
         self._followers[run_id] = follower
         self._wanted.set()
         if self._reader is None or self._reader.done():
@@ -79,7 +81,7 @@ class EventHub:
             self._reader = None
 
     async def _read(self) -> None:
-        redis = self._svc.redis
+        redis = self._store.redis
         while True:
             if not self._followers:
                 self._wanted.clear()
@@ -109,3 +111,29 @@ class EventHub:
                     follower.queue.put_nowait((entry_id, event))
             if not reply and self._block is None:
                 await asyncio.sleep(self._poll_s)
+
+
+async def follow_events(
+    store: Store,
+    run_id: str,
+    *,
+    blocking: bool = True,
+    poll_s: float = 0.05,
+    timeout_s: float | None = None,
+) -> AsyncIterator[RunEvent]:
+    """Yield one run's events in order until its ``run_finished`` event (or time-out)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    last = "0-0"
+    # fakeredis answers blocking reads at once; poll with a short sleep instead.
+    block = 1000 if blocking else None
+    while True:
+        batch = await store.read_events(run_id, after=last, block_ms=block)
+        for entry_id, event in batch:
+            last = entry_id
+            yield event
+            if isinstance(event, RunFinished):
+                return
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"run {run_id} did not finish within {timeout_s} s")
+        if not batch and block is None:
+            await asyncio.sleep(poll_s)

@@ -16,9 +16,9 @@ from typing import Any
 from redis.exceptions import WatchError
 
 from core.config import BusSettings
-from core.keys import Keys
-from core.routing import Route, RouteRefused, allowed_targets, check_direct, route_keyword
-from core.store import PipelineWrite, Store
+from core.state.keys import Keys
+from core.state.routing import Route, RouteRefused, allowed_targets, check_direct, route_keyword
+from core.state.store import PipelineWrite, Store
 from core.types.agent import AgentSpec, AgentStatus
 from core.types.messages import BUS_MESSAGE, Message
 

@@ -19,7 +19,7 @@ from core.library import Library
 from core.types.run import RunState, RunStatus
 
 if TYPE_CHECKING:
-    from core.runtime import Services
+    from core.services import Services
 
 log = logging.getLogger(__name__)
 _BATCH = 20

@@ -16,7 +16,7 @@ import signal
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from core.runtime import Services
+    from core.services import Services
 
 ENABLED = os.environ.get("CARAMBA_FAULTS", "") == "1"
 POINTS = ("after_llm", "after_tools", "after_commit")

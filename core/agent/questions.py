@@ -11,18 +11,16 @@ the question once.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from core.agent.wake import wake_agent
 from core.errors import UsageError
-from core.store import RunChange, TransitionResult, transition
+from core.services import Services
+from core.state.store import PipelineWrite, RunChange, TransitionResult, transition
 from core.types._base import Frozen
 from core.types.events import QuestionAsked, QuestionClosed, RunEvent, RunStatusChanged
 from core.types.messages import HumanReply
 from core.types.run import RunState, RunStatus
-
-if TYPE_CHECKING:
-    from core.runtime import Services
-    from core.store import PipelineWrite
 
 
 class OpenQuestion(Frozen):
@@ -104,8 +102,6 @@ async def answer_question(
 ) -> TransitionResult:
     """Deliver a person's answer to the agent that asked (the oldest open question when
     ``question_id`` is not given) and wake it. ``ok=False`` says why nothing was done."""
-    from core.turn_io import wake_agent
-
     run = await svc.store.get_run(run_id)
     if run.status.terminal:
         return TransitionResult(False, run, f"run {run_id} is {run.status.value}")
@@ -153,8 +149,6 @@ async def get(svc: Services, run_id: str, qid: str) -> OpenQuestion | None:
 async def follow_up(svc: Services, run_id: str, text: str, by: str) -> TransitionResult:
     """A person's message to a running run that answers no question: delivered to the
     run's top agent (the one that reports to people), woken to read it on its next turn."""
-    from core.turn_io import wake_agent
-
     run = await svc.store.get_run(run_id)
     if run.status not in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
         return TransitionResult(False, run, f"run {run_id} is {run.status.value}")

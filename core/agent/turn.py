@@ -12,16 +12,17 @@ import asyncio
 import json
 import logging
 import time
-from enum import StrEnum
 
-from core import budget, faults, intents, questions
+from core.agent import faults, limits, questions
+from core.agent.lifecycle import end_agent
+from core.agent.limits import limits_for
+from core.agent.turn_io import TurnIO, clip
+from core.agent.wake import redo_followups
 from core.errors import LLMError
-from core.lifecycle import end_agent, limits_for
 from core.llm.base import LLMRequest
-from core.runtime import Services
-from core.scheduler.base import TurnJob
-from core.store import chain
-from core.turn_io import TurnIO, clip, redo_followups
+from core.scheduler.base import TurnJob, TurnOutcome
+from core.services import Services
+from core.state.store import chain
 from core.types.agent import AgentStatus, EndReason
 from core.types.chat import ChatMessage, ToolCall, Usage
 from core.types.events import LLMCalled, RunEvent, ToolCalled, TurnStarted
@@ -29,20 +30,8 @@ from core.types.events import LLMCalled, RunEvent, ToolCalled, TurnStarted
 log = logging.getLogger(__name__)
 
 
-class TurnOutcome(StrEnum):
-    CONTINUED = "continued"  # saved; the next turn is scheduled
-    WAITING = "waiting"  # saved; the agent sleeps until a message arrives
-    ENDED = "ended"  # saved; the agent finished or hit a cap
-    DROPPED = "dropped"  # a duplicate, stale or spurious delivery; nothing applied
-    PARKED = "parked"  # the run is paused at a limit; the turn runs after an extension
-
-
 async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
-    """Run one turn of one agent (or plan a request). Safe to call twice with one job."""
-    if job.kind == "plan":
-        from core.requests import plan_request
-
-        return await plan_request(svc, job.run_id)
+    """Run one turn of one agent. Safe to call twice with one job."""
     store = svc.store
     state, run, deliveries, run_usage = await store.turn_start(job.run_id, job.agent_id, job.seq)
     if state is None:
@@ -65,7 +54,7 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
 
     expected = state.seq
     io = TurnIO(svc, state)
-    limits = limits_for(svc.settings, state)
+    caps = limits_for(svc.settings, state)
 
     early_end: tuple[EndReason, str] | None = None
     if run.status.terminal:
@@ -79,11 +68,11 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     if early_end is not None:
         return await _save_end(io, expected, [], Usage(), *early_end)
 
-    limit_hit = budget.breach(run, run_usage, time.time())
+    limit_hit = limits.breach(run, run_usage, time.time())
     if run.paused or limit_hit is not None:
         if limit_hit is not None and not run.paused:
-            await store.update_run(job.run_id, budget.pause_change(svc, limit_hit, run_usage))
-        if await budget.park(svc, job.run_id, job.agent_id):
+            await store.update_run(job.run_id, limits.pause_change(svc, limit_hit, run_usage))
+        if await limits.park(svc, job.run_id, job.agent_id):
             return TurnOutcome.PARKED
 
     arrived = await io.drain()
@@ -152,10 +141,9 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     for call in response.tool_calls:
         stalled = _note_call(state.recent_calls, call, svc.settings.limits.stall_repeats) or stalled
         state.recent_calls = state.recent_calls[-svc.settings.limits.stall_repeats :]
-        with intents.collecting(ctx.intents):
-            result = await svc.tools.execute(
-                ctx, call, allowed, svc.prompts, svc.settings.limits.tool_result_chars
-            )
+        result = await svc.tools.execute(
+            ctx, call, allowed, svc.prompts, svc.settings.limits.tool_result_chars
+        )
         state.thread.append(
             ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=result.content)
         )
@@ -185,27 +173,27 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
             f"repeated the same call {svc.settings.limits.stall_repeats} times in a row: "
             f"{state.recent_calls[-1][:200]}",
         )
-    elif state.usage.total_tokens >= limits.max_tokens:
+    elif state.usage.total_tokens >= caps.max_tokens:
         end = (
             EndReason.MAX_TOKENS,
-            f"used {state.usage.total_tokens} tokens (agent limit {limits.max_tokens})",
+            f"used {state.usage.total_tokens} tokens (agent limit {caps.max_tokens})",
         )
-    elif state.usage.cost_usd >= limits.max_cost_usd:
+    elif state.usage.cost_usd >= caps.max_cost_usd:
         end = (
             EndReason.MAX_COST,
-            f"spent ${state.usage.cost_usd:.4f} (agent limit ${limits.max_cost_usd:.4f})",
+            f"spent ${state.usage.cost_usd:.4f} (agent limit ${caps.max_cost_usd:.4f})",
         )
-    elif state.seq >= limits.max_turns:
+    elif state.seq >= caps.max_turns:
         end = (
             EndReason.MAX_TURNS,
-            f"took {state.seq} turns without calling finish (limit {limits.max_turns})",
+            f"took {state.seq} turns without calling finish (limit {caps.max_turns})",
         )
     if end is not None:
         return await _save_end(io, expected, events, usage, *end)
 
     # The run's own limits pause it for a person to extend, rather than end agents.
-    limit_hit = budget.breach(run, run_usage, time.time())
-    pause = None if limit_hit is None else budget.pause_change(svc, limit_hit, run_usage)
+    limit_hit = limits.breach(run, run_usage, time.time())
+    pause = None if limit_hit is None else limits.pause_change(svc, limit_hit, run_usage)
     asked = None
     if ctx.question is not None:
         now = time.time()

@@ -1,98 +1,18 @@
-"""Run budgets and deadlines: pausing at a limit, and a person's extension or refusal.
-
-A run has hard limits (tokens, cost, wall clock; ``RunState.budget``). Reaching one does
-not kill agents mid-work: the run pauses in ``waiting_human`` with a ``budget_reached``
-event, each agent parks at its next turn (holding no worker), and a person either extends
-the budget (the parked agents resume) or refuses (the run ends with the results so far).
-Per-agent budgets are shares of their creator's, carved out when an agent is created.
+"""A paused run's budget: a person's extension (the parked agents resume) or refusal
+(the run ends with the results so far). Pausing at a limit is the turn's side
+(``core.agent.limits``).
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, NamedTuple
 
-from core.control import SYSTEM, default_budget, nudge, nudge_all
-from core.store import RunChange, TransitionResult, transition
-from core.types.events import BudgetReached, RunEvent, RunFinished, RunStatusChanged
+from core.agent.wake import nudge, nudge_all
+from core.runs.control import default_budget
+from core.services import Services
+from core.state.store import TransitionResult, transition
+from core.types.events import RunEvent, RunFinished, RunStatusChanged
 from core.types.run import RunBudget, RunState, RunStatus
-
-if TYPE_CHECKING:
-    from core.runtime import Services
-    from core.types.chat import Usage
-
-
-class Breach(NamedTuple):
-    """A run limit that was reached: which one ("tokens", "cost", "wall_clock") and how."""
-
-    what: str
-    detail: str
-
-
-def breach(run: RunState, usage: Usage, now: float) -> Breach | None:
-    """Which run limit is reached, if any."""
-    budget = run.budget
-    if budget is None:
-        return None
-    if usage.total_tokens >= budget.tokens:
-        return Breach("tokens", f"the run used {usage.total_tokens} of {budget.tokens} tokens")
-    if usage.cost_usd >= budget.cost_usd:
-        return Breach("cost", f"the run spent ${usage.cost_usd:.4f} of ${budget.cost_usd:.4f}")
-    if run.deadline_at is not None and now >= run.deadline_at:
-        return Breach(
-            "wall_clock", f"the run reached its wall-clock limit of {budget.wall_clock_s:.0f} s"
-        )
-    return None
-
-
-def pause_change(svc: Services, found: Breach, usage: Usage) -> RunChange:
-    """Pause a running run at its limit and ask people to extend it (or stop it)."""
-    humans = svc.settings.humans
-
-    def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
-        if run.paused or run.status not in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
-            return None, []
-        events: list[RunEvent] = [
-            BudgetReached(
-                run_id=run.id,
-                what=found.what,  # type: ignore[arg-type]
-                detail=found.detail,
-                tokens=usage.total_tokens,
-                cost_usd=usage.cost_usd,
-                extend_tokens=humans.extend_tokens,
-                extend_cost_usd=humans.extend_cost_usd,
-                extend_wall_clock_s=humans.extend_wall_clock_s,
-            )
-        ]
-        new = run.model_copy(deep=True)
-        if run.status is RunStatus.RUNNING:
-            new = transition(run, RunStatus.WAITING_HUMAN, by=SYSTEM, note=found.detail).run
-            events.append(
-                RunStatusChanged(
-                    run_id=run.id, status=RunStatus.WAITING_HUMAN, by=SYSTEM, note=found.detail
-                )
-            )
-        new.paused = found.what
-        return new, events
-
-    return change
-
-
-async def park(svc: Services, run_id: str, agent_id: str) -> bool:
-    """Hold an agent's turn while the run is paused; False if the run resumed meanwhile.
-
-    The agent joins the parked set *before* re-reading the run, and a resume clears the
-    pause *before* reading the set, so no agent is parked after its run resumed.
-    """
-    keys = svc.store.keys
-    await svc.redis.sadd(keys.parked(run_id), agent_id)
-    # A waiting agent was woken to park: release its wake-up claim for the resume.
-    await svc.redis.delete(keys.wake(run_id, agent_id))
-    run = await svc.store.get_run(run_id)
-    if run.paused and not run.status.terminal:
-        return True
-    await svc.redis.srem(keys.parked(run_id), agent_id)
-    return False
 
 
 async def extend_run(

@@ -1,4 +1,5 @@
-"""What people decide about a run: approve, reject, cancel (budgets: ``core.budget``).
+"""What people decide about a run: propose, approve, reject, cancel, or start one at
+once (budgets: ``core.runs.budget``).
 
 Every decision is one atomic transition of the run in Redis (``Store.transition_run`` /
 ``Store.update_run``), so two people clicking Approve at once start one run, and an
@@ -8,20 +9,18 @@ illegal step (approve after cancel) is refused with the reason instead of applie
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
 
-from core.store import TransitionResult, transition
-from core.timers import ExpireProposal, schedule, unschedule
-from core.types.agent import AgentStatus
+from core.agent.create import require_known_tools, spawn_cohort
+from core.agent.wake import nudge_all
+from core.effects.timers import ExpireProposal, schedule, unschedule
+from core.errors import RunError
+from core.services import Services
+from core.state.store import TransitionResult, transition
+from core.types._base import new_id
+from core.types.agent import AgentSpec
 from core.types.cohort import Cohort
 from core.types.events import RunEvent, RunFinished, RunStarted
-from core.types.run import RunBudget, RunState, RunStatus
-
-if TYPE_CHECKING:
-    from core.runtime import Services
-    from core.types.agent import AgentSpec
-
-SYSTEM = "caramba"
+from core.types.run import SYSTEM, RunBudget, RunState, RunStatus
 
 
 def default_budget(svc: Services) -> RunBudget:
@@ -43,9 +42,6 @@ async def propose_run(
 ) -> str:
     """Record a proposed run — one top agent, or a designed cohort — that nothing runs
     until someone approves it (``approval.expire_s`` to decide); returns its id."""
-    from core.runs import require_known_tools
-    from core.types._base import new_id
-
     cohort = root if isinstance(root, Cohort) else None
     top = root.root if isinstance(root, Cohort) else root
     for spec in cohort.agents if cohort else (top,):
@@ -103,8 +99,6 @@ async def expire_if_due(svc: Services, run_id: str) -> TransitionResult | None:
 async def approve_run(svc: Services, run_id: str, by: str) -> TransitionResult:
     """Approve and start a proposed run. Of concurrent approvals exactly one starts it;
     the others get ``ok=False`` with the reason."""
-    from core.runs import spawn_cohort
-
     expired = await expire_if_due(svc, run_id)
     if expired is not None and expired.ok:
         note = expired.run.history[-1].note
@@ -172,29 +166,20 @@ async def cancel_run(svc: Services, run_id: str, by: str, reason: str = "") -> T
     return step
 
 
-async def nudge_all(svc: Services, run_id: str) -> None:
-    """After the run ended: give every agent that is not finished one turn, to stop.
+async def start_run(
+    svc: Services,
+    task: str,
+    root: AgentSpec,
+    *,
+    requested_by: str = "console",
+    approved_by: str | None = None,
+) -> str:
+    """Create a run for ``task`` with ``root`` as its top agent and start it.
 
-    Submitted directly, not through a wake-up claim: a claim left by a lost wake-up
-    must not keep a waiting agent from stopping. A duplicate turn is dropped.
+    Without a planner in front, the requester's own request counts as the approval.
     """
-    await svc.redis.delete(svc.store.keys.parked(run_id))
-    for agent_id in await svc.store.agent_ids(run_id):
-        await nudge(svc, run_id, agent_id, force=True)
-
-
-async def nudge(svc: Services, run_id: str, agent_id: str, *, force: bool = False) -> None:
-    """Give a parked or waiting agent a turn (``force``: even past a wake-up claim)."""
-    from core.scheduler.base import TurnJob
-    from core.turn_io import wake_agent
-
-    fields: Any = await svc.redis.hmget(svc.store.keys.agent(run_id, agent_id), ["status", "seq"])
-    if fields[0] is None:
-        return
-    status, seq = AgentStatus(fields[0]), int(fields[1])
-    if status.terminal:
-        return
-    if status.waiting and not force:
-        await wake_agent(svc, run_id, agent_id)
-    else:
-        await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=agent_id, seq=seq))
+    run_id = await propose_run(svc, task, root, requested_by=requested_by)
+    step = await approve_run(svc, run_id, approved_by or requested_by)
+    if not step.ok:
+        raise RunError(step.reason)
+    return run_id

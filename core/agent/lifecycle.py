@@ -1,20 +1,18 @@
-"""Ending agents (and, with the root agent, the run) and the limits that apply to them."""
+"""Ending agents (and, with the root agent, the run)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.config import Settings
-from core.store import transition
-from core.types.agent import AgentState, AgentStatus, EndReason
+from core.state.store import transition
+from core.types.agent import AgentStatus, EndReason
 from core.types.chat import Usage
 from core.types.events import AgentFinished, ErrorRaised, RunEvent, RunFinished
 from core.types.run import RunState, RunStatus
 
 if TYPE_CHECKING:
-    from core.turn_io import TurnIO
+    from core.agent.turn_io import TurnIO
 
 _HINTS: dict[EndReason, str] = {
     EndReason.LLM_ERROR: "check the model, llm.api_base and the API key with `caramba doctor`",
@@ -25,23 +23,6 @@ _HINTS: dict[EndReason, str] = {
     EndReason.STALLED: "the model was looping; rephrase the task or use a stronger model",
     EndReason.QUARANTINED: "a turn kept crashing its worker; see the worker logs",
 }
-
-
-@dataclass(frozen=True)
-class AgentLimits:
-    max_turns: int
-    max_tokens: int
-    max_cost_usd: float
-
-
-def limits_for(settings: Settings, state: AgentState) -> AgentLimits:
-    """The agent's own budget where it has one, else the configured defaults."""
-    b, d = state.spec.budget, settings.limits
-    return AgentLimits(
-        max_turns=b.max_turns or d.turns_per_agent,
-        max_tokens=b.max_tokens or d.tokens_per_agent,
-        max_cost_usd=b.max_cost_usd if b.max_cost_usd is not None else d.cost_per_run_usd,
-    )
 
 
 async def end_agent(

@@ -21,20 +21,19 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from core.control import SYSTEM, approve_run, default_budget, schedule_expiry
 from core.errors import CarambaError
 from core.planning import plan
-from core.scheduler.base import TurnJob
-from core.store import transition
+from core.runs.control import approve_run, default_budget, schedule_expiry
+from core.scheduler.base import TurnJob, TurnOutcome
+from core.state.store import transition
 from core.types._base import new_id
 from core.types.cohort import Cohort
 from core.types.events import RunEvent, RunFinished, RunStatusChanged
-from core.types.run import RunState, RunStatus
+from core.types.run import SYSTEM, RunState, RunStatus
 
 if TYPE_CHECKING:
     from core.planning import PlanOutcome
-    from core.runtime import Services
-    from core.turn import TurnOutcome
+    from core.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +54,6 @@ async def request_run(svc: Services, task: str, *, requested_by: str) -> str:
 
 async def plan_request(svc: Services, run_id: str) -> TurnOutcome:
     """Route and plan the request ``run_id``; safe to deliver twice."""
-    from core.turn import TurnOutcome
-
     timeout = svc.settings.planning.timeout_s
     # Claimed for longer than planning may take: only a dead worker's claim lapses, and
     # a delivery after that finds the planning ended (the status tells) or redoes it.

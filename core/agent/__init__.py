@@ -1,0 +1,1 @@
+"""One agent's life: created, takes turns, asks people, is woken, ends."""

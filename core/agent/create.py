@@ -1,0 +1,171 @@
+"""Creating agents: a new agent's system prompt (its role's template) and first thread,
+and a designed cohort's whole tree at the start of a run."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from core.agent.limits import limits_for
+from core.config import Settings
+from core.errors import RunError
+from core.prompts import PromptLibrary
+from core.scheduler.base import TurnJob
+from core.services import Services
+from core.types.agent import AgentSpec, AgentState, AgentStatus
+from core.types.chat import ChatMessage
+from core.types.cohort import Cohort
+from core.types.events import AgentCreated
+
+if TYPE_CHECKING:
+    from core.tools.registry import ToolRegistry
+
+
+class Parts(Protocol):
+    """What building an agent needs: ``Services``, or a tool's ``ToolContext``."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def prompts(self) -> PromptLibrary: ...
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
+
+ROLE_TITLES = {
+    "orchestrator": "the orchestrator",
+    "lead": "a team lead",
+    "member": "a team member",
+    "judge": "the judge",
+    "ui": "the chat assistant",
+    "solo": "an assistant",
+}
+
+
+def system_prompt(
+    svc: Parts, spec: AgentSpec, *, task: str, requester: str, playbook: str = ""
+) -> str:
+    """The role's template (config: [prompts.roles]) + the spec's own prompt + playbook."""
+    limits = limits_for(svc.settings, AgentState(spec=spec, run_id=""))
+    body = svc.prompts.render(
+        svc.settings.prompts.template_for(spec.role),
+        agent={
+            "name": spec.name,
+            "role": spec.role,
+            "description": spec.description,
+            "role_title": ROLE_TITLES.get(spec.role, f"a {spec.role}"),
+        },
+        task=task,
+        requester=requester,
+        tool_docs=[
+            {"name": t.name, "description": t.description} for t in svc.tools.subset(spec.tools)
+        ],
+        limits={"turns": limits.max_turns, "tokens": limits.max_tokens},
+    )
+    return "\n\n".join(part for part in (body, spec.system_prompt, playbook) if part)
+
+
+def new_agent_state(
+    svc: Parts,
+    run_id: str,
+    spec: AgentSpec,
+    *,
+    task: str,
+    requester: str,
+    brief: str,
+    depth: int = 0,
+    playbook: str = "",
+) -> AgentState:
+    return AgentState(
+        spec=spec,
+        run_id=run_id,
+        status=AgentStatus.READY,
+        depth=depth,
+        thread=[
+            ChatMessage(
+                role="system",
+                content=system_prompt(svc, spec, task=task, requester=requester, playbook=playbook),
+            ),
+            ChatMessage(role="user", content=brief),
+        ],
+    )
+
+
+def created_event(svc: Parts, state: AgentState) -> AgentCreated:
+    spec = state.spec
+    return AgentCreated(
+        run_id=state.run_id,
+        agent_id=spec.id,
+        name=spec.name,
+        role=spec.role,
+        parent_id=spec.parent_id,
+        model=spec.model or svc.settings.llm.model_for(spec.role),
+        tools=spec.tools,
+    )
+
+
+def require_known_tools(svc: Parts, spec: AgentSpec) -> None:
+    """Refuse an agent that names tools the registry lacks, listing the ones it has."""
+    unknown = svc.tools.unknown(spec.tools)
+    if unknown:
+        raise RunError(
+            f"agent {spec.name} names unknown tools: {', '.join(unknown)} "
+            f"(available: {', '.join(svc.tools.names())})"
+        )
+
+
+async def spawn_cohort(
+    svc: Services, run_id: str, cohort: Cohort, task: str, requester: str
+) -> list[AgentState]:
+    """Create a designed cohort's whole tree (root first) and start every agent.
+
+    Each agent gets its place in the tree (depth, children), its brief (the task for the
+    root, its description from its parent for the others) and, for a team's lead, its
+    team's playbook with the members already named.
+    """
+    by_id = {a.id: a for a in cohort.agents}
+    children: dict[str, list[str]] = {a.id: [] for a in cohort.agents}
+    for a in cohort.agents:
+        if a.parent_id in children:
+            children[a.parent_id].append(a.id)
+        require_known_tools(svc, a)
+    root = cohort.root
+    order, depth = [root], {root.id: 0}
+    for spec in order:  # breadth first: a parent exists before its children
+        for child_id in children[spec.id]:
+            depth[child_id] = depth[spec.id] + 1
+            order.append(by_id[child_id])
+    patterns = {t.lead_id: t for t in cohort.teams}
+    states: list[AgentState] = []
+    for spec in order:
+        parent = by_id.get(spec.parent_id or "")
+        playbook = ""
+        if spec.id in patterns:
+            team = [by_id[c] for c in children[spec.id]]
+            playbook = svc.prompts.render(
+                f"patterns/{patterns[spec.id].pattern}.md.j2",
+                team_name=spec.name,
+                members=[{"name": m.name, "id": m.id, "description": m.description} for m in team],
+                brief=spec.description,
+                max_rounds=svc.settings.agents.discussion_rounds,
+            )
+        state = new_agent_state(
+            svc,
+            run_id,
+            spec,
+            task=task,
+            requester=requester,
+            brief=task if parent is None else f"Your brief from {parent.name}:\n{spec.description}",
+            depth=depth[spec.id],
+            playbook=playbook,
+        )
+        state.children = list(children[spec.id])
+        await svc.redis.sadd(svc.store.keys.agent_slots(run_id), spec.id)
+        await svc.store.create_agent(
+            state, [created_event(svc, state)], svc.bus.register_writes(run_id, spec)
+        )
+        states.append(state)
+    for state in states:
+        await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=state.spec.id, seq=0))
+    return states

@@ -1,0 +1,110 @@
+"""The limits an agent's turn checks: its own (turns, tokens, cost) and its run's.
+
+An agent's own budget ends it (``lifecycle.end_agent``). A run's budget does not kill
+agents mid-work: the run pauses in ``waiting_human`` with a ``budget_reached`` event and
+each agent parks at its next turn, holding no worker, until a person extends the budget
+or stops the run (``core.runs.budget``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from core.config import Settings
+from core.services import Services
+from core.state.store import RunChange, transition
+from core.types.agent import AgentState
+from core.types.chat import Usage
+from core.types.events import BudgetReached, RunEvent, RunStatusChanged
+from core.types.run import SYSTEM, RunState, RunStatus
+
+
+@dataclass(frozen=True)
+class AgentLimits:
+    max_turns: int
+    max_tokens: int
+    max_cost_usd: float
+
+
+def limits_for(settings: Settings, state: AgentState) -> AgentLimits:
+    """The agent's own budget where it has one, else the configured defaults."""
+    b, d = state.spec.budget, settings.limits
+    return AgentLimits(
+        max_turns=b.max_turns or d.turns_per_agent,
+        max_tokens=b.max_tokens or d.tokens_per_agent,
+        max_cost_usd=b.max_cost_usd if b.max_cost_usd is not None else d.cost_per_run_usd,
+    )
+
+
+class Breach(NamedTuple):
+    """A run limit that was reached: which one ("tokens", "cost", "wall_clock") and how."""
+
+    what: str
+    detail: str
+
+
+def breach(run: RunState, usage: Usage, now: float) -> Breach | None:
+    """Which run limit is reached, if any."""
+    budget = run.budget
+    if budget is None:
+        return None
+    if usage.total_tokens >= budget.tokens:
+        return Breach("tokens", f"the run used {usage.total_tokens} of {budget.tokens} tokens")
+    if usage.cost_usd >= budget.cost_usd:
+        return Breach("cost", f"the run spent ${usage.cost_usd:.4f} of ${budget.cost_usd:.4f}")
+    if run.deadline_at is not None and now >= run.deadline_at:
+        return Breach(
+            "wall_clock", f"the run reached its wall-clock limit of {budget.wall_clock_s:.0f} s"
+        )
+    return None
+
+
+def pause_change(svc: Services, found: Breach, usage: Usage) -> RunChange:
+    """Pause a running run at its limit and ask people to extend it (or stop it)."""
+    humans = svc.settings.humans
+
+    def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        if run.paused or run.status not in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
+            return None, []
+        events: list[RunEvent] = [
+            BudgetReached(
+                run_id=run.id,
+                what=found.what,  # type: ignore[arg-type]
+                detail=found.detail,
+                tokens=usage.total_tokens,
+                cost_usd=usage.cost_usd,
+                extend_tokens=humans.extend_tokens,
+                extend_cost_usd=humans.extend_cost_usd,
+                extend_wall_clock_s=humans.extend_wall_clock_s,
+            )
+        ]
+        new = run.model_copy(deep=True)
+        if run.status is RunStatus.RUNNING:
+            new = transition(run, RunStatus.WAITING_HUMAN, by=SYSTEM, note=found.detail).run
+            events.append(
+                RunStatusChanged(
+                    run_id=run.id, status=RunStatus.WAITING_HUMAN, by=SYSTEM, note=found.detail
+                )
+            )
+        new.paused = found.what
+        return new, events
+
+    return change
+
+
+async def park(svc: Services, run_id: str, agent_id: str) -> bool:
+    """Hold an agent's turn while the run is paused; False if the run resumed meanwhile.
+
+    The agent joins the parked set *before* re-reading the run, and a resume clears the
+    pause *before* reading the set, so no agent is parked after its run resumed.
+    """
+    keys = svc.store.keys
+    await svc.redis.sadd(keys.parked(run_id), agent_id)
+    # A waiting agent was woken to park: release its wake-up claim for the resume.
+    await svc.redis.delete(keys.wake(run_id, agent_id))
+    run = await svc.store.get_run(run_id)
+    if run.paused and not run.status.terminal:
+        return True
+    await svc.redis.srem(keys.parked(run_id), agent_id)
+    return False

@@ -1,0 +1,1 @@
+"""How a process is put together, and what it runs beside its turns."""

@@ -1,0 +1,72 @@
+"""Assembling a process's ``Services``: the one place that picks the Redis, the model
+gateway, the tools and the intent processors."""
+
+from __future__ import annotations
+
+from redis.asyncio import BlockingConnectionPool, Redis
+
+from core.config import Settings
+from core.effects.intents import default_processors
+from core.library import Library, open_library
+from core.llm.base import LLM
+from core.llm.gateway import LiteLLMGateway
+from core.prompts import PromptLibrary
+from core.scheduler.base import Scheduler
+from core.services import Services
+from core.state.bus import Bus
+from core.state.keys import Keys
+from core.state.store import Store
+from core.tools.defaults import default_registry
+from core.tools.registry import ToolRegistry
+
+
+def connect_redis(settings: Settings) -> Redis:
+    """The configured Redis, or an in-process fakeredis in embedded mode."""
+    if settings.redis.embedded:
+        import fakeredis
+
+        return fakeredis.FakeAsyncRedis(decode_responses=True)
+    # A blocking pool: at the limit a turn waits for a free connection instead of failing
+    # with "Too many connections" (hundreds of turns share one process's client).
+    pool = BlockingConnectionPool.from_url(
+        settings.redis.url,
+        decode_responses=True,
+        max_connections=settings.redis.max_connections,
+        timeout=settings.redis.pool_timeout_s,
+    )
+    return Redis(connection_pool=pool)
+
+
+def build_llm(settings: Settings) -> LLM:
+    return LiteLLMGateway(settings.llm)
+
+
+def build_services(
+    settings: Settings,
+    scheduler: Scheduler,
+    *,
+    llm: LLM | None = None,
+    redis: Redis | None = None,
+    tools: ToolRegistry | None = None,
+) -> Services:
+    """Services for this process; ``llm``, ``redis`` and ``tools`` replace the
+    configured ones (tests, the demo)."""
+    client = redis if redis is not None else connect_redis(settings)
+    keys = Keys(settings.redis.key_prefix)
+    store = Store(client, keys, settings.redis.events_maxlen)
+
+    async def library() -> Library:
+        return await open_library(settings, client)
+
+    return Services(
+        settings=settings,
+        redis=client,
+        store=store,
+        bus=Bus(store, keys, settings.bus),
+        llm=llm if llm is not None else build_llm(settings),
+        tools=tools if tools is not None else default_registry(),
+        prompts=PromptLibrary(settings.prompts_dir),
+        scheduler=scheduler,
+        intent_processors=default_processors(),
+        open_library=library,
+    )

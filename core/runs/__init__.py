@@ -1,0 +1,1 @@
+"""A run and its people: the request, the proposal, approval, budgets, learning."""

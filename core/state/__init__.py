@@ -1,0 +1,1 @@
+"""Redis: runs, agents, events and the bus, written atomically; who may message whom."""
