@@ -125,7 +125,7 @@ def run(
                     Prompt.ask, "Rate the result 1-5 (enter: skip)", default=""
                 )
                 if stars.strip() in {"1", "2", "3", "4", "5"}:
-                    await learning.feedback(library, final, stars=int(stars))
+                    await learning.rate(svc, final, stars=int(stars))
                 name = await asyncio.to_thread(
                     Prompt.ask, "Save this cohort as (enter: skip)", default=""
                 )

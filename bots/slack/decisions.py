@@ -22,7 +22,7 @@ from bots.slack.blocks import (
 )
 from bots.slack.edit import EDIT_VIEW, agents_of, edit_from_values, edit_view, error_block
 from bots.slack.text import escape
-from core.runs import approval, learning
+from core.runs import approval
 from core.runs.approval import Approve, Decision, ProposalView, Reject, decide, may_decide
 from core.runs.control import cancel_run
 
@@ -80,8 +80,6 @@ class Decisions:
             text=f"{verb}: {fallback_text(card)}",
             blocks=outcome_blocks(card, f"*{verb} by <@{escape(user)}>.*"),
         )
-        if outcome.run.cohort is not None:
-            await learning.after_decision(await svc.library(), outcome.run, approved=approved)
 
     async def cancel(self, body: dict[str, Any]) -> None:
         """Cancel → ``core.runs.control.cancel_run`` (same people as for approving); the relay

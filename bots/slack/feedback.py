@@ -1,5 +1,5 @@
 """👍 / 👎 on a run's result: one vote per person and run, counted for the run's cohort in
-the library (``core.runs.learning.feedback``), answered privately."""
+the library (``core.runs.learning.rate``), answered privately."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from typing import TYPE_CHECKING, Any
 from slack_bolt.async_app import AsyncAck
 
 from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
-from core.library import EntryNotFoundError
 from core.runs import learning
 from core.services import Services
-from core.types.run import RunState
 
 if TYPE_CHECKING:
     from bots.slack.app import SlackBot
@@ -25,33 +23,11 @@ ALREADY = "You already rated this run."
 FAILED = "Sorry, your rating could not be recorded; please try again."
 
 
-class Ratings:
-    """Votes counted in the library on the bot's Redis (``Services.library``, opened at
-    the first vote)."""
-
-    def __init__(self, svc: Services) -> None:
-        self.svc = svc
-
-    async def rate(self, run: RunState, *, thumbs_up: bool) -> None:
-        """Count the vote for the run's cohort; a cohort not kept yet is kept now (its
-        run's end recorded, once: ``learning.learn`` claims it), so every rated cohort
-        has a record."""
-        library = await self.svc.library()
-        try:
-            await learning.feedback(library, run, thumbs_up=thumbs_up)
-        except EntryNotFoundError:
-            # Voted before a worker recorded the run's end: record it now (or wait).
-            await learning.learn(self.svc, run.id, library, wait_s=10)
-            await learning.feedback(library, run, thumbs_up=thumbs_up)
-
-
 def vote_key(svc: Services, run_id: str, user: str) -> str:
     return f"{svc.settings.redis.key_prefix}:slack:feedback:{run_id}:{user}"
 
 
-async def record_vote(
-    bot: SlackBot, ratings: Ratings, body: dict[str, Any], *, thumbs_up: bool
-) -> None:
+async def record_vote(bot: SlackBot, body: dict[str, Any], *, thumbs_up: bool) -> None:
     """Count ``user``'s first vote on the run (a double click or a change of mind counts
     once) and tell them privately."""
     svc = bot.svc
@@ -63,7 +39,7 @@ async def record_vote(
         text = ALREADY
     else:
         try:
-            await ratings.rate(await svc.store.get_run(run_id), thumbs_up=thumbs_up)
+            await learning.rate(svc, await svc.store.get_run(run_id), thumbs_up=thumbs_up)
         except Exception:
             log.exception("recording feedback on %s failed", run_id)
             await svc.redis.delete(key)  # it did not count: the person may try again
@@ -78,12 +54,10 @@ async def record_vote(
 
 def add_feedback_listeners(bot: SlackBot) -> None:
     """Listen to the rating buttons under a run's result (``blocks.result_blocks``)."""
-    ratings = Ratings(bot.svc)
-
     async def on_vote(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         up = body["actions"][0]["action_id"] == FEEDBACK_UP
-        bot.spawn(record_vote(bot, ratings, body, thumbs_up=up))
+        bot.spawn(record_vote(bot, body, thumbs_up=up))
 
     bot.app.action(FEEDBACK_UP)(on_vote)
     bot.app.action(FEEDBACK_DOWN)(on_vote)

@@ -13,7 +13,7 @@ from core.process.background import run_background
 from core.process.jobs import handle
 from core.process.wiring import build_services
 from core.runs import learning
-from core.runs.approval import Approve, Decision, ProposalView, Reject, decide, view
+from core.runs.approval import Approve, Decision, ProposalView, decide, view
 from core.runs.control import propose_run, start_run
 from core.scheduler.inline import InlineScheduler
 from core.services import Services
@@ -89,7 +89,8 @@ async def run_proposal(
 ) -> RunState:
     """Propose, let ``ask`` decide (edits loop back to the card), then run if approved.
 
-    With a ``library``, the decision and the run's outcome are recorded in it.
+    ``decide`` records the decision in the library; with a ``library``, the run's outcome
+    is recorded in it too before this returns.
     """
     run_id = await propose_run(svc, task, proposal, requested_by=requested_by)
     for _ in range(max_rounds):
@@ -97,13 +98,10 @@ async def run_proposal(
         decision = await ask(view(svc.settings, run))
         outcome = await decide(svc, run_id, requested_by, decision)
         on_message(outcome.message)
-        decided = outcome.ok and isinstance(decision, Approve | Reject)
-        if decided and library is not None:
-            await learning.after_decision(library, run, approved=isinstance(decision, Approve))
-        if decided and isinstance(decision, Approve):
+        if outcome.ok and isinstance(decision, Approve):
             final = await follow(svc, run_id, on_event, timeout_s)
             if library is not None:
-                # The rating asked next needs the record: wait for a worker recording it.
+                # Recorded now (or by the worker already recording it), not at the next tick.
                 await learning.learn(svc, run_id, library, wait_s=10)
             return final
         if outcome.run.status.terminal:

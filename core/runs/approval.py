@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
+from core.runs import learning
 from core.runs.control import approve_run, reject_run
 from core.types._base import Frozen
 from core.types.agent import AgentSpec, Budget
@@ -240,23 +241,32 @@ def _already(svc: Services, run: RunState) -> str:
 
 
 async def decide(svc: Services, run_id: str, user: str, decision: Decision) -> Outcome:
-    """Apply a person's decision about a proposal, or say why it was not applied."""
-    run = await svc.store.get_run(run_id)
-    refusal = may_decide(svc.settings, run, user)
-    if refusal is not None:
-        return Outcome(False, run, refusal)
-    if run.status is not RunStatus.PROPOSED:
-        return Outcome(False, run, _already(svc, run))
+    """Apply a person's decision about a proposal, or say why it was not applied.
+
+    Approve and reject are one atomic step on the run as it is (who may decide and the
+    status are checked inside it); a decision counts for the library entries the proposal
+    reused (``learning.decided``)."""
+
+    def guard(run: RunState) -> str | None:
+        refusal = may_decide(svc.settings, run, user)
+        if refusal is None and run.status is not RunStatus.PROPOSED:
+            refusal = _already(svc, run)
+        return refusal
+
     if isinstance(decision, Approve | Reject):
         if isinstance(decision, Approve):
-            step, verb = await approve_run(svc, run_id, user), "Approved"
+            step, verb = await approve_run(svc, run_id, user, guard=guard), "Approved"
         else:
-            step, verb = await reject_run(svc, run_id, user, decision.reason), "Rejected"
-        if step.ok:
-            return Outcome(True, step.run, f"{verb} by {user}.")
-        # Two clicks at once: the other one decided first.
-        late = step.run.status not in (RunStatus.PROPOSED, RunStatus.CANCELLED)
-        return Outcome(False, step.run, _already(svc, step.run) if late else step.reason)
+            step = await reject_run(svc, run_id, user, decision.reason, guard=guard)
+            verb = "Rejected"
+        if not step.ok:
+            return Outcome(False, step.run, step.reason)
+        await learning.decided(svc, step.run, approved=isinstance(decision, Approve))
+        return Outcome(True, step.run, f"{verb} by {user}.")
+    run = await svc.store.get_run(run_id)
+    refusal = guard(run)
+    if refusal is not None:
+        return Outcome(False, run, refusal)
     edited, errors = apply_edit(run, decision, svc.tools)
     if edited is None:
         return Outcome(False, run, "Not changed: " + "; ".join(errors))

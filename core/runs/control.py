@@ -9,6 +9,7 @@ illegal step (approve after cancel) is refused with the reason instead of applie
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from core.agent.create import require_known_tools, spawn_cohort
 from core.agent.wake import nudge_all
@@ -77,69 +78,108 @@ async def _decided(svc: Services, run_id: str) -> None:
     await unschedule(svc, _expiry(run_id))
 
 
-async def expire_if_due(svc: Services, run_id: str) -> TransitionResult | None:
-    """Cancel the run if it is a proposal past its ``expires_at``; the step taken, if any."""
-    current = await svc.store.get_run(run_id)
-    if (
-        current.status is not RunStatus.PROPOSED
-        or current.expires_at is None
-        or time.time() < current.expires_at
-    ):
-        return None
-    note = "the proposal expired before anyone approved it"
-    return await svc.store.transition_run(
-        run_id,
-        RunStatus.CANCELLED,
-        by=SYSTEM,
-        note=note,
-        events=[RunFinished(run_id=run_id, status=RunStatus.CANCELLED, error=note)],
+_EXPIRED = "the proposal expired before anyone approved it"
+# Refuses a decision about the run as it is now (who may decide, its status), or None.
+Guard = Callable[[RunState], str | None]
+
+
+def _expired(run: RunState, now: float) -> bool:
+    return (
+        run.status is RunStatus.PROPOSED and run.expires_at is not None and now >= run.expires_at
     )
 
 
-async def approve_run(svc: Services, run_id: str, by: str) -> TransitionResult:
-    """Approve and start a proposed run. Of concurrent approvals exactly one starts it;
-    the others get ``ok=False`` with the reason."""
-    expired = await expire_if_due(svc, run_id)
-    if expired is not None and expired.ok:
-        note = expired.run.history[-1].note
-        return TransitionResult(False, expired.run, f"{note}; ask again for a fresh proposal")
-    step = await svc.store.transition_run(run_id, RunStatus.APPROVED, by=by)
-    if not step.ok:
-        return step
-    await _decided(svc, run_id)
+def _expire(run: RunState) -> tuple[RunState, list[RunEvent]]:
+    step = transition(run, RunStatus.CANCELLED, by=SYSTEM, note=_EXPIRED)
+    return step.run, [RunFinished(run_id=run.id, status=RunStatus.CANCELLED, error=_EXPIRED)]
 
-    def begin(r: RunState) -> tuple[RunState | None, list[RunEvent]]:
-        result = transition(r, RunStatus.RUNNING, by=by)
-        if not result.ok:
+
+async def expire_if_due(svc: Services, run_id: str) -> TransitionResult | None:
+    """Cancel the run if it is a proposal past its ``expires_at``; the step taken, if any."""
+    now = time.time()
+    outcome: list[TransitionResult] = []
+
+    def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        if not _expired(run, now):
             return None, []
-        budget = r.budget or default_budget(svc)
-        result.run.budget = budget
-        result.run.started_at = time.time()
-        result.run.deadline_at = result.run.started_at + budget.wall_clock_s
-        return result.run, [RunStarted(run_id=r.id, task=r.task)]
+        new, events = _expire(run)
+        outcome[:] = [TransitionResult(True, new)]
+        return new, events
 
-    started = await svc.store.update_run(run_id, begin)
-    if started is None:  # cancelled between the two steps
-        run = await svc.store.get_run(run_id)
-        return TransitionResult(False, run, f"run {run_id} is {run.status.value}")
+    await svc.store.update_run(run_id, change)
+    return outcome[0] if outcome else None
+
+
+async def approve_run(
+    svc: Services, run_id: str, by: str, *, guard: Guard | None = None
+) -> TransitionResult:
+    """Approve and start a proposed run, in one atomic step on the run as it is (``guard``
+    may refuse it first: who may decide). Of concurrent approvals exactly one starts it;
+    the others get ``ok=False`` with the reason. A proposal past its expiry is cancelled
+    instead."""
+    now = time.time()
+    outcome: list[TransitionResult] = []
+
+    def begin(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        refusal = guard(run) if guard is not None else None
+        if refusal is not None:
+            outcome[:] = [TransitionResult(False, run, refusal)]
+            return None, []
+        if _expired(run, now):
+            new, events = _expire(run)
+            reason = f"{_EXPIRED}; ask again for a fresh proposal"
+            outcome[:] = [TransitionResult(False, new, reason)]
+            return new, events
+        approved = transition(run, RunStatus.APPROVED, by=by)
+        started = transition(approved.run, RunStatus.RUNNING, by=by) if approved.ok else approved
+        if not started.ok:
+            outcome[:] = [started]
+            return None, []
+        new = started.run
+        budget = run.budget or default_budget(svc)
+        new.budget = budget
+        new.started_at = now
+        new.deadline_at = now + budget.wall_clock_s
+        outcome[:] = [TransitionResult(True, new)]
+        return new, [RunStarted(run_id=run.id, task=run.task)]
+
+    await svc.store.update_run(run_id, begin)
+    result = outcome[0]
+    if result.ok or result.run.status is RunStatus.CANCELLED:
+        await _decided(svc, run_id)
+    if not result.ok:
+        return result
+    started = result.run
     assert started.root is not None, "a proposed run keeps its root agent"
     # A single top agent is a cohort of one.
     cohort = started.cohort or Cohort(task=started.task, agents=(started.root,))
     await spawn_cohort(svc, run_id, cohort, started.task, started.requested_by)
-    return TransitionResult(True, started)
+    return result
 
 
-async def reject_run(svc: Services, run_id: str, by: str, reason: str = "") -> TransitionResult:
-    step = await svc.store.transition_run(
-        run_id,
-        RunStatus.REJECTED,
-        by=by,
-        note=reason,
-        events=[RunFinished(run_id=run_id, status=RunStatus.REJECTED, error=reason or None)],
-    )
-    if step.ok:
+async def reject_run(
+    svc: Services, run_id: str, by: str, reason: str = "", *, guard: Guard | None = None
+) -> TransitionResult:
+    """Reject a proposal, in one atomic step (``guard`` may refuse it first)."""
+    outcome: list[TransitionResult] = []
+
+    def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        refusal = guard(run) if guard is not None else None
+        step = (
+            TransitionResult(False, run, refusal)
+            if refusal is not None
+            else transition(run, RunStatus.REJECTED, by=by, note=reason)
+        )
+        outcome[:] = [step]
+        if not step.ok:
+            return None, []
+        error = reason or None
+        return step.run, [RunFinished(run_id=run_id, status=RunStatus.REJECTED, error=error)]
+
+    await svc.store.update_run(run_id, change)
+    if outcome[0].ok:
         await _decided(svc, run_id)
-    return step
+    return outcome[0]
 
 
 async def cancel_run(svc: Services, run_id: str, by: str, reason: str = "") -> TransitionResult:

@@ -1,7 +1,8 @@
 """Learning from runs: cohorts people approved and that went well are kept and reused.
 
-Three moments count: a decision about a proposal and feedback on a result (called by
-whoever shows them to people: the console, the chat adapters), and the end of a run —
+Three moments count: a decision about a proposal (``approval.decide`` records it), a
+rating of a result (:func:`rate`, called by whoever shows the result to people), and
+the end of a run —
 recorded once per run by whichever process gets to it first: the background loop of any
 worker (:func:`learn_ended`), or whoever needs the record at once (:func:`learn`). The
 library entry of a run is the stored cohort it reused, else the run's own cohort (saved
@@ -15,7 +16,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from core.library import Library
+from core.library import EntryNotFoundError, Library
 from core.types.run import RunState, RunStatus
 
 if TYPE_CHECKING:
@@ -48,6 +49,14 @@ async def after_decision(library: Library, run: RunState, *, approved: bool) -> 
         await library.record_decision(entry_id, approved=approved)
 
 
+async def decided(svc: Services, run: RunState, *, approved: bool) -> None:
+    """A person approved or rejected ``run``'s proposal: it counts for the library
+    entries it reused (the library is opened only then)."""
+    cohort = run.cohort
+    if cohort is not None and (cohort.reused or cohort.reused_from is not None):
+        await after_decision(await svc.library(), run, approved=approved)
+
+
 async def after_run(library: Library, run: RunState) -> None:
     """A run ended: keep its cohort (if new) and count the outcome for it and its reuses."""
     cohort, entry_id = run.cohort, _entry_id(run)
@@ -68,6 +77,20 @@ async def feedback(
     entry_id = _entry_id(run)
     if entry_id is not None:
         await library.record_feedback(entry_id, thumbs_up=thumbs_up, stars=stars)
+
+
+async def rate(
+    svc: Services, run: RunState, *, thumbs_up: bool | None = None, stars: int | None = None
+) -> None:
+    """A person rated the run's result. A rating given before any process recorded the
+    run's end records it first (or waits for the process recording it), so every rated
+    cohort has an entry to count for."""
+    library = await svc.library()
+    try:
+        await feedback(library, run, thumbs_up=thumbs_up, stars=stars)
+    except EntryNotFoundError:
+        await learn(svc, run.id, library, wait_s=10)
+        await feedback(library, run, thumbs_up=thumbs_up, stars=stars)
 
 
 async def save_as(library: Library, run: RunState, name: str) -> None:
