@@ -33,9 +33,11 @@ test: $(STAMP)
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not integration"
 
+# ruff, mypy, and the import contracts in pyproject.toml (layers of core/, no cycles).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache .mypy_cache
