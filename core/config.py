@@ -83,10 +83,16 @@ class Settings(BaseSettings):
         return tuple(sources)
 
     @property
-    def prompts_dir(self) -> Path:
-        """The prompts folder, relative paths taken from the config file's folder."""
+    def prompts_dir(self) -> Path | None:
+        """The override folder of prompt templates (``prompts.dir``), or None: the packaged ones.
+
+        A relative ``prompts.dir`` is taken from the config file's folder.
+        """
+        folder = self.prompts.dir
+        if folder is None or folder.is_absolute():
+            return folder
         base = self.config_file.parent if self.config_file else PROJECT_ROOT
-        return self.prompts.dir if self.prompts.dir.is_absolute() else base / self.prompts.dir
+        return base / folder
 
 
 def find_config_file() -> Path | None:

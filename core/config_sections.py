@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.errors import ConfigError, MissingSecretError
 
@@ -139,8 +139,17 @@ class HumansSettings(_Section):
 
 
 class PromptSettings(_Section):
-    dir: Path = Path("prompts")
+    """Prompt templates: the ones shipped in ``core/prompts/``, or an override folder."""
+
+    # None (``dir = ""`` in config.toml): the packaged templates. A folder replaces them;
+    # relative paths are taken from the config file's folder.
+    dir: Path | None = None
     roles: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("dir", mode="before")
+    @classmethod
+    def _empty_means_packaged(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
 
     def template_for(self, role: str) -> str:
         try:

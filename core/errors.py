@@ -45,7 +45,7 @@ class PromptError(UsageError):
         self.template = template
         super().__init__(
             f"prompt template {template!r}: {problem}",
-            hint="fix the template in prompts/ or pass the variable it needs",
+            hint="fix the template (core/prompts/, or the prompts.dir folder) or pass the variable",
         )
 
 

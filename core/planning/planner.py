@@ -36,7 +36,7 @@ def reused_entry(match: LibraryMatch) -> ReusedEntry:
 
 
 def pattern_names(prompts: PromptLibrary) -> frozenset[str]:
-    """The collaboration patterns: the templates under prompts/patterns/."""
+    """The collaboration patterns: the templates under patterns/ (core/prompts/)."""
     return frozenset(
         n.removeprefix("patterns/").removesuffix(".md.j2")
         for n in prompts.names()

@@ -59,21 +59,24 @@ async def run_checks(settings: Settings) -> list[Check]:
 def _check_prompts(settings: Settings) -> Check:
     try:
         library = PromptLibrary(settings.prompts_dir)
-        missing = [
-            f"{role} → {t}"
-            for role, t in settings.prompts.roles.items()
-            if t not in library.names()
-        ]
+        names = library.names()
     except CarambaError as exc:
-        return Check("prompts", Level.FAIL, str(exc), "set prompts.dir to the prompts folder")
+        return Check(
+            "prompts",
+            Level.FAIL,
+            str(exc),
+            'point prompts.dir at a folder of templates, or set prompts.dir = "" '
+            "for the packaged ones",
+        )
+    missing = [f"{role} → {t}" for role, t in settings.prompts.roles.items() if t not in names]
     if missing:
         return Check(
             "prompts",
             Level.FAIL,
             f"templates not found: {', '.join(missing)}",
-            f"add them under {settings.prompts_dir} or fix [prompts.roles]",
+            f"add them to {library.source} or fix [prompts.roles]",
         )
-    return Check("prompts", Level.OK, f"{len(library.names())} templates in {settings.prompts_dir}")
+    return Check("prompts", Level.OK, f"{len(names)} templates in {library.source}")
 
 
 async def _check_redis(settings: Settings) -> Check:

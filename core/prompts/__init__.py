@@ -1,27 +1,86 @@
-"""Prompt templates are data: Jinja2 files under ``prompts/``, rendered strictly."""
+"""Prompt templates are data: Jinja2 files shipped in this package, rendered strictly.
+
+The templates live next to this module (``core/prompts/roles/``, ``feedback/``, ...) and are
+read with :mod:`importlib.resources`, so an installed wheel carries them. ``prompts.dir`` in
+``config.toml`` may name a folder of templates that replaces the packaged ones.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.loaders import split_template_path
 
-from core.errors import PromptError
+from core.errors import ConfigError, PromptError
+
+PACKAGE = __name__
+
+
+def packaged_templates() -> Traversable:
+    """The folder of templates shipped with Caramba (this package)."""
+    return files(PACKAGE)
+
+
+class _TraversableLoader(jinja2.BaseLoader):
+    """Loads templates from an :mod:`importlib.resources` folder (a plain folder works too)."""
+
+    def __init__(self, root: Traversable) -> None:
+        self.root = root
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str | None, Callable[[], bool] | None]:
+        node = self.root
+        for part in split_template_path(template):
+            node = node.joinpath(part)
+        if not node.is_file():
+            raise jinja2.TemplateNotFound(template)
+        source = node.read_text("utf-8")
+        if not isinstance(node, Path):  # inside a zip or similar: never changes
+            return source, None, lambda: True
+        path, mtime = node, node.stat().st_mtime
+
+        def uptodate() -> bool:
+            try:
+                return path.stat().st_mtime == mtime
+            except OSError:
+                return False
+
+        return source, str(path), uptodate
+
+
+def _walk(node: Traversable, prefix: str = "") -> Iterator[str]:
+    for child in node.iterdir():
+        if child.is_dir():
+            yield from _walk(child, f"{prefix}{child.name}/")
+        elif child.name.endswith(".j2"):
+            yield f"{prefix}{child.name}"
 
 
 class PromptLibrary:
-    """Renders templates from one folder with ``StrictUndefined``.
+    """Renders templates with ``StrictUndefined``: the packaged ones, or an override folder.
 
-    A missing template or variable raises :class:`PromptError` naming the template.
+    ``root=None`` uses the templates shipped in this package; a folder (``prompts.dir``)
+    replaces them. A missing template or variable raises :class:`PromptError` naming it.
     """
 
-    def __init__(self, root: Path) -> None:
-        if not root.is_dir():
-            raise PromptError(str(root), "the prompts folder does not exist")
-        self.root = root
+    def __init__(self, root: Path | None = None) -> None:
+        if root is not None and not root.is_dir():
+            problem = "is not a folder" if root.exists() else "does not exist"
+            raise ConfigError(
+                f"prompts.dir points to {root}, which {problem}",
+                hint="create it with the templates, fix prompts.dir in config.toml "
+                '(relative to its folder), or set prompts.dir = "" to use the packaged templates',
+            )
+        self.root: Path | None = root
+        self._templates: Traversable = root if root is not None else packaged_templates()
         self._env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(root),
+            loader=_TraversableLoader(self._templates),
             undefined=jinja2.StrictUndefined,
             autoescape=False,
             keep_trailing_newline=False,
@@ -29,16 +88,21 @@ class PromptLibrary:
             lstrip_blocks=True,
         )
 
+    @property
+    def source(self) -> str:
+        """Where the templates come from, for messages."""
+        return str(self.root) if self.root is not None else f"the packaged templates ({PACKAGE})"
+
     def render(self, template: str, /, **variables: Any) -> str:
         try:
             return self._env.get_template(template).render(**variables).strip()
         except jinja2.TemplateNotFound:
-            raise PromptError(template, f"not found under {self.root}") from None
+            raise PromptError(template, f"not found in {self.source}") from None
         except jinja2.UndefinedError as exc:
             raise PromptError(template, f"missing variable: {exc.message}") from None
         except jinja2.TemplateSyntaxError as exc:
             raise PromptError(template, f"syntax error line {exc.lineno}: {exc.message}") from None
 
     def names(self) -> list[str]:
-        """Every template under the root (``*.j2``), relative paths, sorted."""
-        return sorted(str(p.relative_to(self.root)) for p in self.root.rglob("*.j2"))
+        """Every template (``*.j2``), relative names like ``roles/lead.md.j2``, sorted."""
+        return sorted(_walk(self._templates))

@@ -20,7 +20,7 @@ class TeamSpec(Frozen):
     id: str
     lead_id: str
     name: str = ""
-    # The collaboration playbook under prompts/patterns/ (discussion, competition, ...).
+    # The collaboration playbook under core/prompts/patterns/ (discussion, competition, ...).
     pattern: str = "fan_out"
 
 

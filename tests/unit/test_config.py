@@ -42,7 +42,10 @@ def test_defaults_come_from_project_config() -> None:
     assert settings.limits.tool_result_chars == raw["limits"]["tool_result_chars"]
     assert settings.redis.embedded is (raw["redis"]["url"] == "")
     assert settings.prompts.roles == raw["prompts"]["roles"]
-    assert settings.prompts_dir == PROJECT_ROOT / "prompts"
+    # config.toml names no prompts folder: the templates shipped in core/prompts/.
+    assert raw["prompts"]["dir"] == ""
+    assert settings.prompts.dir is None
+    assert settings.prompts_dir is None
 
 
 def test_find_config_file_prefers_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,6 +129,22 @@ def test_custom_models_per_role(tmp_path: Path) -> None:
     assert settings.limits.turns_per_agent == 30
     # A relative prompts.dir is taken from the config file's folder.
     assert settings.prompts_dir == path.parent / "my_prompts"
+
+
+def test_prompts_dir_defaults_to_the_packaged_templates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No [prompts] in the file, and the built-in defaults: no folder, the packaged templates.
+    assert load_settings(write_config(tmp_path, '[llm]\nmodel = "m"\n')).prompts_dir is None
+    assert Settings().prompts_dir is None
+    # An absolute override is kept as it is; the environment can set or clear it.
+    absolute = tmp_path / "elsewhere"
+    path = write_config(tmp_path, f'[prompts]\ndir = "{absolute.as_posix()}"\n')
+    assert load_settings(path).prompts_dir == absolute
+    monkeypatch.setenv("CARAMBA_PROMPTS__DIR", "")
+    assert load_settings(path).prompts_dir is None
+    monkeypatch.setenv("CARAMBA_PROMPTS__DIR", "from_env")
+    assert load_settings(path).prompts_dir == tmp_path / "from_env"
 
 
 def test_settings_are_frozen() -> None:

@@ -1,4 +1,7 @@
-"""Every prompt template renders with the sample variables; failures name the template."""
+"""Every prompt template renders with the sample variables; failures name the template.
+
+The templates ship in the package (core/prompts/); ``prompts.dir`` may replace them.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +12,11 @@ from typing import Any
 import pytest
 
 from core.config import PROJECT_ROOT, load_settings
-from core.errors import PromptError
-from core.prompts import PromptLibrary
+from core.errors import ConfigError, PromptError
+from core.prompts import PromptLibrary, packaged_templates
 
-PROMPTS_DIR = PROJECT_ROOT / "prompts"
-LIBRARY = PromptLibrary(PROMPTS_DIR)
+PROMPTS_DIR = PROJECT_ROOT / "core" / "prompts"
+LIBRARY = PromptLibrary()
 SAMPLES: dict[str, Any] = tomllib.loads((PROMPTS_DIR / "samples.toml").read_text("utf-8"))
 # Templates whose basename starts with "_" are bases, rendered through their children.
 RENDERABLE = [n for n in LIBRARY.names() if not PurePosixPath(n).name.startswith("_")]
@@ -76,18 +79,72 @@ def test_syntax_error_names_template(tmp_path: Path) -> None:
         PromptLibrary(tmp_path).render("bad.j2", name="x")
 
 
-def test_missing_prompts_folder_raises(tmp_path: Path) -> None:
-    with pytest.raises(PromptError, match="does not exist"):
-        PromptLibrary(tmp_path / "absent")
+def test_packaged_templates_need_no_configured_folder(tmp_path: Path) -> None:
+    # A config file elsewhere, without [prompts] dir: the templates come from the package.
+    path = tmp_path / "config.toml"
+    path.write_text('[prompts.roles]\nsolo = "roles/solo.md.j2"\n', "utf-8")
+    settings = load_settings(path)
+    assert settings.prompts.dir is None
+    assert settings.prompts_dir is None
+    library = PromptLibrary(settings.prompts_dir)
+    assert library.root is None
+    assert library.names() == sorted(
+        str(p.relative_to(PROMPTS_DIR)) for p in PROMPTS_DIR.rglob("*.j2")
+    )
+    assert "roles/orchestrator.md.j2" in library.names()
+    assert library.render("roles/solo.md.j2", **SAMPLES).startswith("You are ")
+    assert packaged_templates().joinpath("roles", "solo.md.j2").is_file()
+
+
+def test_empty_dir_means_the_packaged_templates(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[prompts]\ndir = ""\n', "utf-8")
+    assert load_settings(path).prompts_dir is None
+
+
+def test_override_folder_replaces_the_packaged_templates(tmp_path: Path) -> None:
+    (tmp_path / "mine" / "roles").mkdir(parents=True)
+    (tmp_path / "mine" / "roles" / "solo.md.j2").write_text("Solo: {{ task }}\n", "utf-8")
+    (tmp_path / "mine" / "hello.j2").write_text("Hi {{ name }}", "utf-8")
+    path = tmp_path / "config.toml"
+    path.write_text('[prompts]\ndir = "mine"\n', "utf-8")
+    settings = load_settings(path)
+    assert settings.prompts_dir == tmp_path / "mine"
+    library = PromptLibrary(settings.prompts_dir)
+    assert library.names() == ["hello.j2", "roles/solo.md.j2"]
+    assert library.render("roles/solo.md.j2", task="sum it") == "Solo: sum it"
+    assert library.render("hello.j2", name="Ana") == "Hi Ana"
+    # The packaged templates are gone, not merged in.
+    with pytest.raises(PromptError, match="not found in") as info:
+        library.render("feedback/unknown_tool.j2", name="fly", tools=[])
+    assert str(tmp_path / "mine") in str(info.value)
+
+
+def test_missing_override_folder_names_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[prompts]\ndir = "absent"\n', "utf-8")
+    settings = load_settings(path)
+    with pytest.raises(ConfigError, match="does not exist") as info:
+        PromptLibrary(settings.prompts_dir)
+    assert "prompts.dir" in str(info.value)
+    assert str(tmp_path / "absent") in str(info.value)
+    assert 'prompts.dir = ""' in info.value.hint
+
+
+def test_override_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "file.j2").write_text("x", "utf-8")
+    with pytest.raises(ConfigError, match=r"prompts\.dir .* is not a folder"):
+        PromptLibrary(tmp_path / "file.j2")
 
 
 def test_every_configured_role_has_a_template() -> None:
     settings = load_settings(PROJECT_ROOT / "config.toml")
     roles = settings.prompts.roles
     assert {"ui", "orchestrator", "lead", "member", "judge", "solo"} <= set(roles)
+    assert settings.prompts_dir is None  # config.toml uses the packaged templates
     library = PromptLibrary(settings.prompts_dir)
     names = set(library.names())
     for role, template in roles.items():
         assert template in names, f"role {role!r} points to missing template {template!r}"
-        assert (settings.prompts_dir / template).is_file()
+        assert (PROMPTS_DIR / template).is_file()
         assert library.render(template, **SAMPLES)

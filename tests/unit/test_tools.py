@@ -10,14 +10,13 @@ from typing import Any
 import pytest
 
 from core.agent.context import ToolContext
-from core.config import PROJECT_ROOT
 from core.errors import ToolRetry
 from core.prompts import PromptLibrary
 from core.tools import Tool, ToolRegistry, ToolResult, tool
 from core.tools.builtin import BUILTIN_TOOLS, calculate, default_registry
 from core.types import AgentSpec, AgentState, ToolCall
 
-PROMPTS = PromptLibrary(PROJECT_ROOT / "prompts")
+PROMPTS = PromptLibrary()
 
 
 # --- tools used by the tests ---------------------------------------------------------------
