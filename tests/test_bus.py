@@ -20,6 +20,7 @@ from core.agent.turn import run_turn
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.runs.control import start_run
+from core.scheduler import RecordingScheduler
 from core.scheduler.base import TurnJob, TurnOutcome
 from core.services import Services
 from core.state.bus import Bus
@@ -37,24 +38,11 @@ from tests.scenarios import ORCHESTRATOR_TOOLS, calls_made, texts
 BASE_TOOLS = ("send_message", "roster", "wait_for_messages", "finish")
 
 
-class _Recorder:
-    """A scheduler that only records submissions, so tests drive turns by hand."""
-
-    def __init__(self) -> None:
-        self.jobs: list[TurnJob] = []
-
-    async def submit(self, job: TurnJob) -> None:
-        self.jobs.append(job)
-
-    def of(self, agent_id: str) -> list[TurnJob]:
-        return [j for j in self.jobs if j.agent_id == agent_id]
-
-
 def _by_hand(
     make_services: Callable[..., Services], settings: Any, llm: Any, redis: Any
-) -> tuple[Services, _Recorder]:
+) -> tuple[Services, RecordingScheduler]:
     svc = make_services(settings, llm, redis=redis, start=False)
-    recorder = _Recorder()
+    recorder = RecordingScheduler()
     svc.scheduler = recorder
     return svc, recorder
 

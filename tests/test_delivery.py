@@ -13,13 +13,14 @@ from core.agent.turn import run_turn
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.runs.control import start_run
+from core.scheduler import RecordingScheduler
 from core.scheduler.base import TurnJob, TurnOutcome
 from core.state.routing import Route
 from core.types import AgentSpec, ToolCall
 from core.types.events import ErrorRaised
 from core.types.messages import TextMessage
 from tests.conftest import make_settings
-from tests.test_routing import Recorder, build_tree
+from tests.test_routing import build_tree
 
 
 async def deliver(svc, run_id: str, sender: str, recipient: str, body: str) -> None:  # type: ignore[no-untyped-def]
@@ -41,7 +42,7 @@ def seen(request: LLMRequest, text: str) -> int:
 async def test_message_sent_before_the_first_turn_is_delivered(make_services, any_redis):
     model = ScriptedModel(responder=lambda r: Reply(calls=(call("wait_for_messages"),)))
     svc = make_services(make_settings(), model, redis=any_redis, start=False)
-    svc.scheduler = Recorder()
+    svc.scheduler = RecordingScheduler()
     tree = await build_tree(svc)
     a2, run_id = tree["A2"], tree["A2"].run_id
     await deliver(svc, run_id, tree["LA"].spec.id, a2.spec.id, "brief addendum 7f3")
@@ -74,7 +75,7 @@ class CrashOnce:
 async def test_crash_after_llm_call_redelivers_and_processes_once(make_services, any_redis):
     model = CrashOnce("poison-a", times=1)
     svc = make_services(make_settings(), model, redis=any_redis, start=False)
-    svc.scheduler = Recorder()
+    svc.scheduler = RecordingScheduler()
     tree = await build_tree(svc)
     a1, run_id = tree["A1"], tree["A1"].run_id
     await deliver(svc, run_id, tree["LA"].spec.id, a1.spec.id, "poison-a")
@@ -96,7 +97,7 @@ async def test_a_message_that_keeps_crashing_goes_to_dead_letters(make_services,
     svc = make_services(
         make_settings(bus={"max_deliveries": 2}), model, redis=any_redis, start=False
     )
-    svc.scheduler = Recorder()
+    svc.scheduler = RecordingScheduler()
     tree = await build_tree(svc)
     a1, run_id = tree["A1"], tree["A1"].run_id
     await deliver(svc, run_id, tree["LA"].spec.id, a1.spec.id, "poison-b")
@@ -135,7 +136,7 @@ async def test_a_burst_of_messages_schedules_one_turn(make_services, any_redis):
         )
     )
     svc = make_services(make_settings(), model, redis=any_redis, start=False)
-    recorder = Recorder()
+    recorder = RecordingScheduler()
     svc.scheduler = recorder
     tree = await build_tree(svc)
     a1, la, run_id = tree["A1"].spec.id, tree["LA"].spec.id, tree["A1"].run_id
@@ -207,7 +208,7 @@ async def test_1000_messages_among_50_agents_are_each_processed_once(make_servic
 async def test_caps_on_creating_agents(make_services, any_redis):
     settings = make_settings(agents={"per_run": 5, "children_per_agent": 3, "max_depth": 2})
     svc = make_services(settings, ScriptedModel(), redis=any_redis, start=False)
-    svc.scheduler = Recorder()
+    svc.scheduler = RecordingScheduler()
     o = AgentSpec(
         name="O", role="orchestrator", tools=("create_agent", "calculate", "send_message", "finish")
     )

@@ -10,20 +10,13 @@ from core.effects import intents
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.runs.control import start_run
-from core.scheduler.base import TurnJob, TurnOutcome
+from core.scheduler import RecordingScheduler
+from core.scheduler.base import TurnOutcome
 from core.types import AgentSpec
 from core.types.events import ChatPosted, Notified, RunFinished
 from core.types.intents import PostToChat
 from tests.conftest import make_settings
 from tests.helpers import SlowModel, collect
-
-
-class _Recorder:
-    def __init__(self) -> None:
-        self.jobs: list[TurnJob] = []
-
-    async def submit(self, job: TurnJob) -> None:
-        self.jobs.append(job)
 
 
 def poster() -> AgentSpec:
@@ -68,7 +61,7 @@ async def test_a_turn_delivered_twice_posts_once(make_services, any_redis) -> No
         )
     )
     svc = make_services(settings, model, redis=any_redis, start=False)
-    recorder = _Recorder()
+    recorder = RecordingScheduler()
     svc.scheduler = recorder
     run_id = await start_run(svc, "t", poster())
     job = recorder.jobs.pop()
@@ -84,7 +77,7 @@ async def test_intents_of_a_dead_worker_are_processed_once_by_another(
 ) -> None:
     settings = make_settings(scheduler={"intent_claim_idle_s": 0.05})
     svc = make_services(settings, ScriptedModel(), redis=any_redis, start=False)
-    svc.scheduler = _Recorder()
+    svc.scheduler = RecordingScheduler()
     run_id = await start_run(svc, "t", poster())
     intent = PostToChat(run_id=run_id, agent_id="agt_x", text="saved, then the worker died")
     keyed = intents.keyed([intent], run_id, "agt_x", 7)

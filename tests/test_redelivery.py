@@ -11,11 +11,11 @@ from core.agent import faults
 from core.agent.turn import run_turn
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.runs.control import start_run
+from core.scheduler import RecordingScheduler
 from core.scheduler.base import TurnJob
 from core.types import AgentSpec
 from core.types.agent import AgentStatus
 from tests.conftest import make_settings
-from tests.test_routing import Recorder
 
 
 class WorkerKilled(BaseException):
@@ -35,7 +35,7 @@ async def test_agents_created_by_a_turn_start_even_if_its_worker_died_after_the_
         ),
     )
     svc = make_services(make_settings(), model, redis=any_redis, start=False)
-    svc.scheduler = recorder = Recorder()
+    svc.scheduler = recorder = RecordingScheduler()
     root = AgentSpec(name="O", role="orchestrator", tools=("create_agent", "wait_for_messages"))
     run_id = await start_run(svc, "t", root)
     job = TurnJob(run_id=run_id, agent_id=root.id, seq=0)

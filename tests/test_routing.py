@@ -8,20 +8,12 @@ from core.agent.context import ToolContext
 from core.agent.create import new_agent_state
 from core.llm.scripted import ScriptedModel
 from core.runs.control import start_run
-from core.scheduler.base import TurnJob
+from core.scheduler import RecordingScheduler
 from core.types import AgentSpec, ToolCall
 from core.types.agent import AgentState
 from tests.conftest import make_settings
 
 TOOLS = ("send_message", "roster", "wait_for_messages", "finish")
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.jobs: list[TurnJob] = []
-
-    async def submit(self, job: TurnJob) -> None:
-        self.jobs.append(job)
 
 
 async def build_tree(svc) -> dict[str, AgentState]:  # type: ignore[no-untyped-def]
@@ -96,7 +88,7 @@ def expected_refusal(sender: str, target: str) -> str:
 @pytest.mark.parametrize(("sender", "target"), CASES, ids=[f"{s}->{r}" for s, r in CASES])
 async def test_routing_matrix(sender, target, make_services, any_redis) -> None:
     svc = make_services(make_settings(), ScriptedModel(), redis=any_redis, start=False)
-    svc.scheduler = Recorder()
+    svc.scheduler = RecordingScheduler()
     states = await build_tree(svc)
     me = states[sender]
     allowed = target in DIRECT_OK[sender] or target in KEYWORD_OK[sender]
@@ -136,7 +128,7 @@ async def test_routing_matrix(sender, target, make_services, any_redis) -> None:
 
 async def test_roster_lists_whom_an_agent_may_address(make_services, any_redis) -> None:
     svc = make_services(make_settings(), ScriptedModel(), redis=any_redis, start=False)
-    svc.scheduler = Recorder()
+    svc.scheduler = RecordingScheduler()
     states = await build_tree(svc)
     ctx = ToolContext(services=svc, state=states["LA"])
     call = ToolCall(id="c1", name="roster", arguments="{}")

@@ -9,7 +9,8 @@ from core.agent.turn import run_turn
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.scripted import Fail, Reply, ScriptedModel, call
 from core.runs.control import start_run
-from core.scheduler.base import TurnJob, TurnOutcome
+from core.scheduler import RecordingScheduler
+from core.scheduler.base import TurnOutcome
 from core.types import AgentSpec, Budget
 from core.types.agent import AgentStatus, EndReason
 from core.types.events import AgentFinished, ErrorRaised, LLMCalled, RunFinished, ToolCalled
@@ -55,22 +56,12 @@ async def test_run_calls_a_tool_and_finishes(settings, make_services, any_redis)
     assert model.requests[1].messages[-1].content == "6*7 = 42"
 
 
-class _Recorder:
-    """A scheduler that only records submissions, so tests drive turns by hand."""
-
-    def __init__(self) -> None:
-        self.jobs: list[TurnJob] = []
-
-    async def submit(self, job: TurnJob) -> None:
-        self.jobs.append(job)
-
-
 async def test_same_turn_delivered_twice_is_applied_once(
     settings, make_services, any_redis
 ) -> None:
     model = ScriptedModel().script("*", Reply(calls=(call("calculate", {"expression": "1+1"}),)))
     svc = make_services(settings, model, redis=any_redis, start=False)
-    recorder = _Recorder()
+    recorder = RecordingScheduler()
     svc.scheduler = recorder
     spec = agent()
     run_id = await start_run(svc, "1+1", spec)
@@ -108,7 +99,7 @@ async def test_concurrent_duplicate_deliveries_save_once(
 ) -> None:
     model = _SlowModel()
     svc = make_services(settings, model, redis=any_redis, start=False)
-    recorder = _Recorder()
+    recorder = RecordingScheduler()
     svc.scheduler = recorder
     spec = agent()
     run_id = await start_run(svc, "2", spec)
@@ -256,7 +247,7 @@ async def test_the_run_deadline_pauses_the_run_for_a_person(
 ) -> None:
     model = ScriptedModel()
     svc = make_services(settings, model, redis=any_redis, start=False)
-    recorder = _Recorder()
+    recorder = RecordingScheduler()
     svc.scheduler = recorder
     spec = agent()
     run_id = await start_run(svc, "t", spec)
@@ -280,7 +271,7 @@ async def test_a_turn_that_keeps_crashing_is_quarantined(make_services, any_redi
     settings = make_settings(limits={"max_deliveries": 2})
     model = ScriptedModel()
     svc = make_services(settings, model, redis=any_redis, start=False)
-    recorder = _Recorder()
+    recorder = RecordingScheduler()
     svc.scheduler = recorder
     spec = agent()
     run_id = await start_run(svc, "t", spec)

@@ -1,5 +1,6 @@
 """Turn schedulers: inline asyncio (embedded mode, tests) and Celery (``tasks/``)."""
 
 from core.scheduler.base import Scheduler, TurnHandler, TurnJob
+from core.scheduler.recording import RecordingScheduler
 
-__all__ = ["Scheduler", "TurnHandler", "TurnJob"]
+__all__ = ["RecordingScheduler", "Scheduler", "TurnHandler", "TurnJob"]
