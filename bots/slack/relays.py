@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 
+from redis.asyncio.lock import Lock
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.relay import Busy, relay_run
@@ -46,6 +47,8 @@ class Relays:
         self.lease_s = svc.settings.slack.relay_lease_s
         self.supervisor: asyncio.Task[None] | None = None
         self._claiming: set[str] = set()
+        # This process's lease on each run it relays (renewed by the supervisor).
+        self.leases: dict[str, Lock] = {}
 
     def __contains__(self, run_id: object) -> bool:
         return run_id in self.tasks
@@ -64,10 +67,12 @@ class Relays:
             return False
         self._claiming.add(run_id)  # before the await: adopt() may race a new mention
         try:
-            if not await threads.claim(run_id, owner, self.lease_s):
-                return False
+            lease = await threads.claim(run_id, owner, self.lease_s)
         finally:
             self._claiming.discard(run_id)
+        if lease is None:
+            return False
+        self.leases[run_id] = lease
 
         async def card() -> None:
             await self.post_card(shown)
@@ -78,7 +83,8 @@ class Relays:
                 await relay_run(self.svc, self.hub, threads, self.client, shown, card, self.busy)
             finally:
                 watchdog.cancel()
-                await threads.release(run_id, owner)
+                self.leases.pop(run_id, None)
+                await threads.release(lease)
 
         task = asyncio.create_task(relay(), name=f"slack-relay-{run_id}")
         self.tasks[run_id] = task
@@ -115,8 +121,10 @@ class Relays:
             await asyncio.sleep(period)
             rounds += 1
             try:
-                lost = await self.threads.renew(list(self.tasks), self.owner, self.lease_s)
-                for run_id in lost:
+                leases = dict(self.leases)
+                for run_id in await self.threads.renew(leases):
+                    if self.leases.get(run_id) is not leases[run_id]:
+                        continue  # its relay ended meanwhile (and released the lease)
                     # Another process relays it now (this one stalled past the lease).
                     log.warning("run %s is relayed by another bot process now", run_id)
                     if task := self.tasks.get(run_id):

@@ -1,11 +1,16 @@
 """Where each run is shown in Slack, kept in Redis: the thread of a run (replies there reach
 its agents), how far the run's relay got — a restarted bot resumes every relay where it
 stopped instead of losing the run's progress or posting it twice — and which bot process
-relays it (a lease, so several processes never relay one run twice)."""
+relays it (a lease — redis-py's ``Lock`` — so several processes never relay one run twice)."""
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import contextlib
+from typing import Any, Literal
+
+from redis.asyncio.lock import Lock
+from redis.exceptions import LockError, LockNotOwnedError
 
 from core.types._base import Frozen
 
@@ -36,6 +41,8 @@ class Threads:
         self.redis = redis
         self.prefix = f"{key_prefix}:slack"
         self.relays_key = f"{self.prefix}:relays"
+        # fakeredis (embedded mode) runs no Lua, which redis-py's Lock renews with.
+        self.in_process = type(redis).__module__.partition(".")[0] == "fakeredis"
 
     async def first_time(self, event_id: str) -> bool:
         """True once per ``event_id``: Slack retries a slow delivery with the same id."""
@@ -68,35 +75,67 @@ class Threads:
     def _lease_key(self, run_id: str) -> str:
         return f"{self.prefix}:lease:{run_id}"
 
-    async def claim(self, run_id: str, owner: str, ttl_s: float) -> bool:
-        """Hold ``run_id`` for ``owner`` (True if it is free, lapsed, or already theirs)."""
-        key, ms = self._lease_key(run_id), int(ttl_s * 1000)
-        if await self.redis.set(key, owner, nx=True, px=ms):
-            return True
-        return bool(await self.redis.get(key) == owner)
+    async def claim(self, run_id: str, owner: str, ttl_s: float) -> Lock | None:
+        """Hold ``run_id`` for ``owner`` for ``ttl_s`` (renewed with ``renew``): the lease,
+        or None while another holder's lease lives (a lapsed one is free)."""
+        kind = _InProcessLock if self.in_process else Lock
+        # Not thread-local: the lease is taken, renewed and released by different tasks.
+        lease = kind(
+            self.redis, self._lease_key(run_id), timeout=ttl_s, blocking=False, thread_local=False
+        )
+        return lease if await lease.acquire(token=owner) else None
 
-    async def renew(self, run_ids: list[str], owner: str, ttl_s: float) -> list[str]:
-        """Extend ``owner``'s leases on ``run_ids``; returns the runs whose lease lapsed
-        or was taken over meanwhile (this process stalled longer than the lease)."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for run_id in run_ids:
-                pipe.get(self._lease_key(run_id))
-            holders = await pipe.execute()
-        kept = [r for r, h in zip(run_ids, holders, strict=True) if h == owner]
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for run_id in kept:
-                pipe.set(self._lease_key(run_id), owner, xx=True, px=int(ttl_s * 1000))
-            await pipe.execute()
-        return [r for r in run_ids if r not in kept]
+    async def renew(self, leases: dict[str, Lock]) -> list[str]:
+        """Extend each lease (run id → lease) to its full time again; returns the runs
+        whose lease lapsed or was taken over meanwhile (this process stalled longer than
+        the lease). Each renewal checks the holder and extends in one step in Redis: a
+        lease another process took stays theirs."""
 
-    async def owns(self, run_id: str, owner: str) -> bool:
-        return bool(await self.redis.get(self._lease_key(run_id)) == owner)
+        async def kept(lease: Lock) -> bool:
+            try:
+                return await lease.reacquire()
+            except LockError:  # LockNotOwnedError: lapsed, or another holder has it
+                return False
 
-    async def release(self, run_id: str, owner: str) -> None:
-        if await self.owns(run_id, owner):
-            await self.redis.delete(self._lease_key(run_id))
+        held = await asyncio.gather(*(kept(lease) for lease in leases.values()))
+        return [run_id for run_id, ok in zip(leases, held, strict=True) if not ok]
+
+    @staticmethod
+    async def holds(lease: Lock) -> bool:
+        """Whether ``lease`` is still its holder's (not lapsed, not taken over)."""
+        return bool(await lease.owned())
+
+    @staticmethod
+    async def release(lease: Lock) -> None:
+        """Give the run up; a lease that lapsed or was taken over meanwhile is left as is."""
+        with contextlib.suppress(LockError):  # LockNotOwnedError, or released before
+            await lease.release()
 
     async def unfinished(self) -> list[Shown]:
         """Relays a previous bot process left running."""
         raw: Any = await self.redis.hgetall(self.relays_key)
         return [Shown.model_validate_json(v) for v in raw.values()]
+
+
+class _InProcessLock(Lock):
+    """A lease in an in-process Redis (fakeredis, embedded mode: one bot process), which
+    runs no Lua scripts: the holder is checked, then the lease extended or removed. Only
+    this process uses that Redis, and it relays each run from one task (``Relays``)."""
+
+    async def do_release(self, expected_token: bytes) -> None:
+        if not await self.owned():
+            raise LockNotOwnedError("Cannot release a lock that's no longer owned")
+        await self.redis.delete(self.name)
+
+    async def do_extend(self, additional_time: float, replace_ttl: bool) -> Literal[True]:
+        ms = int(additional_time * 1000)
+        if not await self.owned():
+            raise LockNotOwnedError("Cannot extend a lock that's no longer owned")
+        if not replace_ttl:
+            ms += max(0, await self.redis.pttl(self.name))
+        await self.redis.pexpire(self.name, ms)
+        return True
+
+    async def do_reacquire(self) -> Literal[True]:
+        assert self.timeout is not None  # reacquire() checked it
+        return await self.do_extend(self.timeout, True)

@@ -156,16 +156,75 @@ async def test_two_bots_relay_each_run_once_and_take_over_a_dead_ones(
         shutil.rmtree(s.library.index_dir, ignore_errors=True)
 
 
-async def test_a_lease_taken_over_is_reported_to_its_old_holder(real_redis) -> None:
+async def test_a_lease_taken_over_is_reported_to_its_old_holder(any_redis) -> None:
+    from bots.slack.threads import Threads
+
+    threads = Threads(any_redis, getattr(any_redis, "test_prefix", "test"))
+    a1, a2 = await threads.claim("run_1", "a", 0.2), await threads.claim("run_2", "a", 30)
+    assert a1 is not None and a2 is not None
+    assert await threads.claim("run_2", "b", 30) is None, "a live lease is not taken"
+    await asyncio.sleep(0.3)
+    b1 = await threads.claim("run_1", "b", 30)
+    assert b1 is not None, "a lapsed lease is"
+    assert await threads.renew({"run_1": a1, "run_2": a2}) == ["run_1"]
+    assert await threads.holds(b1) and await threads.holds(a2)
+    assert not await threads.holds(a1)
+
+
+async def test_a_renewal_after_a_takeover_does_not_take_the_lease_back(any_redis) -> None:
+    """Bot a stalled past its lease and bot b took the run: a's next renewal reports the
+    run lost and leaves b's lease as it was (holder and time); a's release leaves it too."""
+    from bots.slack.threads import Threads
+
+    prefix = getattr(any_redis, "test_prefix", "test")
+    a, b = Threads(any_redis, prefix), Threads(any_redis, prefix)
+    mine = await a.claim("run_1", "a", 0.2)
+    assert mine is not None
+    await asyncio.sleep(0.3)
+    theirs = await b.claim("run_1", "b", 5)
+    assert theirs is not None
+    key = f"{prefix}:slack:lease:run_1"
+    assert await a.renew({"run_1": mine}) == ["run_1"]
+    assert await any_redis.get(key) == "b", "the renewal did not overwrite b's lease"
+    assert 0 < await any_redis.pttl(key) <= 5000, "nor b's time (a's was 0.2 s)"
+    await a.release(mine)
+    assert await b.holds(theirs) and not await a.holds(mine)
+    assert await b.renew({"run_1": theirs}) == []
+    await b.release(theirs)
+    assert await any_redis.get(key) is None
+    assert await a.claim("run_1", "a", 30) is not None, "a released run is free"
+
+
+async def test_a_takeover_during_a_renewal_is_not_undone(real_redis, monkeypatch) -> None:
+    """The bug the leases had: a renewal read the holder, then wrote the lease back in a
+    second call, so a process that took the lapsed lease in between lost it again (and
+    two processes relayed the run). Here bot b takes the lease over right after bot a's
+    first Redis call of a renewal: b keeps it, and a's next renewal reports it lost."""
     from bots.slack.threads import Threads
 
     threads = Threads(real_redis, real_redis.test_prefix)
-    assert await threads.claim("run_1", "a", 0.2) and await threads.claim("run_2", "a", 30)
-    assert not await threads.claim("run_2", "b", 30), "a live lease is not taken"
-    await asyncio.sleep(0.3)
-    assert await threads.claim("run_1", "b", 30), "a lapsed lease is"
-    assert await threads.renew(["run_1", "run_2"], "a", 30) == ["run_1"]
-    assert await threads.owns("run_1", "b") and await threads.owns("run_2", "a")
+    key = f"{real_redis.test_prefix}:slack:lease:run_1"
+    mine = await threads.claim("run_1", "a", 30)
+    assert mine is not None
+    pool = real_redis.connection_pool
+    release = pool.release
+    theirs: list[Any] = []
+
+    async def then_b_takes_over(connection: Any) -> None:
+        await release(connection)
+        if theirs:
+            return  # once (and not during b's own calls)
+        theirs.append(None)
+        await real_redis.delete(key)  # a stalled past its lease
+        theirs.append(await threads.claim("run_1", "b", 30))
+
+    monkeypatch.setattr(pool, "release", then_b_takes_over)
+    await threads.renew({"run_1": mine})
+    monkeypatch.setattr(pool, "release", release)
+    assert theirs[-1] is not None, "b took the lapsed lease"
+    assert await real_redis.get(key) == "b" and await threads.holds(theirs[-1])
+    assert await threads.renew({"run_1": mine}) == ["run_1"]
+    assert await real_redis.get(key) == "b"
 
 
 async def test_a_request_no_worker_plans_is_failed_with_what_to_check(
