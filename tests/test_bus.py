@@ -264,9 +264,14 @@ def test_routing_matrix_is_what_the_rules_say() -> None:
 # --- 2. a message sent before its recipient is ready -------------------------------------
 
 
+@pytest.mark.parametrize(
+    "status", [AgentStatus.INITIALIZING, AgentStatus.READY], ids=["initializing", "ready"]
+)
 async def test_message_sent_before_the_recipient_is_ready_is_delivered(
-    settings, make_services, any_redis
+    settings, make_services, any_redis, status: AgentStatus
 ) -> None:
+    """A message that reaches an agent before its first turn (still initialising, or
+    ready but not yet run) is in that first turn, once, as the latest message."""
     model = ScriptedModel().script(
         "Orchestrator",
         Reply(calls=(call("send_message", {"to": "Latecomer", "body": "early-bird-7"}),)),
@@ -276,7 +281,7 @@ async def test_message_sent_before_the_recipient_is_ready_is_delivered(
     run_id = await start_run(svc, "t", root)
     [root_job] = recorder.jobs
     late = AgentSpec(name="Latecomer", role="judge", parent_id=root.id, tools=BASE_TOOLS)
-    await _add_agent(svc, run_id, late, status=AgentStatus.INITIALIZING)
+    await _add_agent(svc, run_id, late, status=status)
 
     assert await run_turn(svc, root_job) is TurnOutcome.CONTINUED
     assert recorder.of(late.id) == []  # not waiting, so not woken: its first turn will read it
@@ -292,6 +297,8 @@ async def test_message_sent_before_the_recipient_is_ready_is_delivered(
     assert state is not None and _incoming(state.thread) == [expected]
     [request] = [r for r in model.requests if r.agent_name == "Latecomer"]
     assert _incoming(request.messages) == [expected]
+    assert sum("early-bird-7" in (m.content or "") for m in request.messages) == 1
+    assert request.messages[-1].content == expected
     assert await _pending(svc, inbox, late.id) == 0
     assert not await svc.bus.has_unread(run_id, late)
 
@@ -394,6 +401,7 @@ async def test_a_message_that_keeps_crashing_its_reader_is_dead_lettered(
     assert len(entries) == 1
     fields = entries[0][1]
     assert BUS_MESSAGE.validate_json(fields["m"]).id == message_id
+    assert poison in fields["m"]
     assert (fields["reader"], fields["stream"]) == (worker.id, inbox)
     assert await _pending(svc, inbox, worker.id) == 0
     assert not await svc.bus.has_unread(run_id, worker)
@@ -405,6 +413,7 @@ async def test_a_message_that_keeps_crashing_its_reader_is_dead_lettered(
     errors = [e for e in events if isinstance(e, ErrorRaised) and e.agent_id == worker.id]
     assert len(errors) == 1
     assert "dead-letter stream" in errors[0].message and message_id in errors[0].message
+    assert poison not in errors[0].message  # the error names the message, not its body
     assert dead_key in errors[0].hint
 
 
@@ -472,6 +481,8 @@ async def test_a_thousand_messages_among_fifty_agents_are_each_processed_once(
     # an agent left waiting with unread mail is a lost wake-up.
     unread = [s.name for s in members if await svc.bus.has_unread(run_id, s)]
     assert unread == [], f"unread messages but no turn scheduled (lost wake-up): {unread}"
+    events = [e for _, e in await svc.store.read_events(run_id, count=100_000)]
+    assert [e for e in events if isinstance(e, ToolCalled) and not e.ok] == []
     expected: dict[str, set[str]] = {s.name: set() for s in members}
     for i in range(N_AGENTS):
         for to, token in _plan(i):
@@ -630,6 +641,35 @@ async def test_an_endlessly_spawning_agent_is_stopped(make_services, any_redis) 
     for agent_id in ids:  # every spawner ended: a cap, or cancelled with the run
         found = await svc.store.load_spec(run_id, agent_id)
         assert found is not None and found[1].terminal, found
+
+
+async def test_an_agent_creating_a_child_every_turn_is_stopped_at_its_turn_limit(
+    make_services, any_redis
+) -> None:
+    """The breadth case: the root asks for one more child every turn; the children cap
+    refuses from the fourth on, and the root's turn limit ends the run."""
+    settings = make_settings(
+        limits={"turns_per_agent": 8}, agents={"per_run": 5, "children_per_agent": 3}
+    )
+    counter = itertools.count()
+
+    def brain(r: LLMRequest) -> Reply:
+        if r.agent_name == "O":
+            args = {"name": f"S{next(counter)}", "role": "lead", "purpose": "p"}
+            return Reply(calls=(call("create_agent", args),))
+        return Reply(calls=(call("finish", {"result": "child done"}),))
+
+    svc = make_services(settings, ScriptedModel(responder=brain), redis=any_redis)
+    o = AgentSpec(name="O", role="orchestrator", tools=("create_agent", "finish"))
+    run_id = await start_run(svc, "spawn forever", o)
+
+    events = await collect(svc, run_id, timeout_s=20)
+    final = events[-1]
+    assert isinstance(final, RunFinished) and final.status is RunStatus.FAILED
+    assert "limit 8" in (final.error or "")
+    assert len(await svc.store.agent_ids(run_id)) == 4  # O + 3 children
+    refusals = [e.result for e in events if isinstance(e, ToolCalled) and not e.ok]
+    assert refusals and all("the limit is 3" in text for text in refusals)
 
 
 # --- 6. a burst of messages wakes a waiting agent once -----------------------------------
