@@ -17,7 +17,7 @@ from core.state.store import RunChange, transition
 from core.types.agent import AgentState
 from core.types.chat import Usage
 from core.types.events import BudgetReached, RunEvent, RunStatusChanged
-from core.types.run import SYSTEM, RunState, RunStatus
+from core.types.run import SYSTEM, RunHead, RunState, RunStatus
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Breach(NamedTuple):
     detail: str
 
 
-def breach(run: RunState, usage: Usage, now: float) -> Breach | None:
+def breach(run: RunHead, usage: Usage, now: float) -> Breach | None:
     """Which run limit is reached, if any."""
     budget = run.budget
     if budget is None:

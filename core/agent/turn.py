@@ -105,7 +105,7 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         detail = f"the model did not answer within {_llm_deadline(svc):.0f} s (with retries)"
         return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, detail)
     await faults.point(svc, "after_llm")
-    if (await store.get_run(job.run_id)).status.terminal:
+    if (await store.run_head(job.run_id)).status.terminal:
         # Cancelled while the model was thinking: stop before any tool runs.
         state.usage = state.usage + response.usage
         return await _save_end(

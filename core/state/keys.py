@@ -12,6 +12,10 @@ class Keys:
     def run(self, run_id: str) -> str:
         return f"{self.prefix}:run:{run_id}"
 
+    def run_head(self, run_id: str) -> str:
+        """The run's status, pause, budget and deadline (``RunHead``), beside its record."""
+        return f"{self.prefix}:run:{run_id}:head"
+
     def run_usage(self, run_id: str) -> str:
         return f"{self.prefix}:run:{run_id}:usage"
 

@@ -14,36 +14,20 @@ from redis.exceptions import WatchError
 
 from core.errors import RunError, UsageError
 from core.state.keys import Keys
+from core.state.records import agent_fields, parse_head, parse_usage, set_run
 
 # Re-exported: callers import the run-change helpers from the store they apply to.
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
 from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
 from core.types.events import RUN_EVENT, RunEvent, RunFinished
-from core.types.run import RunState, RunStatus
+from core.types.run import RunHead, RunState, RunStatus
 
 __all__ = ["PipelineWrite", "RunChange", "Store", "TransitionResult", "chain", "transition"]
 
 _MAX_CAS_ATTEMPTS = 20
 
 PipelineWrite = Callable[[Any], None]
-
-
-def _usage(raw: Any) -> Usage:
-    return Usage(
-        prompt_tokens=int(raw.get("prompt_tokens", 0)),
-        completion_tokens=int(raw.get("completion_tokens", 0)),
-        cost_usd=float(raw.get("cost_usd", 0.0)),
-    )
-
-
-def _agent_fields(state: AgentState) -> dict[Any, Any]:
-    return {
-        "seq": state.seq,
-        "status": state.status.value,
-        "spec": state.spec.model_dump_json(),
-        "state": state.model_dump_json(),
-    }
 
 
 class Store:
@@ -59,6 +43,7 @@ class Store:
     async def create_run(self, run: RunState) -> None:
         if not await self.redis.set(self.keys.run(run.id), run.model_dump_json(), nx=True):
             raise UsageError(f"run {run.id} already exists", hint="use a new run id")
+        await self.redis.set(self.keys.run_head(run.id), run.head().model_dump_json())
         await self.redis.zadd(self.keys.runs_index(), {run.id: run.created_at})
 
     async def get_run(self, run_id: str) -> RunState:
@@ -83,7 +68,7 @@ class Store:
                         return None
                     pipe.multi()
                     if new is not None:
-                        pipe.set(key, new.model_dump_json())
+                        set_run(pipe, self.keys, new)
                     self.add_events(pipe, run_id, events)
                     await pipe.execute()
                     return new
@@ -110,15 +95,20 @@ class Store:
         await self.update_run(run_id, change)
         return outcome[0]
 
+    async def run_head(self, run_id: str) -> RunHead:
+        """The run's status, pause, budget and deadline, without parsing its record."""
+        head = parse_head(await self.redis.get(self.keys.run_head(run_id)))
+        return head if head is not None else (await self.get_run(run_id)).head()
+
     async def run_usage(self, run_id: str) -> Usage:
-        return _usage(await self.redis.hgetall(self.keys.run_usage(run_id)))
+        return parse_usage(await self.redis.hgetall(self.keys.run_usage(run_id)))
 
     # --- agents -------------------------------------------------------------------------
 
     def agent_create_write(self, state: AgentState) -> PipelineWrite:
         """The commands that create an agent, for a caller's transaction."""
         run_id, agent_id = state.run_id, state.spec.id
-        fields = _agent_fields(state)
+        fields = agent_fields(state)
 
         def write(pipe: Any) -> None:
             pipe.hset(self.keys.agent(run_id, agent_id), mapping=fields)
@@ -215,7 +205,7 @@ class Store:
                         if raw is not None:
                             new_run, run_events = run_change(RunState.model_validate_json(raw))
                     pipe.multi()
-                    pipe.hset(akey, mapping=_agent_fields(state))
+                    pipe.hset(akey, mapping=agent_fields(state))
                     for write in writes:
                         write(pipe)
                     ukey = self.keys.run_usage(run_id)
@@ -226,7 +216,7 @@ class Store:
                     if usage.cost_usd:
                         pipe.hincrbyfloat(ukey, "cost_usd", usage.cost_usd)
                     if new_run is not None:
-                        pipe.set(rkey, new_run.model_dump_json())
+                        set_run(pipe, self.keys, new_run)
                     self.add_events(pipe, run_id, [*events, *run_events])
                     await pipe.execute()
                     return True
@@ -236,19 +226,18 @@ class Store:
 
     async def turn_start(
         self, run_id: str, agent_id: str, seq: int
-    ) -> tuple[AgentState | None, RunState, int, Usage]:
-        """One round trip: the agent's state, the run, this turn's delivery count, and the
-        run's usage so far."""
+    ) -> tuple[AgentState | None, RunHead, int, Usage]:
+        """One round trip: the agent's state, the run's head, this turn's delivery count,
+        and the run's usage so far."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hget(self.keys.agent(run_id, agent_id), "state")
-            pipe.get(self.keys.run(run_id))
+            pipe.get(self.keys.run_head(run_id))
             pipe.hincrby(self.keys.deliveries(run_id), f"{agent_id}:{seq}", 1)
             pipe.hgetall(self.keys.run_usage(run_id))
-            raw_state, raw_run, deliveries, raw_usage = await pipe.execute()
-        if raw_run is None:
-            raise RunError(f"unknown run {run_id}")
+            raw_state, raw_head, deliveries, raw_usage = await pipe.execute()
+        head = parse_head(raw_head) or await self.run_head(run_id)
         state = None if raw_state is None else AgentState.model_validate_json(raw_state)
-        return state, RunState.model_validate_json(raw_run), int(deliveries), _usage(raw_usage)
+        return state, head, int(deliveries), parse_usage(raw_usage)
 
     async def count_delivery(self, run_id: str, agent_id: str, seq: int) -> int:
         """How many times this turn has been started, this time included."""

@@ -73,6 +73,17 @@ class RunBudget(Frozen):
     wall_clock_s: float = Field(gt=0)
 
 
+class RunHead(Frozen):
+    """What a turn reads of its run every time: small and cheap to parse (no cohort, no
+    prompts, no history). Kept beside the run record, written with it."""
+
+    id: str
+    status: RunStatus
+    paused: str | None = None
+    budget: RunBudget | None = None
+    deadline_at: float | None = None
+
+
 class RunState(BaseModel):
     id: str
     task: str
@@ -97,3 +108,12 @@ class RunState(BaseModel):
     created_at: float = Field(default_factory=now)
     started_at: float | None = None
     deadline_at: float | None = None
+
+    def head(self) -> RunHead:
+        return RunHead(
+            id=self.id,
+            status=self.status,
+            paused=self.paused,
+            budget=self.budget,
+            deadline_at=self.deadline_at,
+        )

@@ -1,0 +1,42 @@
+"""How runs and agents are laid out in Redis: a run is its record (JSON) plus its head
+(status, pause, budget, deadline: what every turn reads, cheap to parse), always written
+together; an agent is one hash ``{seq, status, spec, state}``; usage is a hash of
+counters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.state.keys import Keys
+from core.types.agent import AgentState
+from core.types.chat import Usage
+from core.types.run import RunHead, RunState
+
+
+def set_run(pipe: Any, keys: Keys, run: RunState) -> None:
+    """Write the run's record and its head (in the caller's transaction)."""
+    pipe.set(keys.run(run.id), run.model_dump_json())
+    pipe.set(keys.run_head(run.id), run.head().model_dump_json())
+
+
+def parse_head(raw: Any) -> RunHead | None:
+    """The head from its JSON; None when there is none (a run recorded before heads
+    existed, or created by a process that died between its two writes: read the record)."""
+    return None if raw is None else RunHead.model_validate_json(raw)
+
+
+def parse_usage(raw: Any) -> Usage:
+    return Usage(
+        prompt_tokens=int(raw.get("prompt_tokens", 0)),
+        completion_tokens=int(raw.get("completion_tokens", 0)),
+        cost_usd=float(raw.get("cost_usd", 0.0)),
+    )
+
+
+def agent_fields(state: AgentState) -> dict[Any, Any]:
+    return {
+        "seq": state.seq,
+        "status": state.status.value,
+        "spec": state.spec.model_dump_json(),
+        "state": state.model_dump_json(),
+    }
