@@ -19,7 +19,6 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.blocks import fallback_text, proposal_blocks
 from bots.slack.decisions import Decisions
 from bots.slack.feedback import add_feedback_listeners
 from bots.slack.relays import Relays
@@ -27,7 +26,6 @@ from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape
 from bots.slack.threads import Shown, Threads
 from core.agent.questions import answer_question, follow_up, open_questions
-from core.runs.approval import view
 from core.runs.requests import request_run
 from core.services import Services
 from core.types.run import RunStatus
@@ -61,7 +59,7 @@ class SlackBot:
         self.app = AsyncApp(client=self.client, signing_secret=secrets.signing_secret)
         self.threads = Threads(svc.redis, svc.settings.redis.key_prefix)
         self.tasks: set[asyncio.Task[None]] = set()
-        self.relays = Relays(svc, self.client, self.threads, self.post_card)
+        self.relays = Relays(svc, self.client, self.threads)
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.decisions = Decisions(self)
@@ -155,16 +153,6 @@ class SlackBot:
         shown = Shown(run_id=run_id, channel=channel, thread=thread)
         await self.threads.link(shown)
         await self.relays.follow(shown)
-
-    async def post_card(self, shown: Shown) -> None:
-        """The proposal card in the run's thread (planning produced a cohort)."""
-        card = view(self.svc.settings, await self.svc.store.get_run(shown.run_id))
-        await self.client.chat_postMessage(
-            channel=shown.channel,
-            thread_ts=shown.thread,
-            text=fallback_text(card),
-            blocks=proposal_blocks(card),
-        )
 
     async def handle_reply(self, event: dict[str, Any]) -> None:
         """A reply in a run's thread: the answer to an agent's open question, else a

@@ -1,5 +1,6 @@
-"""A run's progress in its Slack thread: one status message updated in place (at most
-about once per ``slack.status_interval_s``), milestone replies, the final result.
+"""A run's progress in its Slack thread: the proposal card once planning produced a
+cohort, one status message updated in place (at most about once per
+``slack.status_interval_s``), milestone replies, the final result.
 
 An API error is logged and the relay goes on: it ends only with the run.
 """
@@ -9,16 +10,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.blocks import result_blocks, status_blocks
+from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, status_blocks
 from bots.slack.text import escape, split
 from bots.slack.threads import Shown, Threads, after
 from bots.slack.upload import preview, result_file
 from core.config import SlackSettings
+from core.runs.approval import view
 from core.services import Services
 from core.state.event_hub import EventHub
 from core.types.events import (
@@ -39,7 +40,8 @@ log = logging.getLogger(__name__)
 
 
 class ThreadRelay:
-    """Posts one run's events into ``channel``/``thread_ts``."""
+    """Posts one run's events into ``channel``/``thread_ts``; with ``svc`` (where the run
+    is read from), its proposal card too."""
 
     # A longer final result is uploaded as a file (set from ``slack.result_file_chars``).
     result_file_chars: int = SlackSettings.model_fields["result_file_chars"].default
@@ -50,15 +52,15 @@ class ThreadRelay:
         channel: str,
         thread_ts: str,
         run_id: str = "",
-        on_proposed: Callable[[], Awaitable[None]] | None = None,
+        *,
+        svc: Services | None = None,
         result_file_chars: int | None = None,
     ) -> None:
         self.client = client
         if result_file_chars is not None:
             self.result_file_chars = result_file_chars
         self.run_id = run_id
-        # Called when planning produced a cohort: the adapter posts the proposal card.
-        self.on_proposed = on_proposed
+        self.svc = svc
         # The status message appears when the run starts (not while it is a proposal).
         self.started = False
         # Replaying events an earlier bot process relayed: fold them in, post nothing.
@@ -118,13 +120,8 @@ class ThreadRelay:
             case RunStarted():
                 self.started = True
                 await self.show_status(force=True)
-            case RunStatusChanged(status=RunStatus.PROPOSED) if self.on_proposed and not self.quiet:
-                self.calls += 1  # the adapter posts the card
-                try:
-                    await self.on_proposed()
-                except Exception:
-                    log.exception("posting the proposal of %s failed", self.run_id)
-                    await self.reply(":x: I could not post the proposal here; ask me again.")
+            case RunStatusChanged(status=RunStatus.PROPOSED):
+                await self.post_card()
             case AgentCreated():
                 self.names[event.agent_id or ""] = event.name
                 self.agents += 1
@@ -158,6 +155,24 @@ class ThreadRelay:
                 await self.post_result(event)
             case _:
                 pass
+
+    async def post_card(self) -> None:
+        """The proposal card (planning produced a cohort), from the run as stored; if it
+        cannot be posted, the thread says so."""
+        if self.svc is None or self.quiet:
+            return
+        self.calls += 1
+        try:
+            card = view(self.svc.settings, await self.svc.store.get_run(self.run_id))
+            await self.client.chat_postMessage(
+                channel=self.channel,
+                thread_ts=self.thread_ts,
+                text=fallback_text(card),
+                blocks=proposal_blocks(card),
+            )
+        except Exception:
+            log.exception("posting the proposal of %s failed", self.run_id)
+            await self.reply(":x: I could not post the proposal here; ask me again.")
 
     async def post_result(self, event: RunFinished) -> None:
         """The result (or why the run failed) in the thread; a long one as a file with a
@@ -203,10 +218,10 @@ async def relay_run(
     threads: Threads,
     client: AsyncWebClient,
     shown: Shown,
-    on_proposed: Callable[[], Awaitable[None]] | None = None,
     busy: Busy | None = None,
 ) -> None:
-    """Follow ``shown.run_id`` from its request to its end, relaying into its thread.
+    """Follow ``shown.run_id`` from its request to its end, relaying into its thread
+    (the proposal card included).
 
     Events up to ``shown.last`` were relayed before (by a bot process that stopped): they
     only rebuild the relay's state. Progress is saved after every event that posted
@@ -216,7 +231,12 @@ async def relay_run(
     busy = Busy() if busy is None else busy
     slack = svc.settings.slack
     relay = ThreadRelay(
-        client, shown.channel, shown.thread, shown.run_id, on_proposed, slack.result_file_chars
+        client,
+        shown.channel,
+        shown.thread,
+        shown.run_id,
+        svc=svc,
+        result_file_chars=slack.result_file_chars,
     )
     relay.status_ts = shown.status_ts
     interval = slack.status_interval_s

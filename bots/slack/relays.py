@@ -11,7 +11,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 
 from redis.asyncio.lock import Lock
 from slack_sdk.web.async_client import AsyncWebClient
@@ -27,17 +27,12 @@ log = logging.getLogger(__name__)
 # How long a stopping bot waits for relays to finish posting the event at hand.
 STOP_GRACE_S = 5.0
 
-PostCard = Callable[[Shown], Awaitable[None]]
-
 
 class Relays:
     """Run id → the task relaying it in this process (iterable, ``in``, ``len``)."""
 
-    def __init__(
-        self, svc: Services, client: AsyncWebClient, threads: Threads, post_card: PostCard
-    ) -> None:
+    def __init__(self, svc: Services, client: AsyncWebClient, threads: Threads) -> None:
         self.svc, self.client, self.threads = svc, client, threads
-        self.post_card = post_card
         self.hub = EventHub(svc.store, blocking=not svc.settings.redis.embedded)
         self.tasks: dict[str, asyncio.Task[None]] = {}
         # Runs whose relay is posting an event right now (not stopped halfway).
@@ -74,13 +69,10 @@ class Relays:
             return False
         self.leases[run_id] = lease
 
-        async def card() -> None:
-            await self.post_card(shown)
-
         async def relay() -> None:
             watchdog = asyncio.create_task(self.watch_planning(run_id))
             try:
-                await relay_run(self.svc, self.hub, threads, self.client, shown, card, self.busy)
+                await relay_run(self.svc, self.hub, threads, self.client, shown, self.busy)
             finally:
                 watchdog.cancel()
                 self.leases.pop(run_id, None)

@@ -78,6 +78,19 @@ async def test_a_failed_planning_is_told_in_the_thread(make_services, real_redis
         assert h.cards() == []
 
 
+async def test_a_card_that_cannot_be_posted_is_told_in_the_thread(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis) as h:
+        h.slack.rate_limit("chat.postMessage", times=4)  # the card: a try and 3 retries
+        await h.mention("Compare flights to Berlin.")
+        await h.slack.wait_for(lambda: len(h.slack.of("chat.postMessage")) == 5)
+        *tries, said = h.slack.of("chat.postMessage")
+        assert len(tries) == 4 and all("caramba_approve" in str(t["blocks"]) for t in tries)
+        assert said["thread_ts"] == THREAD
+        assert said["text"] == ":x: I could not post the proposal here; ask me again."
+
+
 async def test_a_restarted_bot_resumes_without_posting_twice(make_services, real_redis) -> None:
     slack = await FakeSlackAPI().start()
     s = quick_library(planning_settings(), tempfile.mkdtemp(prefix="caramba-lib-"))
