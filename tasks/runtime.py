@@ -38,11 +38,6 @@ log = logging.getLogger(__name__)
 ServicesFactory = Callable[[Settings, Scheduler], Services]
 
 
-def default_services(settings: Settings, scheduler: Scheduler) -> Services:
-    """Real Redis from ``redis.url`` and the configured litellm gateway."""
-    return build_services(settings, scheduler)
-
-
 class WorkerStopped(RuntimeError):
     """A turn arrived while the runtime is not running (starting up or shutting down)."""
 
@@ -55,7 +50,8 @@ class WorkerRuntime:
     ) -> None:
         self.app = app
         self.settings = settings
-        self._factory = services_factory or default_services
+        # Default: real Redis from ``redis.url`` and the configured litellm gateway.
+        self._factory: ServicesFactory = services_factory or build_services
         self._lock = threading.Condition()
         self._loop: LoopThread | None = None
         self._svc: Services | None = None
