@@ -19,6 +19,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.slack.context import SlackContext
 from bots.slack.decisions import Decisions
 from bots.slack.feedback import add_feedback_listeners
 from bots.slack.relays import Relays
@@ -62,8 +63,9 @@ class SlackBot:
         self.relays = Relays(svc, self.client, self.threads)
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
-        self.decisions = Decisions(self)
-        add_feedback_listeners(self)
+        self.context = SlackContext(app=self.app, svc=svc, client=self.client, spawn=self.spawn)
+        self.decisions = Decisions(self.context)
+        add_feedback_listeners(self.context)
 
     # -- background work ---------------------------------------------------------------
 

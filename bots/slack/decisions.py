@@ -5,7 +5,7 @@ shown only to the person who clicked."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
@@ -20,22 +20,20 @@ from bots.slack.blocks import (
     outcome_blocks,
     proposal_blocks,
 )
+from bots.slack.context import SlackContext
 from bots.slack.edit import EDIT_VIEW, agents_of, edit_from_values, edit_view, error_block
 from bots.slack.text import escape
 from core.runs import approval
 from core.runs.approval import Approve, Decision, ProposalView, Reject, decide, may_decide
 from core.runs.control import cancel_run
 
-if TYPE_CHECKING:
-    from bots.slack.app import SlackBot
-
 
 class Decisions:
-    """The decision listeners of ``bot``'s app."""
+    """The decision listeners, added to ``ctx.app``."""
 
-    def __init__(self, bot: SlackBot) -> None:
-        self.bot = bot
-        app = bot.app
+    def __init__(self, ctx: SlackContext) -> None:
+        self.ctx = ctx
+        app = ctx.app
         app.action(APPROVE)(self._on_approve)
         app.action(REJECT)(self._on_reject)
         app.action(CANCEL)(self._on_cancel)
@@ -44,7 +42,7 @@ class Decisions:
 
     async def _refuse(self, body: dict[str, Any], text: str) -> None:
         message = body["message"]
-        await self.bot.client.chat_postEphemeral(
+        await self.ctx.client.chat_postEphemeral(
             channel=body["channel"]["id"],
             user=body["user"]["id"],
             thread_ts=message.get("thread_ts") or message["ts"],
@@ -53,19 +51,19 @@ class Decisions:
 
     async def _on_approve(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        self.bot.spawn(self.decide(body, Approve()))
+        self.ctx.spawn(self.decide(body, Approve()))
 
     async def _on_reject(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        self.bot.spawn(self.decide(body, Reject()))
+        self.ctx.spawn(self.decide(body, Reject()))
 
     async def _on_cancel(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        self.bot.spawn(self.cancel(body))
+        self.ctx.spawn(self.cancel(body))
 
     async def decide(self, body: dict[str, Any], decision: Decision) -> None:
         """A button click → ``core.runs.approval.decide`` → the card updated, or a refusal."""
-        svc = self.bot.svc
+        svc = self.ctx.svc
         user, run_id = body["user"]["id"], body["actions"][0]["value"]
         outcome = await decide(svc, run_id, user, decision)
         if not outcome.ok:
@@ -74,7 +72,7 @@ class Decisions:
         approved = isinstance(decision, Approve)
         verb = "Approved" if approved else "Rejected"
         card = approval.view(svc.settings, outcome.run)
-        await self.bot.client.chat_update(
+        await self.ctx.client.chat_update(
             channel=body["channel"]["id"],
             ts=body["message"]["ts"],
             text=f"{verb}: {fallback_text(card)}",
@@ -84,7 +82,7 @@ class Decisions:
     async def cancel(self, body: dict[str, Any]) -> None:
         """Cancel → ``core.runs.control.cancel_run`` (same people as for approving); the relay
         then shows the run as cancelled."""
-        svc = self.bot.svc
+        svc = self.ctx.svc
         user, run_id = body["user"]["id"], body["actions"][0]["value"]
         reason = may_decide(svc.settings, await svc.store.get_run(run_id), user)
         if reason is None:
@@ -96,7 +94,7 @@ class Decisions:
     async def _on_edit(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """Open the form at once: Slack's trigger_id is valid for 3 s."""
         await ack()
-        svc = self.bot.svc
+        svc = self.ctx.svc
         user, run_id = body["user"]["id"], body["actions"][0]["value"]
         run = await svc.store.get_run(run_id)
         refusal = may_decide(svc.settings, run, user)
@@ -105,13 +103,13 @@ class Decisions:
             return
         meta = {"run": run_id, "channel": body["channel"]["id"], "ts": body["message"]["ts"]}
         form = edit_view(agents_of(run), svc.tools.names(), meta)
-        await self.bot.client.views_open(trigger_id=body["trigger_id"], view=form)
+        await self.ctx.client.views_open(trigger_id=body["trigger_id"], view=form)
 
     async def _on_edit_submit(
         self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
     ) -> None:
         """Apply the form through core; its refusals are shown in the form."""
-        svc = self.bot.svc
+        svc = self.ctx.svc
         meta = json.loads(view["private_metadata"])
         user = body["user"]["id"]
         agents = agents_of(await svc.store.get_run(meta["run"]))
@@ -128,12 +126,12 @@ class Decisions:
             return
         await ack()
         card = approval.view(svc.settings, outcome.run)
-        self.bot.spawn(self._edited(meta, card, user))
+        self.ctx.spawn(self._edited(meta, card, user))
 
     async def _edited(self, meta: dict[str, str], card: ProposalView, user: str) -> None:
         blocks = proposal_blocks(card)
         note = ContextBlock(elements=[MarkdownTextObject(text=f"Edited by <@{escape(user)}>.")])
-        await self.bot.client.chat_update(
+        await self.ctx.client.chat_update(
             channel=meta["channel"],
             ts=meta["ts"],
             text=fallback_text(card),

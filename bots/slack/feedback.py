@@ -4,16 +4,14 @@ the library (``core.runs.learning.rate``), answered privately."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from slack_bolt.async_app import AsyncAck
 
 from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
+from bots.slack.context import SlackContext
 from core.runs import learning
 from core.services import Services
-
-if TYPE_CHECKING:
-    from bots.slack.app import SlackBot
 
 log = logging.getLogger(__name__)
 # How long a vote is remembered (a later click after that counts again).
@@ -27,10 +25,10 @@ def vote_key(svc: Services, run_id: str, user: str) -> str:
     return f"{svc.settings.redis.key_prefix}:slack:feedback:{run_id}:{user}"
 
 
-async def record_vote(bot: SlackBot, body: dict[str, Any], *, thumbs_up: bool) -> None:
+async def record_vote(ctx: SlackContext, body: dict[str, Any], *, thumbs_up: bool) -> None:
     """Count ``user``'s first vote on the run (a double click or a change of mind counts
     once) and tell them privately."""
-    svc = bot.svc
+    svc = ctx.svc
     user, run_id = body["user"]["id"], body["actions"][0]["value"]
     channel, message = body["channel"]["id"], body["message"]
     key = vote_key(svc, run_id, user)
@@ -44,7 +42,7 @@ async def record_vote(bot: SlackBot, body: dict[str, Any], *, thumbs_up: bool) -
             log.exception("recording feedback on %s failed", run_id)
             await svc.redis.delete(key)  # it did not count: the person may try again
             text = FAILED
-    await bot.client.chat_postEphemeral(
+    await ctx.client.chat_postEphemeral(
         channel=channel,
         user=user,
         thread_ts=message.get("thread_ts") or message["ts"],
@@ -52,12 +50,13 @@ async def record_vote(bot: SlackBot, body: dict[str, Any], *, thumbs_up: bool) -
     )
 
 
-def add_feedback_listeners(bot: SlackBot) -> None:
+def add_feedback_listeners(ctx: SlackContext) -> None:
     """Listen to the rating buttons under a run's result (``blocks.result_blocks``)."""
+
     async def on_vote(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         up = body["actions"][0]["action_id"] == FEEDBACK_UP
-        bot.spawn(record_vote(bot, body, thumbs_up=up))
+        ctx.spawn(record_vote(ctx, body, thumbs_up=up))
 
-    bot.app.action(FEEDBACK_UP)(on_vote)
-    bot.app.action(FEEDBACK_DOWN)(on_vote)
+    ctx.app.action(FEEDBACK_UP)(on_vote)
+    ctx.app.action(FEEDBACK_DOWN)(on_vote)
