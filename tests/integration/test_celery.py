@@ -1,6 +1,6 @@
 """Turns as Celery tasks on a real worker (threads pool, in this process) and real Redis.
 
-The scenarios of ``tests/test_society.py`` also run here through the parametrised
+The scenarios of ``tests/scenarios/test_society.py`` also run here through the parametrised
 ``celery-redis`` case; these tests cover what only a broker does: the same turn delivered
 more than once, and a turn whose task keeps raising.
 """

@@ -1,4 +1,14 @@
-"""Scripted multi-agent scenarios: each agent's "model" is a function of its thread."""
+"""Scenarios over any Redis and any scheduler.
+
+The tests in this folder run the real turn loop with a scripted model, most against both
+fakeredis and a real Redis (the ``any_redis`` fixture); those parametrised with
+``tests.schedulers.SCHEDULERS`` (and the ``services`` fixture) also run under each
+scheduler, inline and a real Celery worker. Others hold the scheduler still
+(``core.scheduler.RecordingScheduler``) and run the turns one by one.
+
+Here: the scripted multi-agent scenarios they share, where each agent's "model" is a
+function of its thread, and helpers to read what a model was shown.
+"""
 
 from __future__ import annotations
 
