@@ -29,6 +29,9 @@ class LLMSettings(_Section):
     max_attempts: int = Field(4, ge=1, le=20)
     backoff_initial_s: float = Field(0.5, ge=0)
     backoff_max_s: float = Field(8.0, ge=0)
+    # A rate-limited answer's Retry-After is waited for up to this long; longer ends the
+    # call with an error saying so.
+    retry_after_max_s: float = Field(60.0, ge=0)
     max_output_tokens: int = Field(2048, ge=1)
     temperature: float = Field(0.2, ge=0, le=2)
     models: dict[str, str] = Field(default_factory=dict)
@@ -208,3 +211,7 @@ class SlackSettings(_Section):
     # A bot process holds each run it relays for this long, renewed while it lives; a run
     # whose holder died is taken over by another bot process after it lapses.
     relay_lease_s: float = Field(30.0, ge=0.2, le=3600)
+    # Every post and update goes through a durable outbox in Redis: retried with back-off
+    # (up to outbox_retry_max_s between tries) until it succeeds or is this old.
+    outbox_max_age_s: float = Field(86_400, gt=0)
+    outbox_retry_max_s: float = Field(60.0, gt=0)
