@@ -81,7 +81,6 @@ class LimitSettings(_Section):
 class BusSettings(_Section):
     stream_maxlen: int = Field(10000, ge=100)
     drain_max: int = Field(50, ge=1, le=1000)
-    max_deliveries: int = Field(3, ge=1)
     wake_ttl_s: int = Field(60, ge=1)
 
 

@@ -8,14 +8,16 @@ or stops the run (``core.runs.budget``).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from core.config import Settings
 from core.services import Services
 from core.state.store import RunChange, transition
 from core.types.agent import AgentState
-from core.types.chat import Usage
+from core.types.chat import ChatMessage, ToolCall, Usage
 from core.types.events import BudgetReached, RunEvent, RunStatusChanged
 from core.types.run import SYSTEM, RunHead, RunState, RunStatus
 
@@ -108,3 +110,38 @@ async def park(svc: Services, run_id: str, agent_id: str) -> bool:
         return True
     await svc.redis.srem(keys.parked(run_id), agent_id)
     return False
+
+
+def prompt_chars(messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]]) -> int:
+    """The size of a request's prompt in characters (cheap enough for every turn)."""
+    chars = sum(len(m.content or "") for m in messages)
+    chars += sum(len(c.arguments or "") + len(c.name) for m in messages for c in m.tool_calls)
+    return chars + sum(len(json.dumps(t)) for t in tools)
+
+
+def estimate_prompt(chars: int, sample: tuple[int, int] | None) -> int:
+    """The next prompt's tokens, scaled from the agent's last call (tokens counted by the
+    provider for so many characters); 0 before its first call, whose answer the call's
+    own bound limits."""
+    if sample is None or sample[1] <= 0:
+        return 0
+    tokens, sample_chars = sample
+    return tokens * chars // sample_chars + 1
+
+
+# Calls that legitimately repeat: waiting again after a message arrived is progress.
+_NOT_STALLS = frozenset({"wait_for_messages", "roster"})
+
+
+def note_call(recent: list[str], call: ToolCall, repeats: int) -> bool:
+    """The stall detector: record the call's signature; True when the last ``repeats``
+    calls are identical."""
+    if call.name in _NOT_STALLS:
+        return False
+    try:
+        args = json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
+    except json.JSONDecodeError:
+        args = call.arguments
+    recent.append(f"{call.name}({args})")
+    tail = recent[-repeats:]
+    return len(tail) == repeats and len(set(tail)) == 1

@@ -8,12 +8,10 @@ twice (a retrying broker, a crashed worker, a double submit) is applied once.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import time
 
-from core.agent import faults, limits, questions
+from core.agent import calls, faults, limits, questions, responses
 from core.agent.lifecycle import end_agent
 from core.agent.limits import limits_for
 from core.agent.turn_io import TurnIO, clip
@@ -24,7 +22,7 @@ from core.scheduler.base import TurnJob, TurnOutcome
 from core.services import Services
 from core.state.store import chain
 from core.types.agent import AgentStatus, EndReason
-from core.types.chat import ChatMessage, ToolCall, Usage
+from core.types.chat import ChatMessage, Usage
 from core.types.events import LLMCalled, RunEvent, ToolCalled, TurnStarted
 
 log = logging.getLogger(__name__)
@@ -33,7 +31,9 @@ log = logging.getLogger(__name__)
 async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     """Run one turn of one agent. Safe to call twice with one job."""
     store = svc.store
-    state, run, deliveries, run_usage = await store.turn_start(job.run_id, job.agent_id, job.seq)
+    state, run, deliveries, run_usage, raw_saved = await store.turn_start(
+        job.run_id, job.agent_id, job.seq
+    )
     if state is None:
         log.warning("turn %s: unknown agent, dropped", job)
         return TurnOutcome.DROPPED
@@ -66,6 +66,8 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
             f"(limit {svc.settings.limits.max_deliveries}); quarantined",
         )
     if early_end is not None:
+        if early_end[0] is EndReason.QUARANTINED:
+            await io.quarantine()
         return await _save_end(io, expected, [], Usage(), *early_end)
 
     limit_hit = limits.breach(run, run_usage, time.time())
@@ -75,9 +77,12 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         if await limits.park(svc, job.run_id, job.agent_id):
             return TurnOutcome.PARKED
 
-    arrived = await io.drain()
+    # An earlier delivery of this turn saved the model's answer: read the messages it read
+    # (pending), not newer ones, so the request is the same and the answer is reused.
+    saved = responses.parse(raw_saved)
+    arrived = await io.drain(pending_only=saved is not None)
     if state.open_question is not None:
-        arrived += await _close_question(io, state.open_question)
+        arrived += await io.close_question(state.open_question)
     if state.status.waiting and not arrived and not io.dead:
         await io.spurious_wake()
         return TurnOutcome.DROPPED
@@ -95,15 +100,26 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         agent_id=job.agent_id,
         agent_name=spec.name,
     )
+    chars = limits.prompt_chars(request.messages, request.tools)
+    budget = calls.bound(svc, state, caps, run, run_usage, chars)
+    if budget.agent_over is not None:
+        return await _save_end(io, expected, [], Usage(), EndReason.MAX_TOKENS, budget.agent_over)
+    if budget.run_over is not None:
+        await store.update_run(job.run_id, limits.pause_change(svc, budget.run_over, run_usage))
+        if await limits.park(svc, job.run_id, job.agent_id):
+            return TurnOutcome.PARKED
+    request = request.model_copy(
+        update={"max_tokens": max(budget.max_tokens, calls.MIN_ANSWER_TOKENS)}
+    )
     try:
-        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation.
-        async with asyncio.timeout(_llm_deadline(svc)):
-            response = await svc.llm.complete(request)
+        response, reused = await calls.complete(svc, request, job.seq, saved)
     except LLMError as exc:
         return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, str(exc))
     except TimeoutError:
-        detail = f"the model did not answer within {_llm_deadline(svc):.0f} s (with retries)"
+        detail = f"the model did not answer within {calls.llm_deadline(svc):.0f} s (with retries)"
         return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, detail)
+    if reused:
+        log.info("turn %s: reused the answer an earlier delivery saved", job)
     await faults.point(svc, "after_llm")
     if (await store.run_head(job.run_id)).status.terminal:
         # Cancelled while the model was thinking: stop before any tool runs.
@@ -114,6 +130,8 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
 
     usage = response.usage
     state.usage = state.usage + usage
+    if usage.prompt_tokens:
+        state.prompt_sample = (usage.prompt_tokens, chars)
     events: list[RunEvent] = [
         LLMCalled(
             run_id=job.run_id,
@@ -138,9 +156,10 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
                 role="user", content=svc.prompts.render("feedback/no_tool_call.j2", tools=allowed)
             )
         )
+    repeats = svc.settings.limits.stall_repeats
     for call in response.tool_calls:
-        stalled = _note_call(state.recent_calls, call, svc.settings.limits.stall_repeats) or stalled
-        state.recent_calls = state.recent_calls[-svc.settings.limits.stall_repeats :]
+        stalled = limits.note_call(state.recent_calls, call, repeats) or stalled
+        state.recent_calls = state.recent_calls[-repeats:]
         result = await svc.tools.execute(
             ctx, call, allowed, svc.prompts, svc.settings.limits.tool_result_chars
         )
@@ -230,31 +249,6 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     return TurnOutcome.WAITING if ctx.wait else TurnOutcome.CONTINUED
 
 
-def _llm_deadline(svc: Services) -> float:
-    """The longest one model call may take, retries and backoff included."""
-    llm = svc.settings.llm
-    return llm.timeout_s * llm.max_attempts + llm.backoff_max_s * (llm.max_attempts - 1) + 5
-
-
-async def _close_question(io: TurnIO, qid: str) -> int:
-    """Forget an answered question; close one past its deadline with a note. Returns 1 when
-    that note was added to the thread (it counts as something that arrived)."""
-    svc, state = io.svc, io.state
-    expired = await questions.expire_if_due(svc, state.run_id, qid)
-    if expired is not None:
-        state.open_question = None
-        note = svc.prompts.render(
-            "feedback/question_timeout.j2",
-            question=expired.question,
-            timeout_s=expired.deadline - expired.asked_at,
-        )
-        state.thread.append(ChatMessage(role="user", content=note))
-        return 1
-    if await questions.get(svc, state.run_id, qid) is None:
-        state.open_question = None  # answered: the reply came with the drain
-    return 0
-
-
 async def _save_end(
     io: TurnIO, expected: int, events: list[RunEvent], usage: Usage, reason: EndReason, detail: str
 ) -> TurnOutcome:
@@ -267,20 +261,3 @@ async def _save_end(
         await faults.point(io.svc, "after_commit")
         await io.after_commit()
     return TurnOutcome.ENDED if saved else TurnOutcome.DROPPED
-
-
-# Calls that legitimately repeat: waiting again after a message arrived is progress.
-_NOT_STALLS = frozenset({"wait_for_messages", "roster"})
-
-
-def _note_call(recent: list[str], call: ToolCall, repeats: int) -> bool:
-    """Record the call's signature; True when the last ``repeats`` calls are identical."""
-    if call.name in _NOT_STALLS:
-        return False
-    try:
-        args = json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
-    except json.JSONDecodeError:
-        args = call.arguments
-    recent.append(f"{call.name}({args})")
-    tail = recent[-repeats:]
-    return len(tail) == repeats and len(set(tail)) == 1

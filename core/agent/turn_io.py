@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.agent import questions
+from core.agent import questions, responses
 from core.agent.context import ToolContext
 from core.agent.create import created_event
 from core.agent.wake import FollowUps, run_followups, wake_agent
@@ -41,9 +41,13 @@ class TurnIO:
     def run_id(self) -> str:
         return self.state.run_id
 
-    async def drain(self) -> int:
-        """Append the agent's new messages to its thread; return how many arrived."""
-        self.delivered, self.dead = await self.svc.bus.drain(self.run_id, self.state.spec)
+    async def drain(self, *, pending_only: bool = False) -> int:
+        """Append the agent's new messages to its thread; return how many arrived.
+        ``pending_only``: only those an earlier delivery of this turn read (its saved
+        model response was made for them)."""
+        self.delivered = await self.svc.bus.drain(
+            self.run_id, self.state.spec, pending_only=pending_only
+        )
         names: dict[str, tuple[str, str]] = {}
         for d in self.delivered:
             message = d.message
@@ -82,6 +86,29 @@ class TurnIO:
             author=message.author if isinstance(message, HumanReply) else "",
         )
 
+    async def close_question(self, qid: str) -> int:
+        """Forget an answered question; close one past its deadline with a note. Returns 1
+        when that note was added to the thread (it counts as something that arrived)."""
+        svc, state = self.svc, self.state
+        expired = await questions.expire_if_due(svc, state.run_id, qid)
+        if expired is not None:
+            state.open_question = None
+            note = svc.prompts.render(
+                "feedback/question_timeout.j2",
+                question=expired.question,
+                timeout_s=expired.deadline - expired.asked_at,
+            )
+            state.thread.append(ChatMessage(role="user", content=note))
+            return 1
+        if await questions.get(svc, state.run_id, qid) is None:
+            state.open_question = None  # answered: the reply came with the drain
+        return 0
+
+    async def quarantine(self) -> None:
+        """The turn is given up: the messages it kept reading go to the dead-letter stream
+        with it (saved and acknowledged in its save), never read again."""
+        self.dead = await self.svc.bus.drain(self.run_id, self.state.spec, pending_only=True)
+
     def send_result_to_parent(self, ok: bool, body: str) -> None:
         spec = self.state.spec
         if not spec.parent_id:
@@ -119,9 +146,10 @@ class TurnIO:
                 ErrorRaised(
                     run_id=self.run_id,
                     agent_id=self.state.spec.id,
-                    message=f"message {d.message.id} from {d.message.sender} was delivered "
-                    f"{self.svc.settings.bus.max_deliveries}+ times without being "
-                    "processed; moved to the dead-letter stream",
+                    message=f"message {d.message.id} from {d.message.sender} was not "
+                    f"processed: the turn reading it was quarantined after "
+                    f"{self.svc.settings.limits.max_deliveries} deliveries; it was moved to "
+                    "the dead-letter stream",
                     hint="see the worker logs for the crash; the message is kept in "
                     f"{self.svc.store.keys.dead_letters(self.run_id)}",
                 )
@@ -135,6 +163,7 @@ class TurnIO:
             writes.append(svc.store.agent_create_write(child))
             writes += svc.bus.register_writes(self.run_id, child.spec)
         writes += svc.bus.ack_writes(spec, self.run_id, self.delivered, self.dead)
+        writes.append(responses.forget_write(svc, self.run_id, spec.id, self.seq))
         writes.append(svc.bus.release_wake_write(self.run_id, spec.id))
         if self.ctx.intents:
             keyed = intents.keyed(self.ctx.intents, self.run_id, spec.id, self.seq)

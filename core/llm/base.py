@@ -12,6 +12,9 @@ class LLMRequest(Frozen):
     model: str
     messages: tuple[ChatMessage, ...]
     tools: tuple[dict[str, Any], ...] = ()
+    # The most tokens the answer may take (None: llm.max_output_tokens); the turn lowers it
+    # to what is left of the agent's and the run's token budgets.
+    max_tokens: int | None = None
     # For accounting and logs only.
     run_id: str = ""
     agent_id: str = ""

@@ -21,6 +21,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from core.agent.responses import RememberingLLM
 from core.errors import CarambaError
 from core.planning import plan
 from core.runs.control import approve_run, default_budget, schedule_expiry
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from core.services import Services
 
 log = logging.getLogger(__name__)
+# How long a planning worker's claim outlives its last renewal (it renews every third).
+_CLAIM_S = 30
 
 
 async def request_run(svc: Services, task: str, *, requested_by: str) -> str:
@@ -54,20 +57,41 @@ async def request_run(svc: Services, task: str, *, requested_by: str) -> str:
 
 async def plan_request(svc: Services, run_id: str) -> TurnOutcome:
     """Route and plan the request ``run_id``; safe to deliver twice."""
-    timeout = svc.settings.planning.timeout_s
-    # Claimed for longer than planning may take: only a dead worker's claim lapses, and
-    # a delivery after that finds the planning ended (the status tells) or redoes it.
-    if not await svc.redis.set(svc.store.keys.planning(run_id), "1", nx=True, ex=int(timeout) + 30):
+    # Claimed while this process plans (renewed): a dead worker's claim lapses within
+    # _CLAIM_S, and a delivery after that finds the planning ended (the status tells) or
+    # redoes it, reusing the answers the dead worker paid for.
+    claim = svc.store.keys.planning(run_id)
+    if not await svc.redis.set(claim, "1", nx=True, ex=_CLAIM_S):
         return TurnOutcome.DROPPED
+    renewing = asyncio.create_task(_renew(svc, claim), name=f"planning-claim-{run_id}")
+    try:
+        return await _plan(svc, run_id)
+    finally:
+        renewing.cancel()
+
+
+async def _renew(svc: Services, claim: str) -> None:
+    while True:
+        await asyncio.sleep(_CLAIM_S / 3)
+        try:
+            await svc.redis.expire(claim, _CLAIM_S)
+        except Exception:
+            log.warning("renewing the planning claim %s failed; retrying", claim)
+
+
+async def _plan(svc: Services, run_id: str) -> TurnOutcome:
+    timeout = svc.settings.planning.timeout_s
     run = await svc.store.get_run(run_id)
     if run.status is not RunStatus.PLANNING:
         return TurnOutcome.DROPPED
+    # A delivery after a crash mid-planning reuses the answers the first one paid for.
+    llm = RememberingLLM(svc.llm, svc, run_id)
     try:
         library = await svc.library() if svc.settings.planning.library_top_k else None
         async with asyncio.timeout(timeout):
             outcome = await plan(
                 svc.settings,
-                svc.llm,
+                llm,
                 svc.tools,
                 run.task,
                 library=library,
@@ -76,13 +100,16 @@ async def plan_request(svc: Services, run_id: str) -> TurnOutcome:
     except (CarambaError, TimeoutError) as exc:
         reason = str(exc) if isinstance(exc, CarambaError) else f"took over {timeout:.0f} s"
         await _fail(svc, run_id, f"planning failed: {reason}")
+        await llm.forget()
         return TurnOutcome.ENDED
     except Exception as exc:
         # Not retried: a request stuck in planning would never be answered.
         log.exception("planning %s crashed", run_id)
         await _fail(svc, run_id, f"planning crashed ({type(exc).__name__}: {exc})")
+        await llm.forget()
         return TurnOutcome.ENDED
     await _propose(svc, run_id, outcome)
+    await llm.forget()
     return TurnOutcome.ENDED
 
 

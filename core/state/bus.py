@@ -4,8 +4,10 @@ Each reading agent has its own consumer group (named after it) on every stream i
 created with the agent at id 0, so nothing sent before it was ready is missed. Sending and
 acknowledging happen inside the sending/consuming turn's save transaction, so a message is
 sent once and acknowledged only when the turn that read it is saved. A turn that crashed
-leaves its messages pending; the next delivery of that turn reads them again (id 0), and a
-message delivered too often goes to the run's dead-letter stream with an event.
+leaves its messages pending; the next delivery of that turn reads them again (id 0). A
+message goes to the run's dead-letter stream only with the turn that read it, when that
+turn is quarantined (delivered more than ``limits.max_deliveries`` times): the agent then
+ends with the reason, and its parent and the run's progress are told.
 """
 
 from __future__ import annotations
@@ -124,43 +126,27 @@ class Bus:
 
     # --- receiving --------------------------------------------------------------------
 
-    async def drain(self, run_id: str, spec: AgentSpec) -> tuple[list[Delivered], list[Delivered]]:
-        """Take the agent's messages: first its pending ones (from a crashed turn), then new.
+    async def drain(
+        self, run_id: str, spec: AgentSpec, *, pending_only: bool = False
+    ) -> list[Delivered]:
+        """Take the agent's messages: first its pending ones (read by an earlier delivery of
+        this turn that was not saved), then new ones unless ``pending_only``.
 
-        Two reads over all its streams at once. Returns (deliver, dead): messages delivered
-        too often are returned as dead, for the caller to dead-letter in its save
-        transaction. Nothing is acknowledged here.
+        One read per kind over all its streams at once. Nothing is acknowledged here: the
+        turn acknowledges what it read in its save transaction.
         """
         deliver: list[Delivered] = []
-        dead: list[Delivered] = []
         streams = self.streams_of(run_id, spec)
-        count = self.settings.drain_max
-        for start in ("0", ">"):
+        for start in ("0",) if pending_only else ("0", ">"):
             reply: Any = await self.redis.xreadgroup(
-                spec.id, spec.id, dict.fromkeys(streams, start), count=count
+                spec.id, spec.id, dict.fromkeys(streams, start), count=self.settings.drain_max
             )
             for stream, raw_entries in reply or ():
-                entries = [(i, f) for i, f in raw_entries if f]  # trimmed entries are empty
-                if not entries:
-                    continue
-                times: dict[str, int] = {}
-                if start == "0":
-                    pending: Any = await self.redis.xpending_range(
-                        stream,
-                        spec.id,
-                        min=entries[0][0],
-                        max=entries[-1][0],
-                        count=len(entries),
-                        consumername=spec.id,
-                    )
-                    times = {p["message_id"]: p["times_delivered"] for p in pending}
-                for entry_id, fields in entries:
-                    item = Delivered(stream, entry_id, BUS_MESSAGE.validate_json(fields["m"]))
-                    if times.get(entry_id, 1) > self.settings.max_deliveries:
-                        dead.append(item)
-                    else:
-                        deliver.append(item)
-        return deliver, dead
+                for entry_id, fields in raw_entries:
+                    if fields:  # trimmed entries are empty
+                        message = BUS_MESSAGE.validate_json(fields["m"])
+                        deliver.append(Delivered(stream, entry_id, message))
+        return deliver
 
     def ack_writes(
         self, spec: AgentSpec, run_id: str, delivered: list[Delivered], dead: list[Delivered]

@@ -27,6 +27,15 @@ class Keys:
         """Hash: ``seq`` and ``state`` (JSON), written together."""
         return f"{self.prefix}:run:{run_id}:agent:{agent_id}"
 
+    def responses(self, run_id: str) -> str:
+        """Hash ``<agent>:<seq>`` (a turn) or ``plan:<digest>`` (a planning call) → the
+        model's response, kept until the turn is saved (``core.agent.responses``)."""
+        return f"{self.prefix}:run:{run_id}:responses"
+
+    @staticmethod
+    def response_field(agent_id: str, seq: int) -> str:
+        return f"{agent_id}:{seq}"
+
     def deliveries(self, run_id: str) -> str:
         """Hash ``<agent>:<seq>`` → how many times that turn was started."""
         return f"{self.prefix}:run:{run_id}:deliveries"

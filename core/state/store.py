@@ -7,7 +7,7 @@ the turn's events and usage, so a turn delivered twice is applied once.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
@@ -28,6 +28,17 @@ __all__ = ["PipelineWrite", "RunChange", "Store", "TransitionResult", "chain", "
 _MAX_CAS_ATTEMPTS = 20
 
 PipelineWrite = Callable[[Any], None]
+
+
+class TurnStart(NamedTuple):
+    """What a turn reads first, in one round trip."""
+
+    state: AgentState | None
+    run: RunHead
+    deliveries: int
+    run_usage: Usage
+    # The model's answer saved by an earlier delivery of this turn (JSON), if any.
+    saved_response: str | None
 
 
 class Store:
@@ -224,20 +235,19 @@ class Store:
                     continue  # the run key moved (another agent); re-check and retry
         raise RunError(f"run {run_id}: too much contention saving agent {state.spec.id}")
 
-    async def turn_start(
-        self, run_id: str, agent_id: str, seq: int
-    ) -> tuple[AgentState | None, RunHead, int, Usage]:
+    async def turn_start(self, run_id: str, agent_id: str, seq: int) -> TurnStart:
         """One round trip: the agent's state, the run's head, this turn's delivery count,
-        and the run's usage so far."""
+        the run's usage so far, and the model's answer an earlier delivery saved."""
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hget(self.keys.agent(run_id, agent_id), "state")
             pipe.get(self.keys.run_head(run_id))
             pipe.hincrby(self.keys.deliveries(run_id), f"{agent_id}:{seq}", 1)
             pipe.hgetall(self.keys.run_usage(run_id))
-            raw_state, raw_head, deliveries, raw_usage = await pipe.execute()
+            pipe.hget(self.keys.responses(run_id), self.keys.response_field(agent_id, seq))
+            raw_state, raw_head, deliveries, raw_usage, saved = await pipe.execute()
         head = parse_head(raw_head) or await self.run_head(run_id)
         state = None if raw_state is None else AgentState.model_validate_json(raw_state)
-        return state, head, int(deliveries), parse_usage(raw_usage)
+        return TurnStart(state, head, int(deliveries), parse_usage(raw_usage), saved)
 
     async def count_delivery(self, run_id: str, agent_id: str, seq: int) -> int:
         """How many times this turn has been started, this time included."""

@@ -81,6 +81,9 @@ class AgentState(BaseModel):
     team_usage: Usage = Usage()
     # Signatures of recent tool calls, for the stall detector.
     recent_calls: list[str] = Field(default_factory=list)
+    # The last call's prompt: (tokens the provider counted, characters sent), to estimate
+    # the next prompt's tokens before calling (the token caps are checked before a call).
+    prompt_sample: tuple[int, int] | None = None
     # Depth in the agent tree (the root is 0) and the ids of the agents it created.
     depth: int = 0
     children: list[str] = Field(default_factory=list)

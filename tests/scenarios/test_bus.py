@@ -373,7 +373,10 @@ async def test_crash_after_the_llm_call_redelivers_the_message_once(
 async def test_a_message_that_keeps_crashing_its_reader_is_dead_lettered(
     make_services, any_redis
 ) -> None:
-    settings = make_settings(bus={"max_deliveries": 2})
+    """Redelivery is not a failure of the messages a turn read: they are read again on
+    every delivery, and go to the dead-letter stream only with their turn, when it is
+    quarantined; the agent then ends with the reason and its parent is told."""
+    settings = make_settings(limits={"max_deliveries": 2})
     poison = "poison-pill-13"
     inner = ScriptedModel(responder=lambda _r: Reply(calls=(call("wait_for_messages"),)))
     model = _CrashingModel(inner, lambda r: any(poison in (m.content or "") for m in r.messages))
@@ -387,14 +390,16 @@ async def test_a_message_that_keeps_crashing_its_reader_is_dead_lettered(
     job = TurnJob(run_id=run_id, agent_id=worker.id, seq=0)
 
     outcome = None
-    for _ in range(settings.limits.max_deliveries):
+    for _ in range(settings.limits.max_deliveries + 1):
         try:
             outcome = await run_turn(svc, job)
             break
         except SimulatedCrash:
             continue
-    assert model.crashes == 2  # delivered max_deliveries times, then set aside
-    assert outcome is TurnOutcome.WAITING
+    # Each of the max_deliveries deliveries read the message again (and crashed on it).
+    assert model.crashes == settings.limits.max_deliveries
+    assert all(poison in r.messages[-1].content for r in model.requests if r.messages[-1].content)
+    assert outcome is TurnOutcome.ENDED
 
     dead_key = svc.store.keys.dead_letters(run_id)
     entries: Any = await svc.redis.xrange(dead_key)
@@ -407,14 +412,20 @@ async def test_a_message_that_keeps_crashing_its_reader_is_dead_lettered(
     assert not await svc.bus.has_unread(run_id, worker)
     state = await svc.store.load_agent(run_id, worker.id)
     assert state is not None and state.seq == 1
+    assert state.end_reason is EndReason.QUARANTINED
     assert not any(poison in (m.content or "") for m in state.thread)
 
     events = [e for _, e in await svc.store.read_events(run_id, count=1000)]
     errors = [e for e in events if isinstance(e, ErrorRaised) and e.agent_id == worker.id]
-    assert len(errors) == 1
-    assert "dead-letter stream" in errors[0].message and message_id in errors[0].message
-    assert poison not in errors[0].message  # the error names the message, not its body
-    assert dead_key in errors[0].hint
+    dead = [e for e in errors if "dead-letter stream" in e.message]
+    assert len(dead) == 1 and message_id in dead[0].message
+    assert poison not in dead[0].message  # the error names the message, not its body
+    assert dead_key in dead[0].hint
+    assert any("quarantined" in e.message for e in errors), "the agent's end is shown"
+    # Its parent is told (a failed result in its inbox), so the run does not hang.
+    told: Any = await svc.redis.xrange(svc.store.keys.inbox(run_id, root.id))
+    results = [BUS_MESSAGE.validate_json(f["m"]) for _, f in told]
+    assert any(m.sender == worker.id and "quarantined" in m.body for m in results)
 
 
 # --- 4. 1,000 messages among 50 agents, each processed exactly once ----------------------

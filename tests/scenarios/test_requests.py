@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from core.agent.questions import follow_up
 from core.config import Settings
 from core.llm.scripted import Reply, ScriptedModel, call
@@ -112,6 +114,44 @@ async def test_a_second_delivery_plans_nothing(make_services) -> None:
     assert routed == 1
     assert await plan_request(svc, job.run_id) is TurnOutcome.DROPPED
     assert (await svc.store.get_run(run_id)).status is RunStatus.PROPOSED
+
+
+class _Killed(BaseException):
+    """Stands for SIGKILL: nothing catches it, nothing after it runs."""
+
+
+class _DiesOnce:
+    """The worker dies (SIGKILL: nothing after it runs) at its ``nth`` model call."""
+
+    def __init__(self, inner: ScriptedModel, nth: int) -> None:
+        self.inner, self.nth, self.calls = inner, nth, 0
+
+    async def complete(self, request: Any) -> Any:
+        self.calls += 1
+        if self.calls == self.nth:
+            raise _Killed
+        return await self.inner.complete(request)
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_planning_after_a_crash_reuses_the_answers_paid_for(make_services) -> None:
+    m = model(planner=(as_json(design()),))
+    dying = _DiesOnce(m, nth=3)  # after the router and the planner answered
+    svc = make_services(quiet_settings(), dying, start=False)
+    run_id = await request_run(svc, "Compare flights to Berlin.", requested_by="@ana")
+    with pytest.raises(_Killed):
+        await plan_request(svc, run_id)
+    paid = len(m.requests)
+    assert paid == 2
+    # The dead worker's claim lapses (it renews it no more); the job is delivered again.
+    await svc.redis.delete(svc.store.keys.planning(run_id))
+    assert await plan_request(svc, run_id) is TurnOutcome.ENDED
+    assert (await svc.store.get_run(run_id)).status is RunStatus.PROPOSED
+    router_and_planner = [r for r in m.requests if r.agent_name in ("router", "planner")]
+    assert len(router_and_planner) == 2, "the router and planner were not asked again"
+    assert not await svc.redis.exists(svc.store.keys.responses(run_id)), "forgotten once used"
 
 
 async def test_planning_that_takes_too_long_fails(make_services) -> None:

@@ -180,7 +180,13 @@ async def test_agent_token_budget_ends_the_agent(make_services, settings, any_re
 
     finished = next(e for e in events if isinstance(e, AgentFinished))
     assert finished.reason is EndReason.MAX_TOKENS
-    assert finished.tokens == 1500 and "limit 1200" in finished.detail
+    # Checked before each call (prompt estimated from the last call, answer bounded by
+    # max_tokens): the agent stops within its limit instead of one call past it.
+    assert finished.tokens == 1000 and "agent limit 1200" in finished.detail
+    assert len(model.requests) == 2
+    first, second = model.requests
+    assert first.max_tokens == 1200  # no answer may take more than the whole budget
+    assert second.max_tokens is not None and second.max_tokens <= 1200 - 500 - 400
 
 
 async def test_run_cost_cap_ends_the_run(make_services, any_redis) -> None:

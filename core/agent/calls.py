@@ -1,0 +1,79 @@
+"""One model call of a turn: bounded by what is left of the agent's and the run's token
+budgets (so a cap is overshot by at most one bounded answer), reused when an earlier
+delivery of the turn saved it, and timed out."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import NamedTuple
+
+from core.agent import responses
+from core.agent.limits import AgentLimits, Breach, estimate_prompt
+from core.llm.base import LLMRequest, LLMResponse
+from core.services import Services
+from core.types.agent import AgentState
+from core.types.chat import Usage
+from core.types.run import RunHead
+
+# An answer shorter than this is not worth a call: the budget counts as spent.
+MIN_ANSWER_TOKENS = 64
+
+
+class Bound(NamedTuple):
+    """The answer's token bound, or which budget the call would break (and how)."""
+
+    max_tokens: int
+    agent_over: str | None = None
+    run_over: Breach | None = None
+
+
+def bound(
+    svc: Services,
+    state: AgentState,
+    caps: AgentLimits,
+    run: RunHead,
+    run_usage: Usage,
+    chars: int,
+) -> Bound:
+    """Check the agent's and the run's token caps before the call: its prompt of
+    ``chars`` characters (tokens estimated from the agent's last call) plus its answer
+    must fit in what is left of both."""
+    prompt = estimate_prompt(chars, state.prompt_sample)
+    used = state.usage.total_tokens
+    agent_left = caps.max_tokens - used - prompt
+    if agent_left < MIN_ANSWER_TOKENS:
+        return Bound(
+            0,
+            agent_over=f"used {used} tokens (agent limit {caps.max_tokens}); the next call "
+            f"needs about {prompt} for its prompt alone",
+        )
+    run_left = agent_left
+    if run.budget is not None:
+        run_left = run.budget.tokens - run_usage.total_tokens - prompt
+        if run_left < MIN_ANSWER_TOKENS:
+            detail = (
+                f"the run used {run_usage.total_tokens} of {run.budget.tokens} tokens; "
+                f"the next call needs about {prompt} for its prompt alone"
+            )
+            return Bound(0, run_over=Breach("tokens", detail))
+    return Bound(min(svc.settings.llm.max_output_tokens, agent_left, run_left))
+
+
+def llm_deadline(svc: Services) -> float:
+    """The longest one model call may take, retries and backoff included."""
+    llm = svc.settings.llm
+    return llm.timeout_s * llm.max_attempts + llm.backoff_max_s * (llm.max_attempts - 1) + 5
+
+
+async def complete(
+    svc: Services, request: LLMRequest, seq: int, saved: responses.SavedResponse | None
+) -> tuple[LLMResponse, bool]:
+    """The model's answer — the saved one when it answered this very request — and
+    whether it was reused. Raises ``LLMError`` or ``TimeoutError``."""
+    if saved is not None and saved.fingerprint == responses.fingerprint(request):
+        return saved.response, True
+    # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation.
+    async with asyncio.timeout(llm_deadline(svc)):
+        response = await svc.llm.complete(request)
+    await responses.save(svc, request, seq, response)
+    return response, False

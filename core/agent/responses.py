@@ -1,0 +1,95 @@
+"""Paid work is kept: a model's answer is saved in Redis as soon as it arrives, so a
+delivery of the same work after a crash reuses it instead of paying for the call again.
+
+- A turn's response is saved under its agent and sequence number, before its tools run,
+  and dropped in the turn's save transaction. A redelivered turn reads the messages the
+  first delivery read (its pending ones, not newer ones), so its request is the same;
+  the saved answer is reused when the request's fingerprint matches.
+- A request's planning calls (router, planner, prompt creator) are saved under a digest
+  of their request, for the planning job's next delivery (``RememberingLLM``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from core.llm.base import LLM, LLMRequest, LLMResponse
+from core.services import Services
+from core.state.store import PipelineWrite
+from core.types._base import Frozen
+
+# Saved answers outlive any sensible redelivery of their turn, then go.
+_TTL_S = 24 * 3600
+
+
+class SavedResponse(Frozen):
+    fingerprint: str
+    response: LLMResponse
+
+
+def fingerprint(request: LLMRequest) -> str:
+    """Cheap: the thread's length and its last two messages (what a redelivery could
+    change), not a digest of the whole thread."""
+    tail = "".join(m.model_dump_json() for m in request.messages[-2:])
+    digest = hashlib.blake2b(tail.encode(), digest_size=12).hexdigest()
+    return f"{request.model}:{len(request.messages)}:{digest}"
+
+
+def parse(raw: Any) -> SavedResponse | None:
+    """The saved answer of a turn (``Store.turn_start`` reads it with the turn)."""
+    return None if raw is None else SavedResponse.model_validate_json(raw)
+
+
+async def save(
+    svc: Services, request: LLMRequest, seq: int, response: LLMResponse
+) -> SavedResponse:
+    saved = SavedResponse(fingerprint=fingerprint(request), response=response)
+    key = svc.store.keys.responses(request.run_id)
+    field = svc.store.keys.response_field(request.agent_id, seq)
+    async with svc.redis.pipeline(transaction=False) as pipe:
+        pipe.hset(key, field, saved.model_dump_json())
+        pipe.expire(key, _TTL_S)
+        await pipe.execute()
+    return saved
+
+
+def forget_write(svc: Services, run_id: str, agent_id: str, seq: int) -> PipelineWrite:
+    """Drop the turn's saved answer (in its save transaction: the turn is applied)."""
+    key = svc.store.keys.responses(run_id)
+    field = svc.store.keys.response_field(agent_id, seq)
+    return lambda pipe: pipe.hdel(key, field)
+
+
+class RememberingLLM:
+    """``inner``, with every answer kept under ``run_id`` by a digest of its request, and
+    reused for the same request (a planning job delivered again after a crash)."""
+
+    def __init__(self, inner: LLM, svc: Services, run_id: str) -> None:
+        self.inner, self.svc, self.run_id = inner, svc, run_id
+        self.reused = 0
+        self.fields: set[str] = set()
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        body = request.model_dump_json(exclude={"run_id", "agent_id", "agent_name"})
+        field = "plan:" + hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
+        key = self.svc.store.keys.responses(self.run_id)
+        self.fields.add(field)
+        raw: Any = await self.svc.redis.hget(key, field)
+        if raw is not None:
+            self.reused += 1
+            return LLMResponse.model_validate_json(raw)
+        response = await self.inner.complete(request)
+        async with self.svc.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, field, response.model_dump_json())
+            pipe.expire(key, _TTL_S)
+            await pipe.execute()
+        return response
+
+    async def forget(self) -> None:
+        """The work is done (its outcome is saved): drop the answers kept for it."""
+        if self.fields:
+            await self.svc.redis.hdel(self.svc.store.keys.responses(self.run_id), *self.fields)
+
+    async def aclose(self) -> None:
+        """The inner model belongs to the process's services: left open."""
