@@ -1,9 +1,12 @@
 """The real model path: litellm (any provider or a local OpenAI-compatible server).
 
 Retries transient failures (rate limits, 5xx, timeouts, connection errors) with
-exponential backoff and jitter, capped; accounts tokens and cost per call. Models litellm
-has no price for are priced from ``[llm.prices]`` or registered at zero instead of crashing.
-litellm is imported lazily: it costs seconds and ~200 MB.
+exponential backoff and jitter, capped, or after what the server's ``Retry-After`` asks when
+that is at most ``llm.retry_after_max_s`` (longer ends the call at once, saying so). A 200
+that is not a completion (an HTML page, a body that is not JSON, no choices) is reported as
+such and retried only when that can help (see :mod:`core.llm.failures`). Accounts tokens and
+cost per call. Models litellm has no price for are priced from ``[llm.prices]`` or registered
+at zero instead of crashing. litellm is imported lazily: it costs seconds and ~200 MB.
 """
 
 from __future__ import annotations
@@ -13,16 +16,15 @@ import logging
 import os
 from typing import Any
 
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import AsyncRetrying, RetryCallState, stop_after_attempt, wait_random_exponential
 
 from core.config import LLMSettings
 from core.errors import LLMError
 from core.llm.base import LLMRequest, LLMResponse
+from core.llm.failures import CallFailure, classify, no_choices
 from core.types.chat import ToolCall, Usage
 
 log = logging.getLogger(__name__)
-
-_TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
 
 def import_litellm() -> Any:
@@ -34,11 +36,6 @@ def import_litellm() -> Any:
     litellm.telemetry = False
     litellm.suppress_debug_info = True
     return litellm
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
 
 
 class LiteLLMGateway:
@@ -60,21 +57,6 @@ class LiteLLMGateway:
             return None
         return None if report.get("keys_in_environment") else "no-key-needed"
 
-    def _transient(self, exc: BaseException) -> bool:
-        lm = self._litellm
-        if isinstance(
-            exc,
-            asyncio.TimeoutError
-            | lm.Timeout
-            | lm.APIConnectionError
-            | lm.RateLimitError
-            | lm.InternalServerError
-            | lm.ServiceUnavailableError
-            | lm.BadGatewayError,
-        ):
-            return True
-        return _status(exc) in _TRANSIENT_STATUS
-
     async def complete(self, request: LLMRequest) -> LLMResponse:
         s = self.settings
         kwargs: dict[str, Any] = {
@@ -82,7 +64,7 @@ class LiteLLMGateway:
             "messages": [m.to_openai() for m in request.messages],
             "timeout": s.timeout_s,
             "num_retries": 0,  # tenacity owns retries
-            "max_tokens": s.max_output_tokens,
+            "max_tokens": request.max_tokens or s.max_output_tokens,
             "temperature": s.temperature,
         }
         if request.tools:
@@ -92,28 +74,45 @@ class LiteLLMGateway:
         if self._api_key:
             kwargs["api_key"] = self._api_key
         attempts = 0
+        backoff = wait_random_exponential(multiplier=s.backoff_initial_s, max=s.backoff_max_s)
+
+        def wait(state: RetryCallState) -> float:
+            failure = _failure(state)
+            if failure is not None and failure.wait_s is not None:
+                return failure.wait_s  # the server's Retry-After, already within the ceiling
+            return backoff(state)
+
+        def retry(state: RetryCallState) -> bool:
+            failure = _failure(state)
+            if failure is None or not failure.retry:
+                return False
+            return failure.max_attempts is None or state.attempt_number < failure.max_attempts
+
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(s.max_attempts),
-            wait=wait_random_exponential(multiplier=s.backoff_initial_s, max=s.backoff_max_s),
-            retry=retry_if_exception(self._transient),
-            reraise=True,
+            stop=stop_after_attempt(s.max_attempts), wait=wait, retry=retry, reraise=True
         )
         try:
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    # litellm's own timeout covers the HTTP call; this one is the backstop.
-                    # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel.
-                    async with asyncio.timeout(s.timeout_s + 5):
-                        response = await self._litellm.acompletion(**kwargs)
-        except Exception as exc:
+                    try:
+                        # litellm's own timeout covers the HTTP call; this one is the backstop.
+                        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel.
+                        async with asyncio.timeout(s.timeout_s + 5):
+                            response = await self._litellm.acompletion(**kwargs)
+                    except Exception as exc:
+                        raise classify(exc, self._litellm, s.retry_after_max_s) from exc
+                    empty = no_choices(response)
+                    if empty is not None:
+                        raise empty
+        except CallFailure as failure:
             raise LLMError(
-                f"{type(exc).__name__}: {_short(exc)}",
+                failure.message,
                 model=request.model,
-                status=_status(exc),
+                status=failure.status,
                 attempts=attempts,
-                retryable=self._transient(exc),
-            ) from exc
+                retryable=failure.transient,
+            ) from (failure.__cause__ or failure)
         return self._parse(request.model, response, attempts)
 
     def _parse(self, model: str, response: Any, attempts: int) -> LLMResponse:
@@ -177,6 +176,6 @@ class LiteLLMGateway:
                 log.debug("closing litellm clients failed", exc_info=True)
 
 
-def _short(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[:limit] + "…"
+def _failure(state: RetryCallState) -> CallFailure | None:
+    exc = state.outcome.exception() if state.outcome is not None else None
+    return exc if isinstance(exc, CallFailure) else None

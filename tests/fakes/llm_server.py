@@ -7,7 +7,8 @@ genuine litellm/openai client stack with ``api_base=server.base_url``.
 
 Responses come from, in order of precedence:
 
-1. a FIFO queue filled with :meth:`FakeLLMServer.script`,
+1. a FIFO queue filled with :meth:`FakeLLMServer.script` (a :class:`FakeReply`, a
+   :class:`FakeFailure`, or a :class:`FakeRaw` answer that is not a completion),
 2. a responder callable set with :meth:`FakeLLMServer.set_responder`,
 3. the default reply: content ``"ok"`` and no tool calls.
 
@@ -44,6 +45,7 @@ __all__ = [
     "FakeFailure",
     "FakeItem",
     "FakeLLMServer",
+    "FakeRaw",
     "FakeReply",
     "Responder",
     "ThreadedFakeLLMServer",
@@ -70,17 +72,61 @@ class FakeReply:
 class FakeFailure:
     """An HTTP error to return, in the OpenAI error shape.
 
-    ``retry_after`` sets the ``Retry-After`` header; ``delay_s`` sleeps before answering (on top
-    of the server latency), e.g. to provoke client timeouts.
+    ``retry_after`` sets the ``Retry-After`` header (seconds; a string is sent verbatim, e.g.
+    an HTTP date); ``retry_after_ms`` sets ``retry-after-ms`` (OpenAI's own); ``delay_s`` sleeps
+    before answering (on top of the server latency), e.g. to provoke client timeouts.
     """
 
     status: int
     message: str = "injected failure"
-    retry_after: float | None = None
+    retry_after: float | str | None = None
+    delay_s: float = 0.0
+    retry_after_ms: float | None = None
+
+
+@dataclass
+class FakeRaw:
+    """An answer sent exactly as given: for what is not a completion nor an OpenAI error.
+
+    Use the constructors: :meth:`html` (a proxy's login or error page), :meth:`not_json`,
+    :meth:`no_choices` (a well-formed completion whose ``choices`` list is empty).
+    """
+
+    body: str = ""
+    status: int = 200
+    content_type: str = "text/plain"
+    headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
 
+    @classmethod
+    def html(cls, title: str = "Sign in", status: int = 200) -> FakeRaw:
+        page = (
+            f"<!DOCTYPE html>\n<html><head><title>{title}</title></head>\n<body>"
+            f"<h1>{title}</h1><form action='/login' method='post'><input name='user'>"
+            "<input name='password' type='password'></form></body></html>\n"
+        )
+        return cls(page, status, "text/html")
 
-FakeItem = FakeReply | FakeFailure
+    @classmethod
+    def not_json(
+        cls, text: str = "upstream said: ok {", content_type: str = "application/json"
+    ) -> FakeRaw:
+        return cls(text, 200, content_type)
+
+    @classmethod
+    def no_choices(cls, model: str = "fake-model") -> FakeRaw:
+        body = {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1},
+        }
+        return cls(json.dumps(body), 200, "application/json")
+
+
+FakeItem = FakeReply | FakeFailure | FakeRaw
 Responder = Callable[[dict[str, Any]], FakeItem]
 
 _ERROR_TYPES: dict[int, tuple[str, str]] = {
@@ -222,7 +268,8 @@ def _json_error(status: int, message: str, headers: dict[str, str] | None = None
 class FakeLLMServer:
     """OpenAI-compatible fake chat-completions server running on the current event loop.
 
-    ``requests`` records every parsed request body in arrival order (failed ones included).
+    ``requests`` records every parsed request body in arrival order (failed ones included), and
+    ``request_times`` the ``time.monotonic()`` of each one's arrival.
     ``latency_s`` is mutable and applied to every chat request before answering.
     Queue, responder and request log are guarded by a lock, so they may be used from another
     thread (see :class:`ThreadedFakeLLMServer`).
@@ -242,6 +289,7 @@ class FakeLLMServer:
         self.host = host
         self.models: list[str] = list(models)
         self.requests: list[dict[str, Any]] = []
+        self.request_times: list[float] = []
         self._requested_port = port
         self._port: int | None = None
         self._queue: deque[FakeItem] = deque()
@@ -347,20 +395,34 @@ class FakeLLMServer:
             return _json_error(400, "request body must be a JSON object")
         with self._lock:
             self.requests.append(body)
+            self.request_times.append(time.monotonic())
         if body.get("stream"):
             return _json_error(400, "streaming is not supported by the fake LLM server")
 
         item = self._next_item(body)
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
+        if isinstance(item, FakeRaw):
+            if item.delay_s > 0:
+                await asyncio.sleep(item.delay_s)
+            return web.Response(
+                body=item.body.encode(),
+                status=item.status,
+                headers=item.headers,
+                content_type=item.content_type,
+            )
         if isinstance(item, FakeFailure):
             if item.delay_s > 0:
                 await asyncio.sleep(item.delay_s)
-            headers = None
-            if item.retry_after is not None:
-                value = item.retry_after
-                headers = {"Retry-After": str(int(value)) if value == int(value) else str(value)}
-            return _json_error(item.status, item.message, headers)
+            headers: dict[str, str] = {}
+            value = item.retry_after
+            if isinstance(value, str):
+                headers["Retry-After"] = value
+            elif value is not None:
+                headers["Retry-After"] = str(int(value)) if value == int(value) else str(value)
+            if item.retry_after_ms is not None:
+                headers["retry-after-ms"] = f"{item.retry_after_ms:g}"
+            return _json_error(item.status, item.message, headers or None)
         model = str(body.get("model") or (self.models[0] if self.models else "fake-model"))
         return _json(_completion_body(item, model, body))
 
@@ -374,6 +436,7 @@ class FakeLLMServer:
             return _json_error(400, "an embeddings request needs a non-empty input")
         with self._lock:
             self.requests.append(body)
+            self.request_times.append(time.monotonic())
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
         return _json(_embeddings_body(body, self.embedding_dim))
@@ -391,8 +454,8 @@ class ThreadedFakeLLMServer:
     """:class:`FakeLLMServer` running on its own event loop in a daemon thread.
 
     Use from synchronous code (``with ThreadedFakeLLMServer() as s: ...``) or to serve other
-    processes. ``script``/``set_responder``/``requests``/``base_url``/``latency_s`` mirror the
-    async server.
+    processes. ``script``/``set_responder``/``requests``/``request_times``/``base_url``/
+    ``latency_s`` mirror the async server.
     """
 
     def __init__(
@@ -487,6 +550,12 @@ class ThreadedFakeLLMServer:
         """Snapshot of the request bodies received so far, in order."""
         with self._server._lock:
             return list(self._server.requests)
+
+    @property
+    def request_times(self) -> list[float]:
+        """Snapshot of the requests' arrival times (``time.monotonic()``), in order."""
+        with self._server._lock:
+            return list(self._server.request_times)
 
     @property
     def pending(self) -> int:

@@ -1,0 +1,204 @@
+"""The gateway's edges over the real litellm HTTP path, against the local OpenAI-compatible fake.
+
+A 200 that is not a completion is reported as what it is and retried only when that can help;
+a Retry-After within ``llm.retry_after_max_s`` is waited for, a longer one ends the call.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from email.utils import formatdate
+
+import pytest
+
+from core.errors import LLMError
+from core.llm.base import LLMRequest
+from core.llm.gateway import LiteLLMGateway
+from core.types import ChatMessage
+from tests.conftest import make_settings
+from tests.fakes.llm_server import FakeFailure, FakeLLMServer, FakeRaw, FakeReply
+
+pytestmark = pytest.mark.integration
+
+MODEL = "openai/fake-model"
+
+
+@pytest.fixture
+async def llm_server():
+    async with FakeLLMServer() as server:
+        yield server
+
+
+def gateway(api_base: str, **llm: object) -> LiteLLMGateway:
+    settings = make_settings(
+        llm={
+            "model": MODEL,
+            "api_base": api_base,
+            "api_key_env": "",
+            "max_attempts": 4,
+            "backoff_initial_s": 0.01,
+            "backoff_max_s": 0.05,
+            **llm,
+        }
+    )
+    return LiteLLMGateway(settings.llm)
+
+
+def request() -> LLMRequest:
+    return LLMRequest(model=MODEL, messages=(ChatMessage(role="user", content="hi"),))
+
+
+async def failure(server: FakeLLMServer, **llm: object) -> LLMError:
+    with pytest.raises(LLMError) as info:
+        await gateway(server.base_url, **llm).complete(request())
+    return info.value
+
+
+# -- a 200 that is not a completion ------------------------------------------------------------
+
+
+async def test_an_html_page_is_reported_as_such_and_not_retried(llm_server) -> None:
+    llm_server.set_responder(lambda _body: FakeRaw.html("Corporate proxy: sign in"))
+    error = await failure(llm_server)
+    message = str(error)
+    assert "the model server answered 200 with an HTML page, not a completion" in message
+    assert "check llm.api_base (first 200 chars: <!DOCTYPE html> <html><head><title>Corporate" in (
+        message
+    )
+    assert "HTTP 500" not in message and "InternalServerError" not in message
+    assert (error.status, error.attempts, error.retryable) == (None, 1, False)
+    assert len(llm_server.requests) == 1
+
+
+async def test_an_html_page_served_as_json_is_still_an_html_page(llm_server) -> None:
+    page = FakeRaw.html()
+    page.content_type = "application/json"
+    llm_server.set_responder(lambda _body: page)
+    error = await failure(llm_server)
+    assert "answered 200 with an HTML page, not a completion: check llm.api_base" in str(error)
+    assert len(llm_server.requests) == 1
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/plain"])
+async def test_a_body_that_is_not_json_fails_at_once(llm_server, content_type: str) -> None:
+    llm_server.set_responder(lambda _body: FakeRaw.not_json("upstream ok {", content_type))
+    error = await failure(llm_server)
+    assert str(error) == (
+        f"LLM call to {MODEL} failed after 1 attempt(s): the model server answered 200 with a "
+        "body that is not JSON, not a completion: check llm.api_base "
+        "(first 200 chars: upstream ok {)"
+    )
+    assert len(llm_server.requests) == 1
+
+
+async def test_an_empty_body_and_json_that_is_no_completion_fail_at_once(llm_server) -> None:
+    llm_server.script(FakeRaw("", content_type="application/json"))
+    error = await failure(llm_server)
+    assert "answered 200 with an empty body, not a completion: check llm.api_base" in str(error)
+    llm_server.script(FakeRaw("[1, 2]", content_type="application/json"))
+    error = await failure(llm_server)
+    assert "answered 200 with JSON that is not an object, not a completion: check" in str(error)
+    assert "(first 200 chars: [1, 2])" in str(error)
+    assert len(llm_server.requests) == 2
+
+
+async def test_no_choices_is_retried_once_then_reported(llm_server) -> None:
+    llm_server.set_responder(lambda _body: FakeRaw.no_choices())
+    error = await failure(llm_server)
+    assert "the model server answered 200 with no choices (an empty `choices` list)" in str(error)
+    assert "IndexError" not in str(error) and "HTTP" not in str(error)
+    assert (error.attempts, error.retryable) == (2, True)
+    assert len(llm_server.requests) == 2
+
+
+async def test_no_choices_then_a_completion_succeeds(llm_server) -> None:
+    llm_server.script(FakeRaw.no_choices(), FakeReply(content="here"))
+    response = await gateway(llm_server.base_url).complete(request())
+    assert (response.content, response.attempts) == ("here", 2)
+
+
+async def test_json_without_a_choices_key_is_retried_once(llm_server) -> None:
+    llm_server.set_responder(
+        lambda _body: FakeRaw('{"detail": "use /v2"}', content_type="application/json")
+    )
+    error = await failure(llm_server)
+    assert "answered 200 with JSON that has no `choices` list, not a completion" in str(error)
+    assert len(llm_server.requests) == 2
+
+
+async def test_a_real_5xx_html_page_is_still_retried(llm_server) -> None:
+    llm_server.script(FakeRaw.html("502 Bad Gateway", status=502), FakeReply(content="back"))
+    response = await gateway(llm_server.base_url).complete(request())
+    assert (response.content, response.attempts) == ("back", 2)
+
+
+# -- Retry-After ---------------------------------------------------------------------------------
+
+
+async def test_a_429_with_retry_after_waits_that_long_then_succeeds(llm_server) -> None:
+    llm_server.script(FakeFailure(429, "slow down", retry_after=1), FakeReply(content="now"))
+    started = time.monotonic()
+    response = await gateway(llm_server.base_url).complete(request())
+    assert (response.content, response.attempts) == ("now", 2)
+    first, second = llm_server.request_times
+    assert 0.95 <= second - first < 1.5  # the server's 1 s, not the 0.05 s backoff
+    assert time.monotonic() - started < 5
+
+
+async def test_retry_after_ms_is_preferred(llm_server) -> None:
+    llm_server.script(
+        FakeFailure(503, "busy", retry_after=30, retry_after_ms=300), FakeReply(content="ok")
+    )
+    response = await gateway(llm_server.base_url, retry_after_max_s=5).complete(request())
+    assert response.attempts == 2
+    first, second = llm_server.request_times
+    assert 0.28 <= second - first < 0.9
+
+
+async def test_a_429_asking_for_too_long_is_not_retried(llm_server) -> None:
+    llm_server.set_responder(lambda _body: FakeFailure(429, "daily quota", retry_after=120))
+    error = await failure(llm_server, retry_after_max_s=60)
+    message = str(error)
+    assert message.startswith(
+        f"LLM call to {MODEL} failed (HTTP 429) after 1 attempt(s): RateLimitError: the provider "
+        "asked to wait 120 s, more than llm.retry_after_max_s = 60; raise it or try later ("
+    )
+    assert "daily quota" in message
+    assert (error.status, error.attempts, error.retryable) == (429, 1, True)
+    assert len(llm_server.requests) == 1
+
+
+async def test_a_503_with_an_http_date_too_far_is_not_retried(llm_server) -> None:
+    later = formatdate(time.time() + 600, usegmt=True)
+    llm_server.set_responder(lambda _body: FakeFailure(503, "maintenance", retry_after=later))
+    error = await failure(llm_server, retry_after_max_s=60)
+    assert "(HTTP 503)" in str(error) and "the provider asked to wait 59" in str(error)
+    assert "more than llm.retry_after_max_s = 60; raise it or try later" in str(error)
+    assert len(llm_server.requests) == 1
+
+
+# -- transient failures keep being retried -------------------------------------------------------
+
+
+async def test_429s_within_the_ceiling_use_every_attempt(llm_server) -> None:
+    llm_server.set_responder(lambda _body: FakeFailure(429, "busy", retry_after=0.01))
+    error = await failure(llm_server, max_attempts=3)
+    assert (error.status, error.attempts, error.retryable) == (429, 3, True)
+    assert "RateLimitError" in str(error) and "busy" in str(error)
+    assert len(llm_server.requests) == 3
+
+
+async def test_connection_refused_is_retried() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again below: nothing listens there
+    with pytest.raises(LLMError) as info:
+        await gateway(f"http://127.0.0.1:{port}/v1", max_attempts=3).complete(request())
+    error = info.value
+    assert (error.status, error.attempts, error.retryable) == (None, 3, True)
+    assert str(error) == (
+        f"LLM call to {MODEL} failed after 3 attempt(s): could not connect to the model server "
+        f"at 127.0.0.1:{port} ([Errno 111] Connect call failed ('127.0.0.1', {port})): check "
+        "llm.api_base and that the server is running"
+    )
