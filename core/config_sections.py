@@ -98,6 +98,8 @@ class SchedulerSettings(_Section):
     background_interval_s: float = Field(0.2, gt=0, le=60)
     # An intent claimed by a worker that died is taken over after this long.
     intent_claim_idle_s: float = Field(30.0, gt=0)
+    # How often one process checks the runs under way for a run nothing can move on.
+    watchdog_s: float = Field(10.0, gt=0, le=3600)
 
 
 class CelerySettings(_Section):

@@ -60,9 +60,11 @@ def bound(
 
 
 def llm_deadline(svc: Services) -> float:
-    """The longest one model call may take, retries and backoff included."""
+    """The longest one model call may take, retries and their waits (back-off, or a
+    server's Retry-After up to ``llm.retry_after_max_s``) included."""
     llm = svc.settings.llm
-    return llm.timeout_s * llm.max_attempts + llm.backoff_max_s * (llm.max_attempts - 1) + 5
+    wait = max(llm.backoff_max_s, llm.retry_after_max_s)
+    return llm.timeout_s * llm.max_attempts + wait * (llm.max_attempts - 1) + 5
 
 
 async def complete(

@@ -11,6 +11,7 @@ from typing import Any
 from core.agent.wake import wake_agent
 from core.effects.intents import process_pending
 from core.effects.timers import TIMER, DeliverMessage, ExpireProposal, Timer
+from core.runs import watchdog
 from core.runs.control import expire_if_due
 from core.runs.learning import learn_ended
 from core.services import Services
@@ -21,11 +22,13 @@ _BATCH = 100
 
 
 async def tick(svc: Services) -> None:
-    """One pass: fire due timers, process intents nobody has processed yet, and record
-    ended runs in the library."""
+    """One pass: fire due timers, process intents nobody has processed yet, record ended
+    runs in the library, and (every ``scheduler.watchdog_s``) end runs nothing can move
+    on."""
     await fire_due(svc)
     await process_pending(svc)
     await learn_ended(svc)
+    await watchdog.watch(svc)
 
 
 async def fire_due(svc: Services, now: float | None = None) -> int:

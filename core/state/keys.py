@@ -98,6 +98,18 @@ class Keys:
     def runs_index(self) -> str:
         return f"{self.prefix}:runs"
 
+    def active_runs(self) -> str:
+        """Set of runs under way (running or waiting for people), for the watchdog."""
+        return f"{self.prefix}:runs:active"
+
+    def watchdog(self) -> str:
+        """The watchdog's claim on this round (one process checks the runs per round)."""
+        return f"{self.prefix}:watchdog"
+
+    def watchdog_marks(self) -> str:
+        """Hash run id → its last event id when the watchdog last found it idle."""
+        return f"{self.prefix}:watchdog:idle"
+
     def ended_runs(self) -> str:
         """Set of runs that ended and whose outcome the library has not recorded yet."""
         return f"{self.prefix}:runs:ended"

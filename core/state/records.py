@@ -10,13 +10,18 @@ from typing import Any
 from core.state.keys import Keys
 from core.types.agent import AgentState
 from core.types.chat import Usage
-from core.types.run import RunHead, RunState
+from core.types.run import RunHead, RunState, RunStatus
 
 
 def set_run(pipe: Any, keys: Keys, run: RunState) -> None:
-    """Write the run's record and its head (in the caller's transaction)."""
+    """Write the run's record and its head (in the caller's transaction), and keep it in
+    the set of runs under way while it is (the watchdog's list)."""
     pipe.set(keys.run(run.id), run.model_dump_json())
     pipe.set(keys.run_head(run.id), run.head().model_dump_json())
+    if run.status in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
+        pipe.sadd(keys.active_runs(), run.id)
+    elif run.status.terminal:
+        pipe.srem(keys.active_runs(), run.id)
 
 
 def parse_head(raw: Any) -> RunHead | None:

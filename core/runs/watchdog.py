@@ -1,0 +1,120 @@
+"""The run watchdog: no run stays ``running`` with nothing left that could move it on.
+
+Every ``scheduler.watchdog_s`` one process (a claim per round) looks at the runs under
+way. A running run (not paused, not waiting for a person) whose every unfinished agent
+waits — none runnable, none with mail to read, no open question, no timer due for it —
+has nothing left that can move it on. Found so twice in a row with no event between,
+it is ended as failed, naming who waits, and every agent stops. A waiting agent that
+has mail but no wake-up on its way is woken instead (a wake-up lost with a worker).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from core.agent.wake import nudge_all, wake_agent
+from core.services import Services
+from core.state.store import TransitionResult
+from core.types.agent import AgentSpec, AgentStatus
+from core.types.events import RunFinished
+from core.types.run import SYSTEM, RunStatus
+
+log = logging.getLogger(__name__)
+_BATCH = 500
+
+
+async def watch(svc: Services) -> int:
+    """One round, if this process claims it; how many runs were ended."""
+    interval = svc.settings.scheduler.watchdog_s
+    if not await svc.redis.set(svc.store.keys.watchdog(), "1", nx=True, px=int(interval * 1000)):
+        return 0
+    active: Any = await svc.redis.srandmember(svc.store.keys.active_runs(), _BATCH)
+    ended = 0
+    for run_id in active or ():
+        try:
+            ended += await check(svc, run_id)
+        except Exception:
+            log.exception("the watchdog could not check run %s", run_id)
+    return ended
+
+
+async def check(svc: Services, run_id: str) -> bool:
+    """Look at one run; True if it was ended because nothing could move it on."""
+    keys = svc.store.keys
+    head = await svc.store.run_head(run_id)
+    if head.status.terminal:
+        await svc.redis.srem(keys.active_runs(), run_id)
+        return False
+    idle = None
+    if head.status is RunStatus.RUNNING and head.paused is None:
+        idle = await _idle(svc, run_id)
+    if idle is None:
+        await svc.redis.hdel(keys.watchdog_marks(), run_id)
+        return False
+    last: Any = await svc.redis.xrevrange(keys.events(run_id), count=1)
+    mark = last[0][0] if last else "0-0"
+    seen: Any = await svc.redis.hget(keys.watchdog_marks(), run_id)
+    if seen != mark:  # idle now; ended only if still so next round, with no event between
+        await svc.redis.hset(keys.watchdog_marks(), run_id, mark)
+        return False
+    await svc.redis.hdel(keys.watchdog_marks(), run_id)
+    return (await _fail(svc, run_id, idle)).ok
+
+
+async def _idle(svc: Services, run_id: str) -> str | None:
+    """Why nothing can move the run on (who waits), or None if something can."""
+    keys = svc.store.keys
+    ids = await svc.store.agent_ids(run_id)
+    async with svc.redis.pipeline(transaction=False) as pipe:
+        for agent_id in ids:
+            pipe.hmget(keys.agent(run_id, agent_id), ["status", "spec"])
+        rows: list[Any] = await pipe.execute()
+    waiting: list[AgentSpec] = []
+    for fields in rows:
+        if fields[0] is None:
+            continue
+        status = AgentStatus(fields[0])
+        if status is AgentStatus.WAITING:
+            waiting.append(AgentSpec.model_validate_json(fields[1]))
+        elif not status.terminal:
+            return None  # runnable, or waiting for a person
+    if await svc.redis.hlen(keys.questions(run_id)):
+        return None
+    for spec in waiting:
+        if await svc.bus.has_unread(run_id, spec):
+            # Mail to read (or being read by a turn under way): a wake-up, if none is on
+            # its way (one lost with a worker is retried once its claim lapses).
+            await wake_agent(svc, run_id, spec.id)
+            return None
+    pattern = f'*"run_id":"{run_id}"*'
+    async for _timer in svc.redis.zscan_iter(keys.timers(), match=pattern, count=1000):
+        return None  # a reminder or a time-out will wake someone
+    if not waiting:
+        return "no agent is left to finish it"
+    names = ", ".join(s.name for s in waiting[:6]) + (" and others" if len(waiting) > 6 else "")
+    return f"every agent still at work ({names}) waits for a message that no one will send"
+
+
+async def _fail(svc: Services, run_id: str, why: str) -> TransitionResult:
+    error = f"the run could not go on: {why}"
+    usage = await svc.store.run_usage(run_id)
+    step = await svc.store.transition_run(
+        run_id,
+        RunStatus.FAILED,
+        by=SYSTEM,
+        note=error,
+        events=[
+            RunFinished(
+                run_id=run_id,
+                status=RunStatus.FAILED,
+                error=error,
+                tokens=usage.total_tokens,
+                cost_usd=usage.cost_usd,
+            )
+        ],
+    )
+    if step.ok:
+        log.warning("run %s ended by the watchdog: %s", run_id, why)
+        await nudge_all(svc, run_id)
+    return step

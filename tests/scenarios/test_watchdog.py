@@ -1,0 +1,124 @@
+"""No run is stranded: a quarantined agent's run goes on (its parent is told), and a run
+whose agents all wait for messages nobody will send is ended with the reason."""
+
+from __future__ import annotations
+
+import asyncio
+
+from core.agent.turn import run_turn
+from core.llm.scripted import Reply, ScriptedModel, call
+from core.runs import watchdog
+from core.runs.control import start_run
+from core.scheduler import RecordingScheduler
+from core.scheduler.base import TurnJob, TurnOutcome
+from core.types import AgentSpec
+from core.types.agent import AgentStatus, EndReason
+from core.types.events import ErrorRaised, RunFinished
+from core.types.run import RunStatus
+from tests.conftest import make_settings
+from tests.helpers import collect
+
+TOOLS = ("create_agent", "wait_for_messages", "finish")
+
+
+def _deadlock_model() -> ScriptedModel:
+    """O creates A and waits; A waits too: nobody will ever send a message."""
+    return (
+        ScriptedModel()
+        .script(
+            "O",
+            Reply(
+                calls=(
+                    call("create_agent", {"name": "A", "role": "member", "purpose": "wait"}),
+                    call("wait_for_messages"),
+                )
+            ),
+        )
+        .script("A", Reply(calls=(call("wait_for_messages"),)))
+    )
+
+
+async def test_a_run_that_nothing_can_move_on_is_ended_with_the_reason(
+    make_services, any_redis
+) -> None:
+    svc = make_services(make_settings(), _deadlock_model(), redis=any_redis)
+    run_id = await start_run(svc, "t", AgentSpec(name="O", role="orchestrator", tools=TOOLS))
+    for _ in range(200):  # both agents end up waiting
+        agents = [await svc.store.load_agent(run_id, a) for a in await svc.store.agent_ids(run_id)]
+        if len(agents) == 2 and all(a and a.status is AgentStatus.WAITING for a in agents):
+            break
+        await asyncio.sleep(0.02)
+    assert await svc.redis.sismember(svc.store.keys.active_runs(), run_id)
+
+    assert not await watchdog.check(svc, run_id), "idle once: looked at again next round"
+    assert (await svc.store.get_run(run_id)).status is RunStatus.RUNNING
+    assert await watchdog.check(svc, run_id), "still idle, no event between: ended"
+
+    events = await collect(svc, run_id)
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status is RunStatus.FAILED
+    assert finished.error is not None and {"O", "A"} <= set(
+        finished.error.split("(")[1].split(")")[0].split(", ")
+    )
+    assert "waits for a message that no one will send" in finished.error
+    assert not await svc.redis.sismember(svc.store.keys.active_runs(), run_id)
+
+
+async def test_a_busy_run_is_left_alone(make_services, any_redis) -> None:
+    svc = make_services(make_settings(), _deadlock_model(), redis=any_redis, start=False)
+    svc.scheduler = RecordingScheduler()
+    run_id = await start_run(svc, "t", AgentSpec(name="O", role="orchestrator", tools=TOOLS))
+    # O's first turn is queued (ready): something can move the run on.
+    assert not await watchdog.check(svc, run_id)
+    assert not await watchdog.check(svc, run_id)
+    assert (await svc.store.get_run(run_id)).status is RunStatus.RUNNING
+
+
+async def test_a_quarantined_agent_ends_and_its_run_goes_on(make_services, any_redis) -> None:
+    class Killed(BaseException):
+        pass
+
+    model = (
+        ScriptedModel()
+        .script(
+            "O",
+            Reply(
+                calls=(
+                    call("create_agent", {"name": "A", "role": "member", "purpose": "a"}),
+                    call("wait_for_messages"),
+                )
+            ),
+            Reply(calls=(call("finish", {"result": "A could not do it; done without it"}),)),
+        )
+        .script("A", Reply(calls=(call("finish", {"result": "never saved"}),)))
+    )
+    settings = make_settings(limits={"max_deliveries": 2})
+    svc = make_services(settings, model, redis=any_redis, start=False)
+    svc.scheduler = recorder = RecordingScheduler()
+    root = AgentSpec(name="O", role="orchestrator", tools=TOOLS)
+    run_id = await start_run(svc, "t", root)
+    await run_turn(svc, TurnJob(run_id=run_id, agent_id=root.id, seq=0))
+    child = await svc.store.resolve_name(run_id, "A")
+    assert child is not None
+
+    async def die(*_args: object) -> None:
+        raise Killed
+
+    job = TurnJob(run_id=run_id, agent_id=child, seq=0)
+    original = svc.llm.complete
+    svc.llm.complete = die  # type: ignore[method-assign]
+    for _ in range(settings.limits.max_deliveries):
+        try:
+            await run_turn(svc, job)
+        except Killed:
+            pass
+    svc.llm.complete = original  # type: ignore[method-assign]
+    assert await run_turn(svc, job) is TurnOutcome.ENDED  # quarantined
+    state = await svc.store.load_agent(run_id, child)
+    assert state is not None and state.end_reason is EndReason.QUARANTINED
+
+    # Its parent is woken with the failure and finishes the run.
+    assert await run_turn(svc, recorder.of(root.id)[-1]) is TurnOutcome.ENDED
+    events = [e for _, e in await svc.store.read_events(run_id, count=1000)]
+    assert any(isinstance(e, ErrorRaised) and "quarantined" in e.message for e in events)
+    assert (await svc.store.get_run(run_id)).status is RunStatus.COMPLETED
