@@ -45,6 +45,7 @@ async def check(svc: Services, run_id: str) -> bool:
     head = await svc.store.run_head(run_id)
     if head.status.terminal:
         await svc.redis.srem(keys.active_runs(), run_id)
+        await svc.redis.hdel(keys.watchdog_marks(), run_id)
         return False
     idle = None
     if head.status is RunStatus.RUNNING and head.paused is None:
