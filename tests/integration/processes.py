@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -87,6 +89,12 @@ class Process:
                 raise AssertionError(f"{self.name}: no {text!r} within {timeout} s:\n{self.tail()}")
             time.sleep(0.05)
 
+    def kill(self) -> int:
+        """SIGKILL at once (like ``kill -9``: no shutdown of any kind); the exit code."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        return self.proc.wait(5)
+
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.output().splitlines()[-lines:])
 
@@ -104,3 +112,97 @@ class Process:
     def cleanup(self) -> None:
         self.stop()
         self._log.unlink(missing_ok=True)
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """A ``redis-server`` of our own on a free port, persistent across restarts: every write
+    is in the append-only file (fsynced at once) in a temporary folder, and no RDB
+    snapshots. For tests and benchmarks that restart Redis (the shared one is never
+    restarted). ``start`` waits until it answers PING; ``cleanup`` stops it and removes
+    its folder."""
+
+    def __init__(self, port: int | None = None, executable: str = "redis-server") -> None:
+        self.port = port or free_port()
+        self.executable = shutil.which(executable) or executable
+        self.dir = Path(tempfile.mkdtemp(prefix="caramba-redis-"))
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "redis.log"
+
+    def start(self, timeout: float = 10) -> None:
+        args = [
+            self.executable,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--appendonly", "yes",
+            "--appendfsync", "always",
+            "--dir", str(self.dir),
+            "--save", "",
+            "--logfile", str(self.log),
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = 10) -> None:
+        from redis import Redis
+        from redis.exceptions import BusyLoadingError
+        from redis.exceptions import ConnectionError as RedisConnectionError
+
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"redis-server exited ({self.proc.returncode}): {self.tail()}")
+            client = Redis(host="127.0.0.1", port=self.port, socket_timeout=1)
+            try:
+                if client.ping():
+                    return
+            except (RedisConnectionError, BusyLoadingError):
+                pass
+            finally:
+                client.close()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"redis-server: no PONG within {timeout} s: {self.tail()}")
+            time.sleep(0.05)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> None:
+        """SIGTERM: Redis's own shutdown (the append-only file is complete either way)."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def restart(self, down_s: float = 1.0, sig: int = signal.SIGTERM) -> None:
+        """Stop it, stay down ``down_s`` (clients see refused connections), start it again
+        on the same port and data; returns once it answers."""
+        self.stop(sig)
+        time.sleep(down_s)
+        self.start()
+        self.restarts += 1
+
+    def tail(self, lines: int = 20) -> str:
+        if not self.log.exists():
+            return ""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)

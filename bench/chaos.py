@@ -1,0 +1,794 @@
+"""Durable under chaos: runs of agents that talk to each other while their worker
+processes are killed (SIGKILL) and restarted, or while Redis restarts.
+
+    .venv/bin/python bench/chaos.py [--runs 20] [--seed 12] [--kill-min-s 1] [--kill-max-s 4]
+                                    [--latency-ms 500] [--kills N] [--no-control]
+    .venv/bin/python bench/chaos.py --redis-restart [--redis-restarts 2]
+
+The production path: real ``python -m tasks.worker`` processes (two, 32 turn slots each,
+``celery.visibility_timeout_s`` = 3 s as in tests/integration/test_worker_crash.py, chains
+of at most 4 turns / 1 s), real Redis (db 14 of 127.0.0.1:6379 under a key prefix of
+the bench's, removed afterwards), litellm against the OpenAI-compatible fake
+(tests/fakes/llm_server.py) at ``--latency-ms``. Other settings are production's
+(``limits.max_deliveries``, the bus's redelivery cap); the library's embedder is the
+``hashing`` one in a temporary folder (a run's end is recorded there, off the path).
+
+Each run is a designed cohort proposed and approved through core
+(``propose_run``/``approve_run``): an Orchestrator and two members, Alpha and Beta, on
+one team. The fake plays each agent like a model would, from the request alone (its
+system prompt, the messages, the tools offered): the Orchestrator posts to the chat and
+waits; each member calculates its product and exchanges ``ROUNDS`` messages with the
+other (``send_message``, ``wait_for_messages``: it sends its next one only after hearing
+the other's last), then posts its answer to the chat and finishes with it; the
+Orchestrator finishes with both results once both members reported. Runs start one
+every ``--stagger-s`` (1 s), so that the kills land throughout the runs.
+
+Chaos: every 1–4 s (``random.Random(seed)``) one of the two workers, drawn at random, is
+killed with SIGKILL and a new one started at once in its place (``--victims ready``: drawn
+among those that announced they are ready, the kill waiting for one if none is, so that
+every kill hits a worker running turns; on this 2-core machine a worker takes 3–5 s to
+start, so that is a crash loop). The chaos stops once
+every run ended, or ``--chaos-s`` after the first run started, or after ``--kills``
+kills. The runs then have ``--deadline-s`` (120 s) to end. The control phase is the same
+20 runs with no kills (printed first); ``--no-control`` skips it.
+
+The figures (read from Redis and from the fake's request log once the workers stopped):
+
+- ``completed``: runs whose status is ``completed`` with the expected result (both
+  members' products). A run that ended otherwise counts in ``failed`` (details line).
+- ``stuck``: runs not ended (status not completed, failed, cancelled or rejected) at the
+  deadline.
+- ``lost_messages``: distinct messages sent (``MessageSent`` events) that were never
+  consumed: in the run's dead-letter stream ``{prefix}:run:{run}:dead``, or still unread
+  or unacknowledged (pending) by a group that should read them (an inbox's owner; every
+  reader but the sender on a team or broadcast topic), or in no stream at all.
+- ``duplicate_effects``: chat posts carried out more than once: over the ``ChatPosted``
+  events, counted by idempotency key, the sum of (count − 1). (``missing_effects`` on
+  the details line: ``post_to_chat`` calls of saved turns that never became a post.)
+- ``turns``: turns applied with a model answer: ``LLMCalled`` events (one per saved turn
+  that called the model; ``double_applied`` on the details line counts an
+  (agent, seq) saved more than once).
+- ``extra_llm_calls``: chat-completion requests the fake received for this phase's runs
+  (requests whose system prompt names the phase's tag) minus ``turns``: model calls
+  whose answer no saved turn kept — turns killed after asking the model, turns run twice
+  at once (a broker redelivery after the visibility timeout), retries.
+- ``kills``: SIGKILLs sent to worker processes.
+
+The last line is ``bench chaos: runs=… completed=… stuck=… lost_messages=…
+duplicate_effects=… extra_llm_calls=… turns=… kills=…`` (the control's, before it, is
+``bench chaos_control: …``).
+
+``--redis-restart``: no kills; the two workers run standalone against a redis-server of
+the bench's own on a free port, persistent (``--appendonly yes --appendfsync always``,
+no RDB, in a temporary folder), restarted ``--redis-restarts`` times (SIGTERM, 1 s down,
+started again on the same port and data) between run starts. Last line
+``bench chaos_redis: runs=… completed=… workers_alive=…`` (workers_alive: worker
+processes still running at the end, of the two started).
+
+Worker logs: the WARNING/ERROR lines (and exception lines) of every worker process,
+grouped with ids and numbers masked, are printed before the figures; ``--logs DIR``
+keeps the whole logs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import random
+import re
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from core.config import load_settings
+from core.llm.scripted import ScriptedModel
+from core.process.wiring import build_services
+from core.runs.control import approve_run, propose_run
+from core.state.keys import Keys
+from core.types import AgentSpec
+from core.types.cohort import Cohort
+from tasks.app import make_app
+from tasks.scheduler import CeleryScheduler
+from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
+from tests.integration.processes import Process, RedisServer, worker_env
+
+URL = "redis://127.0.0.1:6379/14"
+# As in bench/throughput.py: litellm's own HTTP handler for the OpenAI wire format.
+MODEL = os.environ.get("CARAMBA_BENCH_MODEL", "hosted_vllm/fake-model")
+VISIBILITY_TIMEOUT_S = 3
+MEMBERS = {"Alpha": 7, "Beta": 9}  # name → the factor of its product
+ROUNDS = 2  # messages each member sends the other
+ORCHESTRATOR_TOOLS = ("post_to_chat", "send_message", "roster", "wait_for_messages", "finish")
+MEMBER_TOOLS = ("calculate", *ORCHESTRATOR_TOOLS)
+_ENDED = frozenset({"completed", "failed", "cancelled", "rejected"})
+
+
+# --- the model: each agent played from its request ----------------------------------------
+
+_NAME = re.compile(r"You are (.+?), ")
+_PEER = re.compile(r"Your peer is (\w+)\.")
+_EXPRESSION = re.compile(r"Compute (\S+) with calculate")
+_ROUNDS = re.compile(r"exchange (\d+) messages")
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return content or ""
+
+
+def _calls(messages: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
+    """The agent's earlier tool calls: (call id, tool, arguments)."""
+    out = []
+    for m in messages:
+        if m.get("role") != "assistant":
+            continue
+        for c in m.get("tool_calls") or ():
+            try:
+                args = json.loads(c["function"].get("arguments") or "{}")
+            except json.JSONDecodeError:
+                args = {}
+            out.append((c.get("id", ""), c["function"]["name"], args))
+    return out
+
+
+def _incoming(messages: list[dict[str, Any]], prefix: str) -> list[str]:
+    """Bodies of the delivered messages whose header starts with ``prefix``."""
+    return [
+        _text(m).split("\n", 1)[1] if "\n" in _text(m) else ""
+        for m in messages
+        if m.get("role") == "user" and _text(m).startswith(prefix)
+    ]
+
+
+def respond(body: dict[str, Any]) -> FakeReply:
+    """The fake model: the next tool calls of the agent this request is for."""
+    messages = body["messages"]
+    system = _text(messages[0])
+    tools = {t["function"]["name"] for t in body.get("tools") or ()}
+    found = _NAME.search(system)
+    name = found.group(1) if found else "?"
+    peer = _PEER.search(system)
+    if peer is None:
+        return _orchestrator(messages, tools)
+    expression, rounds = _EXPRESSION.search(system), _ROUNDS.search(system)
+    assert expression and rounds, system[:300]
+    return _member(name, peer.group(1), expression.group(1), int(rounds.group(1)), messages, tools)
+
+
+def _orchestrator(messages: list[dict[str, Any]], tools: set[str]) -> FakeReply:
+    results = _incoming(messages, "[Result from")
+    if len(results) >= len(MEMBERS):
+        return FakeReply(tool_calls=[("finish", {"result": " | ".join(sorted(results))})])
+    wait: tuple[str, dict[str, Any]] = ("wait_for_messages", {})
+    if not _calls(messages) and "post_to_chat" in tools:
+        kickoff = f"Orchestrator: {' and '.join(MEMBERS)} are on it."
+        return FakeReply(tool_calls=[("post_to_chat", {"text": kickoff}), wait])
+    return FakeReply(tool_calls=[wait])
+
+
+def _member(
+    name: str,
+    peer: str,
+    expression: str,
+    rounds: int,
+    messages: list[dict[str, Any]],
+    tools: set[str],
+) -> FakeReply:
+    calls = _calls(messages)
+    sent = sum(tool == "send_message" and args.get("to") == peer for _, tool, args in calls)
+    heard = len(_incoming(messages, f"[Message from {peer} "))
+    calculated = {cid for cid, tool, _ in calls if tool == "calculate"}
+    answer = next(
+        (
+            _text(m)
+            for m in messages
+            if m.get("role") == "tool" and m.get("tool_call_id") in calculated
+        ),
+        None,
+    )
+    out: list[tuple[str, dict[str, Any] | str]] = []
+    if not calls:
+        out.append(("calculate", {"expression": expression}))
+    if sent < rounds and heard >= sent:
+        note = f"{name} to {peer}, round {sent + 1}: I am computing {expression}."
+        out.append(("send_message", {"to": peer, "body": note}))
+        sent += 1
+    if sent >= rounds and heard >= rounds and answer is not None:
+        if "post_to_chat" in tools:
+            out.append(("post_to_chat", {"text": f"{name}: {answer}"}))
+        out.append(("finish", {"result": f"{name}: {answer}"}))
+    elif heard < sent:
+        out.append(("wait_for_messages", {}))
+    # else: nothing to wait for (the answer comes with the next turn, at once)
+    return FakeReply(tool_calls=out)
+
+
+def design(tag: str, n: int, rounds: int = ROUNDS) -> tuple[str, Cohort, str]:
+    """Run ``n``'s task, its cohort, and the result it must end with."""
+    task = (
+        f"[{tag} #{n}] Alpha computes {n}*7 and Beta {n}*9; they compare notes "
+        f"({rounds} messages each way), and the orchestrator reports both products."
+    )
+    root = AgentSpec(
+        name="Orchestrator",
+        role="orchestrator",
+        tools=ORCHESTRATOR_TOOLS,
+        description="Wait for both members' results, then finish with both.",
+    )
+    team = f"team-pair-{uuid.uuid4().hex[:6]}"
+    members = [
+        AgentSpec(
+            name=member,
+            role="member",
+            parent_id=root.id,
+            team_id=team,
+            tools=MEMBER_TOOLS,
+            description=(
+                f"Compute {n}*{factor} with calculate, exchange {rounds} messages with your "
+                f"peer, post your answer to the chat and finish with it. "
+                f"Your peer is {next(m for m in MEMBERS if m != member)}."
+            ),
+        )
+        for member, factor in MEMBERS.items()
+    ]
+    expected = " | ".join(sorted(f"{m}: {n}*{f} = {n * f}" for m, f in MEMBERS.items()))
+    return task, Cohort(task=task, agents=(root, *members)), expected
+
+
+# --- configuration and figures ----------------------------------------------------------------
+
+
+@dataclass
+class ChaosConfig:
+    name: str = "chaos"
+    runs: int = 20
+    seed: int = 12
+    kill_min_s: float = 1.0
+    kill_max_s: float = 4.0
+    latency_ms: float = 500
+    # At most this many kills (None: no limit; 0: no chaos, the control).
+    kills: int | None = None
+    # "any": the victim is either worker, even one still starting (a kill lands there
+    # between its start and its readiness, which takes 3–5 s here); "ready": one that
+    # announced it is ready, the kill waiting for one if none is.
+    victims: str = "any"
+    stagger_s: float = 1.0
+    chaos_s: float = 60.0
+    deadline_s: float = 120.0
+    # After the runs: how long intents still pending may take to be processed.
+    settle_s: float = 10.0
+    workers: int = 2
+    concurrency: int = 32
+    redis_url: str = URL
+    # With a RedisServer of our own: how often it is restarted between run starts.
+    redis_restarts: int = 0
+    log_dir: Path | None = None
+
+
+@dataclass
+class Report:
+    name: str
+    runs: int
+    completed: int = 0
+    stuck: int = 0
+    failed: int = 0
+    messages_sent: int = 0
+    lost_messages: int = 0
+    dead_letters: int = 0
+    undrained: int = 0
+    duplicate_sends: int = 0
+    posts: int = 0
+    duplicate_effects: int = 0
+    missing_effects: int = 0
+    llm_requests: int = 0
+    turns: int = 0
+    double_applied: int = 0
+    extra_llm_calls: int = 0
+    kills: int = 0
+    kills_ready: int = 0  # of them, kills of a worker that had announced it was ready
+    redis_restarts: int = 0
+    workers_alive: int = 0
+    wall_s: float = 0.0
+    statuses: Counter[str] = field(default_factory=Counter)
+    # Why agents ended (AgentFinished reasons), the runs' error events (masked), and the
+    # agents of every run that did not complete: name, status, turns applied.
+    end_reasons: Counter[str] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    unfinished: list[str] = field(default_factory=list)
+    log_lines: Counter[str] = field(default_factory=Counter)
+    log_examples: dict[str, str] = field(default_factory=dict)
+
+    def line(self) -> str:
+        return (
+            f"bench {self.name}: runs={self.runs} completed={self.completed} stuck={self.stuck} "
+            f"lost_messages={self.lost_messages} duplicate_effects={self.duplicate_effects} "
+            f"extra_llm_calls={self.extra_llm_calls} turns={self.turns} kills={self.kills}"
+        )
+
+    def redis_line(self) -> str:
+        return (
+            f"bench {self.name}: runs={self.runs} completed={self.completed} "
+            f"workers_alive={self.workers_alive}"
+        )
+
+    def details(self) -> str:
+        return (
+            f"{self.name}: wall_s={self.wall_s:.1f} statuses={dict(self.statuses)} "
+            f"failed={self.failed} messages_sent={self.messages_sent} "
+            f"dead_letters={self.dead_letters} undrained={self.undrained} "
+            f"duplicate_sends={self.duplicate_sends} posts={self.posts} "
+            f"missing_effects={self.missing_effects} llm_requests={self.llm_requests} "
+            f"double_applied={self.double_applied} kills_ready={self.kills_ready} "
+            f"redis_restarts={self.redis_restarts} "
+            f"workers_alive={self.workers_alive}"
+        )
+
+    def diagnosis(self) -> str:
+        out = [f"{self.name}: agents ended: {dict(self.end_reasons)}"]
+        out += [f"  error event {n}×: {text}" for text, n in self.errors.most_common(10)]
+        out += [f"  not completed: {run}" for run in self.unfinished]
+        return "\n".join(out)
+
+    def log_summary(self, top: int = 15) -> str:
+        if not self.log_lines:
+            return f"{self.name}: no WARNING/ERROR lines in the worker logs"
+        out = [f"{self.name}: worker log lines (WARNING and worse, grouped):"]
+        for pattern, count in self.log_lines.most_common(top):
+            out.append(f"  {count:5d}× {self.log_examples[pattern][:300]}")
+        if len(self.log_lines) > top:
+            out.append(f"  … and {len(self.log_lines) - top} more kinds")
+        return "\n".join(out)
+
+
+# --- one phase --------------------------------------------------------------------------------
+
+
+async def run_phase(
+    server: ThreadedFakeLLMServer, cfg: ChaosConfig, redis_server: RedisServer | None = None
+) -> Report:
+    """``cfg.runs`` runs on ``cfg.workers`` real worker processes, with the chaos of
+    ``cfg`` (kills, or restarts of ``redis_server``); the figures once they ended."""
+    tag = f"{cfg.name}-{uuid.uuid4().hex[:6]}"
+    prefix = queue = f"bench-{tag}"
+    url = redis_server.url if redis_server is not None else cfg.redis_url
+    library_dir = tempfile.mkdtemp(prefix="caramba-chaos-library-")
+    server.latency_s = cfg.latency_ms / 1000
+    server.set_responder(respond)
+    env = worker_env(
+        redis__url=url,
+        redis__key_prefix=prefix,
+        celery__queue=queue,
+        celery__visibility_timeout_s=str(VISIBILITY_TIMEOUT_S),
+        celery__turn_timeout_s="20",
+        celery__chain_turns="4",
+        celery__chain_s="1",
+        llm__model=MODEL,
+        llm__api_base=server.base_url,
+        llm__backoff_initial_s="0.01",
+        llm__backoff_max_s="0.05",
+        scheduler__intent_claim_idle_s="2",
+        scheduler__background_interval_s="0.1",
+        library__embedder="hashing",
+        library__index_dir=library_dir,
+    )
+    settings = load_settings(
+        redis={"url": url, "key_prefix": prefix},
+        celery={"queue": queue, "visibility_timeout_s": VISIBILITY_TIMEOUT_S},
+        library={"embedder": "hashing", "index_dir": library_dir},
+    )
+    report = Report(name=cfg.name, runs=cfg.runs)
+    slots = [
+        Process.worker(env, f"{tag}-w{i}", concurrency=cfg.concurrency) for i in range(cfg.workers)
+    ]
+    procs = list(slots)  # every process started, killed ones included (for their logs)
+    app = make_app(settings)
+    publisher = CeleryScheduler(app, settings)
+    redis = Redis.from_url(url, decode_responses=True)
+    svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
+    keys = Keys(prefix)
+    rng = random.Random(cfg.seed)
+    run_ids: list[str] = []
+    expected: dict[str, str] = {}  # run id → the result it must end with
+    numbers: dict[str, int] = {}  # run id → its number in the task ("[tag #n]")
+    try:
+        await asyncio.gather(*(asyncio.to_thread(p.wait_for, " ready.", 120) for p in slots))
+        restart_at = {
+            round(cfg.runs * (j + 1) / (cfg.redis_restarts + 1)) for j in range(cfg.redis_restarts)
+        }
+
+        async def launch() -> None:
+            for i in range(cfg.runs):
+                if i and cfg.stagger_s:
+                    await asyncio.sleep(cfg.stagger_s)
+                if redis_server is not None and i in restart_at:
+                    await asyncio.to_thread(redis_server.restart)
+                    report.redis_restarts += 1
+                task, cohort, result = design(tag, i + 1)
+                run_id = await propose_run(svc, task, cohort, requested_by="bench")
+                expected[run_id], numbers[run_id] = result, i + 1
+                run_ids.append(run_id)
+                step = await approve_run(svc, run_id, "bench")
+                assert step.ok, step.reason
+
+        stop_chaos = asyncio.Event()
+
+        async def chaos() -> None:
+            while cfg.kills is None or report.kills < cfg.kills:
+                try:
+                    await asyncio.wait_for(
+                        stop_chaos.wait(), rng.uniform(cfg.kill_min_s, cfg.kill_max_s)
+                    )
+                    return
+                except TimeoutError:
+                    pass
+                candidates = list(range(len(slots)))
+                if cfg.victims == "ready":
+                    # Only a worker that runs turns has turns to lose: wait for one.
+                    while not (candidates := [i for i, p in enumerate(slots) if _ready(p)]):
+                        if stop_chaos.is_set():
+                            return
+                        await asyncio.sleep(0.05)
+                i = candidates[rng.randrange(len(candidates))]
+                report.kills_ready += _ready(slots[i])
+                slots[i].kill()
+                report.kills += 1
+                slots[i] = Process.worker(
+                    env, f"{tag}-w{i}-r{report.kills}", concurrency=cfg.concurrency
+                )
+                procs.append(slots[i])
+
+        t0 = time.monotonic()
+        launcher = asyncio.create_task(launch())
+        killer = asyncio.create_task(chaos()) if cfg.kills != 0 else None
+        calm_since: float | None = None  # when the last run was launched and the chaos ended
+        while True:
+            await asyncio.sleep(0.25)
+            if launcher.done():
+                launcher.result()  # a failed launch fails the phase
+            ended = await _retrying(lambda: _ended(redis, keys, run_ids))
+            everything = launcher.done() and ended == len(run_ids)
+            if killer is not None and not killer.done():
+                if everything or time.monotonic() - t0 > cfg.chaos_s:
+                    stop_chaos.set()
+                    await killer
+            chaos_over = killer is None or killer.done()
+            if calm_since is None and launcher.done() and chaos_over:
+                calm_since = time.monotonic()
+            if everything or (calm_since and time.monotonic() - calm_since > cfg.deadline_s):
+                break
+        report.wall_s = time.monotonic() - t0
+        await _settle(redis, keys, cfg.settle_s)
+        report.workers_alive = sum(p.returncode is None for p in slots)
+        # Stopped (running turns finish) before counting: no model call comes after.
+        await asyncio.gather(*(asyncio.to_thread(p.stop) for p in procs))
+        asked = _asked(server.requests, tag)
+        await _measure(redis, keys, run_ids, expected, numbers, asked, report)
+        report.llm_requests = sum(asked.values())
+        report.extra_llm_calls = report.llm_requests - report.turns
+        outputs = [p.output() for p in procs]
+        _scan_logs(outputs, report)
+        if cfg.log_dir is not None:
+            cfg.log_dir.mkdir(parents=True, exist_ok=True)
+            for p in procs:
+                (cfg.log_dir / f"{p.name}.log").write_text(p.output())
+    finally:
+        await asyncio.gather(*(asyncio.to_thread(p.cleanup) for p in procs))
+        await publisher.aclose()
+        app.close()
+        await _delete_prefix(redis, prefix)
+        await redis.aclose()
+        shutil.rmtree(library_dir, ignore_errors=True)
+    return report
+
+
+def _ready(proc: Process) -> bool:
+    return proc.returncode is None and " ready." in proc.output()
+
+
+async def _retrying(read: Callable[[], Awaitable[int]]) -> int:
+    """A read that waits out a Redis restart."""
+    for _ in range(200):
+        try:
+            return await read()
+        except (RedisError, OSError):
+            await asyncio.sleep(0.25)
+    return await read()
+
+
+async def _ended(redis: Redis, keys: Keys, run_ids: list[str]) -> int:
+    if not run_ids:
+        return 0
+    raws = await redis.mget([keys.run_head(r) for r in run_ids])
+    return sum(json.loads(raw).get("status") in _ENDED for raw in raws if raw)
+
+
+async def _settle(redis: Redis, keys: Keys, timeout_s: float) -> None:
+    """Until every saved intent was processed (processed ones are deleted from the
+    stream), up to ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if not await redis.xlen(keys.intents()):
+                return
+        except (RedisError, OSError):
+            pass
+        await asyncio.sleep(0.2)
+
+
+async def _delete_prefix(redis: Redis, prefix: str) -> None:
+    found = [k async for k in redis.scan_iter(match=f"{prefix}:*", count=5000)]
+    for i in range(0, len(found), 5000):
+        await redis.delete(*found[i : i + 5000])
+
+
+# --- measuring --------------------------------------------------------------------------------
+
+
+def _asked(requests: list[dict[str, Any]], tag: str) -> Counter[tuple[int, str, int]]:
+    """The model requests of this phase's runs, by (run number, agent name, turn seq): a
+    turn's request carries one assistant message per turn applied before it."""
+    mine = re.compile(rf"\[{re.escape(tag)} #(\d+)\]")
+    out: Counter[tuple[int, str, int]] = Counter()
+    for body in requests:
+        messages = body.get("messages") or [{}]
+        system = _text(messages[0])
+        run, name = mine.search(system), _NAME.search(system)
+        if run is None:
+            continue
+        seq = sum(m.get("role") == "assistant" for m in messages)
+        out[int(run.group(1)), name.group(1) if name else "?", seq] += 1
+    return out
+
+
+async def _measure(
+    redis: Redis,
+    keys: Keys,
+    run_ids: list[str],
+    expected: dict[str, str],
+    numbers: dict[str, int],
+    asked: Counter[tuple[int, str, int]],
+    report: Report,
+) -> None:
+    for run_id in run_ids:
+        raw: Any = await redis.get(keys.run(run_id))
+        run = json.loads(raw) if raw else {}
+        status = run.get("status", "missing")
+        report.statuses[status] += 1
+        entries: Any = await redis.xrange(keys.events(run_id))
+        events = [json.loads(f["event"]) for _, f in entries]
+        by_kind: dict[str, list[dict[str, Any]]] = {}
+        for event in events:
+            by_kind.setdefault(event["kind"], []).append(event)
+        report.end_reasons.update(e["reason"] for e in by_kind.get("agent_finished", []))
+        report.errors.update(_mask(e["message"]) for e in by_kind.get("error", []))
+        if status == "completed" and run.get("result") == expected[run_id]:
+            report.completed += 1
+        else:
+            if status in _ENDED:
+                report.failed += 1
+            else:
+                report.stuck += 1
+            mine = Counter({(a, q): c for (n, a, q), c in asked.items() if n == numbers[run_id]})
+            report.unfinished.append(await _describe(redis, keys, run_id, status, run, mine))
+        llm = by_kind.get("llm_called", [])
+        report.turns += len(llm)
+        applied = Counter((e["agent_id"], e["seq"]) for e in llm)
+        report.double_applied += sum(c - 1 for c in applied.values())
+        sent = [e["message_id"] for e in by_kind.get("message_sent", [])]
+        report.messages_sent += len(set(sent))
+        report.duplicate_sends += len(sent) - len(set(sent))
+        dead, unconsumed = await _unconsumed(redis, keys, run_id, set(sent))
+        report.dead_letters += len(dead)
+        report.undrained += len(unconsumed - dead)
+        report.lost_messages += len(dead | unconsumed)
+        posted = Counter(e.get("key", "") for e in by_kind.get("chat_posted", []))
+        report.posts += sum(posted.values())
+        report.duplicate_effects += sum(c - 1 for c in posted.values())
+        done = {tuple(k.split(":")[-3:-1]) for k in posted}  # key: run:agent:seq:index
+        wanted = {
+            (e["agent_id"], str(e["seq"]))
+            for e in by_kind.get("tool_called", [])
+            if e["tool"] == "post_to_chat" and e["ok"]
+        }
+        report.missing_effects += len(wanted - done)
+
+
+async def _describe(
+    redis: Redis,
+    keys: Keys,
+    run_id: str,
+    status: str,
+    run: dict[str, Any],
+    asked: Counter[tuple[str, int]],
+) -> str:
+    """One line: the run, its status (and result), each agent's status and seq, and the
+    turns started more than once (the ``deliveries`` counter a quarantine compares with
+    ``limits.max_deliveries``) with how often each asked the model."""
+    agents, names = [], {}
+    members: Any = await redis.smembers(keys.agents(run_id))
+    for agent in sorted(members):
+        raw: Any = await redis.hget(keys.agent(run_id, agent), "state")
+        if raw:
+            state = json.loads(raw)
+            names[agent] = name = state["spec"]["name"]
+            end = f" {state['end_reason']}" if state.get("end_reason") else ""
+            agents.append(f"{name}={state['status']}{end}@{state['seq']}")
+    repeated = []
+    deliveries: Any = await redis.hgetall(keys.deliveries(run_id))
+    for turn, count in sorted(deliveries.items()):
+        agent, _, seq = turn.rpartition(":")
+        name = names.get(agent, agent)
+        if int(count) > 1:
+            repeated.append(f"{name}#{seq} started {count}× asked {asked[name, int(seq)]}×")
+    result = run.get("result") or run.get("error") or ""
+    return (
+        f"{run_id} {status} [{', '.join(agents)}] {result[:100]!r}; "
+        f"turns started again: {', '.join(repeated) or 'none'}"
+    )
+
+
+async def _unconsumed(
+    redis: Redis, keys: Keys, run_id: str, sent: set[str]
+) -> tuple[set[str], set[str]]:
+    """Of the messages ``sent``: those dead-lettered, and those not consumed (read and
+    acknowledged by every group that should read them, or in no stream at all)."""
+    letters: Any = await redis.xrange(keys.dead_letters(run_id))
+    dead = {json.loads(f["m"])["id"] for _, f in letters if f.get("m")} & sent
+    members: Any = await redis.smembers(keys.agents(run_id))
+    agents = sorted(members)
+    streams = [keys.inbox(run_id, a) for a in agents] + [keys.broadcast(run_id)]
+    for agent in agents:
+        raw: Any = await redis.hget(keys.agent(run_id, agent), "state")
+        team = json.loads(raw)["spec"].get("team_id") if raw else None
+        if team and keys.team(run_id, team) not in streams:
+            streams.append(keys.team(run_id, team))
+    consumed: dict[str, bool] = {}
+    for stream in streams:
+        if not await redis.exists(stream):
+            continue
+        groups: dict[str, tuple[tuple[int, int], set[str]]] = {}
+        infos: Any = await redis.xinfo_groups(stream)
+        for g in infos:
+            pending: set[str] = set()
+            if g["pending"]:
+                rows: Any = await redis.xpending_range(stream, g["name"], "-", "+", 100_000)
+                pending = {r["message_id"] for r in rows}
+            groups[g["name"]] = (_id(g["last-delivered-id"]), pending)
+        entries: Any = await redis.xrange(stream)
+        for entry_id, fields in entries:
+            if not fields.get("m"):
+                continue
+            message = json.loads(fields["m"])
+            readers = [g for g in groups if g != message["sender"]]
+            consumed[message["id"]] = bool(readers) and all(
+                _id(entry_id) <= groups[g][0] and entry_id not in groups[g][1] for g in readers
+            )
+    return dead, {m for m in sent if not consumed.get(m, False)}
+
+
+def _id(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
+
+
+_LOG_HEAD = re.compile(r"^\d{4}-\d\d-\d\d [\d:,]+ ")
+_SUSPICIOUS = re.compile(r" (WARNING|ERROR|CRITICAL) |^\w+(\.\w+)*(Error|Exception|Warning): ")
+_MASKS = [
+    (re.compile(r"\[\d+\]"), "[pid]"),
+    (re.compile(r"\b(run|agt|msg|coh|team-pair)[_-][0-9a-zA-Z_-]+"), r"\1_*"),
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
+    (re.compile(r"bench-[\w-]+"), "bench-*"),
+    (re.compile(r"\d+(\.\d+)?"), "N"),
+]
+
+
+def _mask(text: str) -> str:
+    """``text`` with its ids, process ids and numbers masked (to group similar lines)."""
+    for mask, repl in _MASKS:
+        text = mask.sub(repl, text)
+    return text[:200]
+
+
+def _scan_logs(outputs: list[str], report: Report) -> None:
+    for output in outputs:
+        for line in output.splitlines():
+            if _SUSPICIOUS.search(line):
+                pattern = _mask(_LOG_HEAD.sub("", line))
+                report.log_lines[pattern] += 1
+                report.log_examples.setdefault(pattern, line)
+
+
+# --- main -------------------------------------------------------------------------------------
+
+
+async def main(args: argparse.Namespace) -> None:
+    cfg = ChaosConfig(
+        runs=args.runs,
+        seed=args.seed,
+        kill_min_s=args.kill_min_s,
+        kill_max_s=args.kill_max_s,
+        latency_ms=args.latency_ms,
+        kills=args.kills,
+        victims=args.victims,
+        stagger_s=args.stagger_s,
+        chaos_s=args.chaos_s,
+        deadline_s=args.deadline_s,
+        log_dir=args.logs,
+    )
+    lines: list[str] = []
+    print(
+        f"model: {MODEL} (litellm) against the OpenAI-compatible fake at {cfg.latency_ms:g} ms; "
+        f"{cfg.workers} workers × {cfg.concurrency} slots; visibility timeout "
+        f"{VISIBILITY_TIMEOUT_S} s; seed {cfg.seed}",
+        flush=True,
+    )
+    with ThreadedFakeLLMServer() as server:
+        if args.redis_restart:
+            redis_server = RedisServer()
+            redis_server.start()
+            try:
+                phase = dataclasses.replace(
+                    cfg, name="chaos_redis", kills=0, redis_restarts=args.redis_restarts
+                )
+                report = await run_phase(server, phase, redis_server)
+            finally:
+                redis_server.cleanup()
+            _print(report)
+            lines.append(report.line())
+            lines.append(report.redis_line())
+        else:
+            if not args.no_control and cfg.kills != 0:
+                control = await run_phase(
+                    server, dataclasses.replace(cfg, name="chaos_control", kills=0)
+                )
+                _print(control)
+                lines.append(control.line())
+            report = await run_phase(server, cfg)
+            _print(report)
+            lines.append(report.line())
+    print("\n".join(lines))
+
+
+def _print(report: Report) -> None:
+    print(report.log_summary())
+    print(report.diagnosis())
+    print(report.details(), flush=True)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--kill-min-s", type=float, default=1.0)
+    parser.add_argument("--kill-max-s", type=float, default=4.0)
+    parser.add_argument("--latency-ms", type=float, default=500)
+    parser.add_argument(
+        "--kills", type=int, default=None, help="at most this many kills (0: none, the control)"
+    )
+    parser.add_argument("--victims", choices=("any", "ready"), default="any")
+    parser.add_argument("--no-control", action="store_true", help="skip the run without kills")
+    parser.add_argument("--stagger-s", type=float, default=1.0, help="between run starts")
+    parser.add_argument("--chaos-s", type=float, default=60.0, help="longest chaos")
+    parser.add_argument("--deadline-s", type=float, default=120.0, help="after the chaos")
+    parser.add_argument("--redis-restart", action="store_true")
+    parser.add_argument("--redis-restarts", type=int, default=2)
+    parser.add_argument("--logs", type=Path, default=None, help="keep the worker logs here")
+    asyncio.run(main(parser.parse_args()))

@@ -1,0 +1,69 @@
+"""Durable under chaos, small: runs of talking agents finish while their worker processes
+are killed (SIGKILL) and restarted; nothing is lost and nothing is done twice.
+
+The harness is bench/chaos.py's (``run_phase``: real ``python -m tasks.worker``
+processes, real Redis, litellm against the OpenAI-compatible fake playing each agent):
+here 4 runs of an Orchestrator and two members who exchange messages and post to the
+chat, the model at 100 ms, and 4 kills 1–2 s apart of a worker running turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from bench.chaos import ChaosConfig, run_phase
+from tests.conftest import REDIS_URL
+from tests.fakes.llm_server import ThreadedFakeLLMServer
+
+pytestmark = pytest.mark.integration
+
+RUNS = 4
+KILLS = 4
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[ThreadedFakeLLMServer]:
+    with ThreadedFakeLLMServer() as server:
+        yield server
+
+
+@pytest.mark.xfail(
+    reason="issue 12: under kills one turn is started more than limits.max_deliveries times "
+    "(the broker's redelivery, the ledger's republish and a visibility-timeout copy of one "
+    "lost turn each count: 'Alpha#0 started 7× asked 3×' with 4 kills), so it is "
+    "quarantined, the message it read is dead-lettered and its run fails (2 of 5 runs)",
+    strict=False,
+)
+async def test_runs_finish_and_lose_nothing_while_workers_are_killed(
+    fake_llm: ThreadedFakeLLMServer,
+) -> None:
+    config = ChaosConfig(
+        name="chaos_test",
+        runs=RUNS,
+        seed=7,
+        kill_min_s=1.0,
+        kill_max_s=2.0,
+        latency_ms=100,
+        kills=KILLS,
+        victims="ready",  # every kill hits a worker that runs turns
+        stagger_s=1.5,
+        chaos_s=20,
+        deadline_s=30,
+        settle_s=5,
+        concurrency=16,
+        redis_url=REDIS_URL,
+    )
+    report = await run_phase(fake_llm, config)
+    summary = "\n".join([report.line(), report.details(), report.diagnosis(), report.log_summary()])
+
+    assert report.kills >= 3, summary  # the chaos happened while the runs ran
+    assert report.completed == RUNS, summary
+    assert report.stuck == 0, summary
+    assert report.lost_messages == 0, summary
+    assert report.duplicate_effects == 0, summary
+    # Every post asked for by a saved turn was made (once: above), and no turn applied twice.
+    assert report.missing_effects == 0, summary
+    assert report.double_applied == 0, summary
+    assert report.turns > 0 and report.llm_requests >= report.turns, summary
