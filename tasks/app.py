@@ -6,6 +6,11 @@ at-least-once on purpose: the task is acknowledged only after the turn returns
 (``acks_late``), a worker that dies leaves its tasks unacknowledged and the broker hands
 them to another worker after ``celery.visibility_timeout_s``. The turn itself is
 idempotent by sequence number, so a second delivery is dropped, never applied twice.
+
+A worker outlives its broker's restarts: it reconnects for as long as it takes, and its
+consumer (:mod:`tasks.consumer`) survives closing the lost connection and acknowledges the
+turns that were in flight once they end. A message lost all the same is delivered again
+after the visibility timeout, or published again from the ledger (:mod:`tasks.ledger`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from celery.exceptions import Reject
 from core.config import Settings
 from core.errors import ConfigError
 from core.scheduler.base import TurnJob
+from tasks.consumer import TurnConsumer
 from tasks.ledger import sweep_interval_s
 from tasks.runtime import ServicesFactory, WorkerRuntime, WorkerStopped
 from tasks.scheduler import TURN_TASK
@@ -29,12 +35,27 @@ log = logging.getLogger(__name__)
 # ``limits.max_deliveries`` retries, and core quarantines the turn before that.
 _RETRY_CAP_S = 30.0
 _RUNTIME_KEY = "caramba_runtime"
+_WORKER_KEY = "caramba_worker"
+# Publishing (a turn's successor, a retry) waits this long for a broker that is restarting
+# before the publish fails: 0.5 + 1 + 1.5 + 7 × 2 ≈ 17 s over 10 tries.
+PUBLISH_RETRY_POLICY = {
+    "max_retries": 10,
+    "interval_start": 0.5,
+    "interval_step": 0.5,
+    "interval_max": 2.0,
+}
 
 
 def runtime_of(app: Celery) -> WorkerRuntime:
     """The turn runtime of ``app``'s worker in this process (started with the worker)."""
     runtime: WorkerRuntime = app.conf[_RUNTIME_KEY]
     return runtime
+
+
+def worker_of(app: Celery) -> Any:
+    """The Celery ``WorkController`` that ran ``app`` in this process, if one was built
+    (its ``exitcode`` is the worker's: ``Celery.start`` returns None whatever it is)."""
+    return app.conf.get(_WORKER_KEY)
 
 
 def require_redis(settings: Settings) -> None:
@@ -88,7 +109,17 @@ def make_app(
     app.conf.update(
         broker_url=broker_url(settings),
         broker_transport_options=transport_options(settings),
+        # A lost broker connection (Redis restarting) is retried for as long as it takes:
+        # Celery's default gives up after 100 tries (about 47 minutes) and the worker exits.
+        broker_connection_retry=True,
         broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        task_publish_retry_policy=PUBLISH_RETRY_POLICY,
+        worker_consumer=TurnConsumer,
+        # Turns running when the connection is lost are not cancelled: the threads pool
+        # cannot stop a running thread, and a turn that finishes is saved all the same and
+        # acknowledged on the new connection (tasks.consumer).
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         task_serializer="json",
         accept_content=["json"],
         result_serializer="json",
@@ -117,6 +148,10 @@ def make_app(
         """
 
         requires = ("celery.worker.components:Pool",)
+
+        def __init__(self, parent: Any, **kwargs: Any) -> None:
+            super().__init__(parent, **kwargs)
+            app.conf[_WORKER_KEY] = parent  # for the worker's exit code (tasks.worker)
 
         def start(self, parent: Any) -> None:
             runtime.start()

@@ -14,8 +14,12 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from kombu.exceptions import OperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from core.config import Settings
 from core.process.background import run_background
@@ -36,6 +40,10 @@ log = logging.getLogger(__name__)
 # How a worker process builds its Services; called once, on the worker's event loop, with
 # the Celery scheduler the turns must use to schedule their successors.
 ServicesFactory = Callable[[Settings, Scheduler], Services]
+
+# What a Redis (or broker) that is restarting raises.
+UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OperationalError, OSError)
+_RESTART_DELAY_S = 1.0
 
 
 class WorkerStopped(RuntimeError):
@@ -86,8 +94,14 @@ class WorkerRuntime:
         self._scheduler = scheduler
         self._stop_background = stop = asyncio.Event()
         self._background = [
-            asyncio.create_task(run_background(svc, stop), name="caramba-background"),
-            asyncio.create_task(self._sweep(scheduler, stop), name="caramba-ledger-sweep"),
+            asyncio.create_task(
+                _forever("background loop", lambda: run_background(svc, stop), stop),
+                name="caramba-background",
+            ),
+            asyncio.create_task(
+                _forever("ledger sweep", lambda: self._sweep(scheduler, stop), stop),
+                name="caramba-ledger-sweep",
+            ),
         ]
         return svc
 
@@ -99,12 +113,11 @@ class WorkerRuntime:
                 n = await scheduler.republish_stale(self.settings.celery.visibility_timeout_s)
                 if n:
                     log.warning("published %d turns again that no worker had run", n)
+            except UNAVAILABLE as exc:  # Redis restarting: one line per try, no traceback
+                log.warning("ledger sweep: Redis unavailable (%r); again in %.0f s", exc, interval)
             except Exception:
                 log.exception("ledger sweep failed; retrying in %.0f s", interval)
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=interval)
-            except TimeoutError:
-                pass
+            await _wait(stop, interval)
 
     def run_turn(self, job: TurnJob) -> TurnOutcome:
         """Run one turn to its end; abandoned (cancelled) after ``celery.turn_timeout_s``."""
@@ -151,10 +164,18 @@ class WorkerRuntime:
         return outcome
 
     def settle(self, task_id: str, job: dict[str, object]) -> None:
-        """The message ``task_id`` ran to its end: forget it in the ledger."""
+        """The message ``task_id`` ran to its end: forget it in the ledger.
+
+        Best effort: the turn is done whatever happens here. An entry left behind (Redis
+        unavailable, the worker stopping) is published again after the visibility timeout
+        and dropped as already applied."""
         scheduler = self._scheduler
-        if scheduler is not None:
+        if scheduler is None:
+            return
+        try:
             scheduler.ledger.settle(task_id, job)
+        except Exception as exc:
+            log.warning("could not settle %s in the ledger (%r); it will run again", job, exc)
 
     def stop(self, grace_s: float | None = None) -> None:
         """Wait for running turns (up to ``grace_s``, default the turn timeout), then stop
@@ -188,3 +209,30 @@ class WorkerRuntime:
         if self._scheduler is not None:
             await self._scheduler.aclose()
             self._scheduler = None
+
+
+async def _wait(stop: asyncio.Event, seconds: float) -> None:
+    """Sleep ``seconds``, or less if ``stop`` is set meanwhile."""
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+    except TimeoutError:
+        pass
+
+
+async def _forever(
+    name: str, run: Callable[[], Coroutine[Any, Any, None]], stop: asyncio.Event
+) -> None:
+    """Run ``run()`` until ``stop`` is set, starting it again if it ever raises: the loops
+    of a worker process must outlive anything (a Redis restart, a bug in one tick)."""
+    while not stop.is_set():
+        try:
+            await run()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s crashed; starting it again in %.0f s", name, _RESTART_DELAY_S)
+        else:
+            if stop.is_set():
+                return
+            log.error("%s ended by itself; starting it again in %.0f s", name, _RESTART_DELAY_S)
+        await _wait(stop, _RESTART_DELAY_S)

@@ -42,6 +42,8 @@ class CeleryScheduler:
             max_workers=publishers, thread_name_prefix="caramba-publish"
         )
         self.published = 0
+        # Taken from the ledger by a sweep, not published yet (see republish_stale).
+        self._claimed: list[TurnJob] = []
 
     def publish(self, job: TurnJob) -> str:
         """Publish synchronously (from a thread, never on an event loop); the task id."""
@@ -85,11 +87,19 @@ class CeleryScheduler:
         )
 
     async def republish_stale(self, older_than_s: float) -> int:
-        """Publish again the messages the ledger has held longer than ``older_than_s``."""
+        """Publish again the messages the ledger has held longer than ``older_than_s``.
+
+        Taking them out of the ledger is the claim; one whose publish then fails (Redis
+        restarting) is kept here and published by the next sweep."""
         loop = asyncio.get_running_loop()
-        jobs = await loop.run_in_executor(self._executor, self.ledger.take_stale, older_than_s)
-        for job in jobs:
-            await self.submit(job)
+        fresh = await loop.run_in_executor(self._executor, self.ledger.take_stale, older_than_s)
+        jobs, self._claimed = [*self._claimed, *fresh], []
+        for i, job in enumerate(jobs):
+            try:
+                await self.submit(job)
+            except BaseException:
+                self._claimed = jobs[i:]
+                raise
         return len(jobs)
 
     async def aclose(self) -> None:

@@ -4,6 +4,10 @@ The pool is ``threads`` with ``celery.concurrency`` slots: turns spend their tim
 waiting on the model, and every slot hands its turn to the process's one event loop
 (``tasks.runtime``). ``caramba worker`` starts one of these per core
 (``tasks.supervisor``); each can also be started on its own, e.g. under systemd.
+
+The process exits 0 only when it was told to stop (SIGTERM, SIGINT, SIGQUIT). A worker
+whose Celery main loop ends any other way exits non-zero, so that whatever runs it (the
+supervisor, systemd's ``Restart=on-failure``) starts it again.
 """
 
 from __future__ import annotations
@@ -15,11 +19,16 @@ import signal
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Sequence
+from typing import Any
+
+from celery import signals
+from celery.exceptions import CPendingDeprecationWarning
 
 from core.config import Settings, load_settings
 from core.errors import CarambaError
-from tasks.app import make_app, require_redis
+from tasks.app import make_app, require_redis, worker_of
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +60,40 @@ def run_worker(
     """Run one worker in this process until it is told to stop (SIGTERM / SIGINT: warm
     shutdown, running turns finish; a second SIGINT or SIGQUIT: cold shutdown).
 
-    Returns the worker's exit code."""
+    Returns the worker's exit code: non-zero if it stopped without being told to."""
     app = make_app(settings)
     argv = worker_argv(settings, concurrency=concurrency, loglevel=loglevel, name=name)
-    code = app.start(argv=argv)
-    return int(code or 0)
+    # Celery warns on every lost connection that it will cancel running tasks from 6.0 on
+    # unless told otherwise; the app tells it (worker_cancel_long_running_tasks_...=False).
+    warnings.filterwarnings(
+        "ignore", message=r"\s*In Celery 5\.1 we introduced", category=CPendingDeprecationWarning
+    )
+    requested: list[str] = []
+
+    def on_shutting_down(sender: Any = None, sig: str = "", **_: Any) -> None:
+        requested.append(sig)  # Celery's handler of SIGTERM, SIGINT or SIGQUIT
+
+    signals.worker_shutting_down.connect(on_shutting_down, weak=False)
+    try:
+        # Returns None whatever the worker's exit code: Celery.start drops the code that
+        # click hands back (even the 1 of an "Unrecoverable error").
+        app.start(argv=argv)
+    finally:
+        signals.worker_shutting_down.disconnect(on_shutting_down)
+    return exit_code(worker_of(app), requested)
+
+
+def exit_code(worker: Any, requested: Sequence[str]) -> int:
+    """The process's exit code once the Celery worker ``worker`` has returned."""
+    if worker is None:
+        log.error("the Celery worker did not start")
+        return 1
+    raw = worker.exitcode  # None, an int, or anything a SystemExit carried
+    code = raw if isinstance(raw, int) else 0 if raw is None else 1
+    if code == 0 and not requested:
+        log.error("the Celery worker stopped without being asked to; exiting with code 1")
+        return 1
+    return code
 
 
 def watch_parent(parent_pid: int, interval_s: float = 1.0) -> None:

@@ -1,5 +1,6 @@
-"""``caramba worker``: N worker processes that run turns, are restarted when they die,
-and stop together on SIGTERM."""
+"""``caramba worker``: N worker processes that run turns, are restarted when they die (or
+stop unasked, even with code 0), and stop together on SIGTERM; a worker stopped any other
+way than by a signal exits non-zero."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import re
 import signal
 import sys
+import textwrap
 from collections.abc import Iterator
 
 import pytest
@@ -89,3 +91,44 @@ async def test_caramba_worker_runs_restarts_and_stops_its_processes(prefix: str)
                     os.kill(pid, 0)
         finally:
             supervisor.cleanup()
+
+
+SUPERVISE_QUITTERS = textwrap.dedent(
+    """
+    import logging, sys
+    from tasks.supervisor import Supervisor
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    child = [sys.executable, "-c", "import time; time.sleep(0.3)"]  # ends with 0, unasked
+    sys.exit(Supervisor(1, lambda i: child, restart_delay_s=0.1).run())
+    """
+)
+
+
+def test_the_supervisor_restarts_a_worker_that_exits_0_unasked() -> None:
+    supervisor = Process([sys.executable, "-c", SUPERVISE_QUITTERS], worker_env(), "supervisor")
+    try:
+        supervisor.wait_for("worker 0 exited with code 0", timeout=10)
+        supervisor.wait_for(" started (pid ", timeout=10, count=2)
+        assert supervisor.stop(timeout=10) == 0
+    finally:
+        supervisor.cleanup()
+
+
+def test_a_worker_stopped_without_a_signal_exits_non_zero(prefix: str) -> None:
+    """Here by remote control; the same holds for a worker whose consumer gave up (Celery's
+    "Unrecoverable error", which ``Celery.start`` used to turn into exit code 0)."""
+    node = f"{prefix}@test"
+    env = worker_env(redis__url=REDIS_URL, redis__key_prefix=prefix)
+    command = [sys.executable, "-m", "tasks.worker", "--concurrency=2", f"--name={node}"]
+    worker = Process(command, env, "worker")
+    try:
+        worker.wait_for(" ready.", timeout=120)
+        app = make_app(load_settings(redis={"url": REDIS_URL, "key_prefix": prefix}))
+        try:
+            app.control.shutdown(destination=[node])
+        finally:
+            app.close()
+        assert worker.proc.wait(30) == 1, worker.tail()
+        assert "stopped without being asked to" in worker.output()
+    finally:
+        worker.cleanup()
