@@ -8,6 +8,8 @@ import logging
 import time
 from typing import Any
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+
 from core.agent.wake import wake_agent
 from core.effects.intents import process_pending
 from core.effects.timers import TIMER, DeliverMessage, ExpireProposal, Timer
@@ -73,6 +75,9 @@ async def run_background(svc: Services, stop: asyncio.Event) -> None:
             await tick(svc)
         except asyncio.CancelledError:
             raise
+        except RedisConnectionError as exc:
+            # Redis is restarting or unreachable: one line per tick, not a traceback.
+            log.warning("background tick: Redis unreachable (%s); retry in %.1f s", exc, interval)
         except Exception:
             log.exception("background tick failed; retrying in %.1f s", interval)
         try:

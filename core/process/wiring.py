@@ -4,6 +4,8 @@ gateway, the tools and the intent processors."""
 from __future__ import annotations
 
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 
 from core.config import Settings
 from core.effects.intents import default_processors
@@ -33,6 +35,10 @@ def connect_redis(settings: Settings) -> Redis:
         decode_responses=True,
         max_connections=settings.redis.max_connections,
         timeout=settings.redis.pool_timeout_s,
+        # A Redis restart leaves every pooled connection stale: a command retries on a new
+        # one (about 6 s in all) instead of failing the turn. A transaction that was
+        # WATCHing is not retried blindly: redis-py raises WatchError, and the CAS retries.
+        retry=Retry(ExponentialWithJitterBackoff(base=0.1, cap=2.0), retries=6),
     )
     return Redis(connection_pool=pool)
 
