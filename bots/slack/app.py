@@ -33,7 +33,7 @@ from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
 _MENTION = re.compile(r"<@[A-Z0-9]+>")
-# A Web API call that takes longer fails (and is logged; the relay goes on).
+# A Web API call that takes longer fails (a relay's is tried again: bots/slack/courier.py).
 API_TIMEOUT_S = 30
 HELP = "Mention me with a task, e.g. “@caramba compare the three cheapest flights to Berlin”."
 

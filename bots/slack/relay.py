@@ -2,7 +2,10 @@
 cohort, one status message updated in place (at most about once per
 ``slack.status_interval_s``), milestone replies, the final result.
 
-An API error is logged and the relay goes on: it ends only with the run.
+The relay never calls Slack: what it posts goes into the run's outbox in Redis
+(``bots.slack.outbox``), in the transaction that saves how far it got, and the run's
+courier (``bots.slack.courier``) delivers it. Reading the run's events never waits for
+Slack, and nothing is lost while Slack is unreachable.
 """
 
 from __future__ import annotations
@@ -12,9 +15,12 @@ import logging
 import time
 from typing import Any
 
+from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, status_blocks
+from bots.slack.courier import Busy, Courier, stop_if_cancelled
+from bots.slack.outbox import Entry, Outbox
 from bots.slack.text import escape, split
 from bots.slack.threads import Shown, Threads, after
 from bots.slack.upload import preview, result_file
@@ -37,18 +43,23 @@ from core.types.events import (
 from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
+NO_CARD = ":x: I could not post the proposal here; ask me again."
+
+
+def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
+    return [b.to_dict() for b in blocks]
 
 
 class ThreadRelay:
-    """Posts one run's events into ``channel``/``thread_ts``; with ``svc`` (where the run
-    is read from), its proposal card too."""
+    """Folds one run's events into what to post into ``channel``/``thread_ts``: entries
+    for its outbox and the status message's content (taken with :meth:`take`); with
+    ``svc`` (where the run is read from), its proposal card too."""
 
     # A longer final result is uploaded as a file (set from ``slack.result_file_chars``).
     result_file_chars: int = SlackSettings.model_fields["result_file_chars"].default
 
     def __init__(
         self,
-        client: AsyncWebClient,
         channel: str,
         thread_ts: str,
         run_id: str = "",
@@ -56,7 +67,6 @@ class ThreadRelay:
         svc: Services | None = None,
         result_file_chars: int | None = None,
     ) -> None:
-        self.client = client
         if result_file_chars is not None:
             self.result_file_chars = result_file_chars
         self.run_id = run_id
@@ -65,35 +75,36 @@ class ThreadRelay:
         self.started = False
         # Replaying events an earlier bot process relayed: fold them in, post nothing.
         self.quiet = False
-        # Slack API calls made (to know when the relay's progress must be saved).
-        self.calls = 0
         self.running = True
         self.channel = channel
         self.thread_ts = thread_ts
         self.names: dict[str, str] = {}
-        self.status_ts: str | None = None
         self.status = "Starting…"
         self.shown = ""
         self.last_update = 0.0
         self.agents = 0
         self.finished = 0
         self.tools = 0
+        # Queued since the last take(): posts, and the status message's new content.
+        self.out: list[Entry] = []
+        self.new_status: tuple[str, list[dict[str, Any]]] | None = None
 
-    async def _call(self, method: str, **kwargs: Any) -> Any:
-        if self.quiet:
-            return None
-        self.calls += 1
-        try:
-            return await getattr(self.client, method)(channel=self.channel, **kwargs)
-        except Exception:
-            log.exception("slack %s failed; the relay goes on", method)
-            return None
+    def take(self) -> tuple[list[Entry], tuple[str, list[dict[str, Any]]] | None]:
+        """What to add to the outbox, and forget it here."""
+        out, status = self.out, self.new_status
+        self.out, self.new_status = [], None
+        return out, status
 
-    async def reply(self, text: str) -> None:
-        for piece in split(text):
-            await self._call("chat_postMessage", thread_ts=self.thread_ts, text=piece)
+    def _entry(self, what: str, text: str, blocks: list[Block] | None = None) -> Entry:
+        return Entry(
+            run=self.run_id, what=what, text=text, blocks=None if blocks is None else _dicts(blocks)
+        )
 
-    async def show_status(self, *, force: bool = False, interval_s: float = 1.0) -> None:
+    def reply(self, text: str, what: str = "reply") -> None:
+        if not self.quiet:
+            self.out.extend(self._entry(what, piece) for piece in split(text))
+
+    def show_status(self, *, force: bool = False, interval_s: float = 1.0) -> None:
         line = (
             f"{self.status} · agents {self.finished}/{self.agents} done · tool calls {self.tools}"
         )
@@ -103,23 +114,19 @@ class ThreadRelay:
             return
         self.shown, self.last_update = line, time.monotonic()
         blocks = status_blocks(line, self.run_id, running=self.running and bool(self.run_id))
-        if self.status_ts is None:
-            resp = await self._call(
-                "chat_postMessage", thread_ts=self.thread_ts, text=line, blocks=blocks
-            )
-            self.status_ts = resp["ts"] if resp is not None else None
-        else:
-            await self._call("chat_update", ts=self.status_ts, text=line, blocks=blocks)
+        self.new_status = (line, _dicts(blocks))
 
     def _who(self, agent_id: str | None) -> str:
         return escape(self.names.get(agent_id or "", agent_id or "the run"))
 
     async def on_event(self, event: RunEvent) -> None:
-        """Fold one event into the status line; post it if it is a milestone."""
+        """Fold one event into the status line; queue it if it is a milestone."""
         match event:
             case RunStarted():
                 self.started = True
-                await self.show_status(force=True)
+                if not self.quiet:  # posted first: milestones come below it
+                    self.out.append(Entry(run=self.run_id, what="status message", kind="status"))
+                self.show_status(force=True)
             case RunStatusChanged(status=RunStatus.PROPOSED):
                 await self.post_card()
             case AgentCreated():
@@ -133,18 +140,20 @@ class ThreadRelay:
                 self.finished += 1
                 self.status = f"Running: {self._who(event.agent_id)} {event.reason.value}"
                 if event.agent_id and event.result and self.agents > 1:
-                    await self.reply(
+                    self.reply(
                         f"*{self._who(event.agent_id)}* {event.reason.value}:\n"
-                        f"{escape(event.result)}"
+                        f"{escape(event.result)}",
+                        "milestone",
                     )
             case ErrorRaised():
-                await self.reply(f":warning: {escape(event.message)}")
+                self.reply(f":warning: {escape(event.message)}", "error")
             case QuestionAsked():
-                await self.reply(
-                    f":question: *{self._who(event.agent_id)}* asks: {escape(event.question)}"
+                self.reply(
+                    f":question: *{self._who(event.agent_id)}* asks: {escape(event.question)}",
+                    "question",
                 )
             case ChatPosted():
-                await self.reply(f"*{self._who(event.agent_id)}*:\n{escape(event.text)}")
+                self.reply(f"*{self._who(event.agent_id)}*:\n{escape(event.text)}", "chat post")
             case RunFinished(status=RunStatus.REJECTED):
                 self.running = False  # the card says who rejected it
             case RunFinished():
@@ -152,7 +161,7 @@ class ThreadRelay:
                 self.status = f"Run {event.status.value} · {event.tokens} tokens · " + (
                     f"${event.cost_usd:.4f}"
                 )
-                await self.post_result(event)
+                self.post_result(event)
             case _:
                 pass
 
@@ -161,104 +170,116 @@ class ThreadRelay:
         cannot be posted, the thread says so."""
         if self.svc is None or self.quiet:
             return
-        self.calls += 1
+        sorry = self._entry("note that the proposal failed", NO_CARD)
         try:
             card = view(self.svc.settings, await self.svc.store.get_run(self.run_id))
-            await self.client.chat_postMessage(
-                channel=self.channel,
-                thread_ts=self.thread_ts,
-                text=fallback_text(card),
-                blocks=proposal_blocks(card),
-            )
+            blocks = proposal_blocks(card)
         except Exception:
-            log.exception("posting the proposal of %s failed", self.run_id)
-            await self.reply(":x: I could not post the proposal here; ask me again.")
+            log.exception("building the proposal of %s failed", self.run_id)
+            self.out.append(sorry)
+            return
+        entry = self._entry("proposal card", fallback_text(card), blocks)
+        self.out.append(entry.model_copy(update={"instead": (sorry,)}))
 
-    async def post_result(self, event: RunFinished) -> None:
+    def post_result(self, event: RunFinished) -> None:
         """The result (or why the run failed) in the thread; a long one as a file with a
-        preview. The last message has buttons to rate a run that completed or failed."""
+        preview (or, if the file cannot be uploaded, in pieces). The last message has
+        buttons to rate a run that completed or failed."""
+        if self.quiet:
+            return
         ok = event.status is RunStatus.COMPLETED
         body = event.result if ok else (event.error or event.status.value)
         text = ("" if ok else ":x: ") + escape(body or "(no result)")
-        pieces = split(text)
+        rateable = event.status in (RunStatus.COMPLETED, RunStatus.FAILED) and self.run_id
+
+        def posts(pieces: list[str]) -> list[Entry]:
+            *head, last = pieces
+            buttons = result_blocks(last, self.run_id) if rateable else None
+            return [self._entry("result", p) for p in head] + [self._entry("result", last, buttons)]
+
+        whole = posts(split(text))
         if ok and event.result and len(event.result) > self.result_file_chars:
             file = result_file(self.run_id, event.result)
-            if await self._call("files_upload_v2", thread_ts=self.thread_ts, **file) is not None:
-                pieces = [preview(text)]
-        rateable = event.status in (RunStatus.COMPLETED, RunStatus.FAILED) and self.run_id
-        *head, last = pieces
-        for piece in head:
-            await self._call("chat_postMessage", thread_ts=self.thread_ts, text=piece)
-        extra = {"blocks": result_blocks(last, self.run_id)} if rateable else {}
-        await self._call("chat_postMessage", thread_ts=self.thread_ts, text=last, **extra)
-
-
-class Busy:
-    """Runs whose relay is posting an event right now; ``idle`` is set when there are none
-    (a stopping bot waits for it, so no relay stops halfway through an event)."""
-
-    def __init__(self) -> None:
-        self.runs: set[str] = set()
-        self.idle = asyncio.Event()
-        self.idle.set()
-
-    def add(self, run_id: str) -> None:
-        self.runs.add(run_id)
-        self.idle.clear()
-
-    def discard(self, run_id: str) -> None:
-        self.runs.discard(run_id)
-        if not self.runs:
-            self.idle.set()
+            upload = Entry(
+                run=self.run_id,
+                what="result file",
+                kind="upload",
+                file=file,
+                then=tuple(posts([preview(text)])),
+                instead=tuple(whole),
+            )
+            self.out.append(upload)
+        else:
+            self.out.extend(whole)
 
 
 async def relay_run(
     svc: Services,
     hub: EventHub,
     threads: Threads,
+    outbox: Outbox,
     client: AsyncWebClient,
     shown: Shown,
     busy: Busy | None = None,
 ) -> None:
     """Follow ``shown.run_id`` from its request to its end, relaying into its thread
-    (the proposal card included).
+    (the proposal card included), and deliver its outbox until it is empty.
 
     Events up to ``shown.last`` were relayed before (by a bot process that stopped): they
-    only rebuild the relay's state. Progress is saved after every event that posted
-    something; while an event is being relayed, the run id is in ``busy`` (a stopping
-    bot waits for it).
+    only rebuild the relay's state, while the courier delivers what that process left in
+    the outbox. What an event posts is queued in the transaction that saves the relay's
+    progress, so it is queued once. While an event is being queued, the run id is in
+    ``busy`` (a stopping bot waits for it).
     """
     busy = Busy() if busy is None else busy
-    slack = svc.settings.slack
+    slack, run_id = svc.settings.slack, shown.run_id
     relay = ThreadRelay(
-        client,
-        shown.channel,
-        shown.thread,
-        shown.run_id,
-        svc=svc,
-        result_file_chars=slack.result_file_chars,
+        shown.channel, shown.thread, run_id, svc=svc, result_file_chars=slack.result_file_chars
     )
-    relay.status_ts = shown.status_ts
-    interval = slack.status_interval_s
+    courier = Courier(outbox, client, run_id, shown.channel, shown.thread, slack, busy)
+    if shown.status_ts:
+        await outbox.keep_ts(run_id, shown.status_ts)
+
+    async def commit(last: str) -> None:
+        nonlocal shown
+        entries, status = relay.take()
+        if not entries and status is None:
+            return  # a replayed event that posted nothing posts nothing either
+        shown = shown.model_copy(update={"last": last})
+        async with threads.redis.pipeline(transaction=True) as pipe:
+            threads.saving(pipe, shown)
+            outbox.add(pipe, run_id, entries, status)
+            await pipe.execute()
+        courier.wake.set()
+
+    ended = asyncio.Event()
+    delivering = asyncio.create_task(courier.run(ended), name=f"slack-outbox-{run_id}")
     try:
-        async for entry_id, event in hub.follow(shown.run_id):
-            busy.add(shown.run_id)
-            try:
-                relay.quiet, calls = not after(entry_id, shown.last), relay.calls
-                await relay.on_event(event)
-                await relay.show_status(interval_s=interval)
-                # Saved when something was posted: replaying an event that posted nothing
-                # posts nothing either (a status update at most).
-                if relay.calls != calls:
-                    progress = {"last": entry_id, "status_ts": relay.status_ts}
-                    shown = shown.model_copy(update=progress)
-                    await threads.save(shown)
-            finally:
-                busy.discard(shown.run_id)
-    except Exception:
-        # Not marked done: the bot takes the run up again from the last event relayed.
-        log.exception("following run %s failed; it will be taken up again", shown.run_id)
-        return
-    relay.quiet = False
-    await relay.show_status(force=True)
-    await threads.done(shown.run_id)
+        try:
+            async for entry_id, event in hub.follow(run_id):
+                busy.add(run_id)
+                try:
+                    relay.quiet = not after(entry_id, shown.last)
+                    await relay.on_event(event)
+                    relay.show_status(interval_s=slack.status_interval_s)
+                    await commit(entry_id)
+                finally:
+                    busy.discard(run_id)
+                stop_if_cancelled()  # a cancel swallowed by Redis: not wait for the next event
+            relay.quiet = False
+            relay.show_status(force=True)
+            await commit(shown.last)
+        except Exception:
+            # Not marked done: the bot takes the run up again from the last event queued.
+            log.exception("following run %s failed; it will be taken up again", run_id)
+            return
+        ended.set()
+        courier.wake.set()
+        await delivering
+        async with threads.redis.pipeline(transaction=True) as pipe:
+            threads.forgetting(pipe, run_id)
+            outbox.drop(pipe, run_id)
+            await pipe.execute()
+    finally:
+        delivering.cancel()
+        await asyncio.gather(delivering, return_exceptions=True)

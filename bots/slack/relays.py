@@ -1,6 +1,6 @@
-"""The runs one bot process relays into Slack: a task per run, held by a lease so that of
-several bot processes exactly one relays each run, resumed where an earlier process
-stopped, and taken over from a process that died."""
+"""The runs one bot process relays into Slack: a task per run (its relay and the courier
+of its outbox), held by a lease so that of several bot processes exactly one relays each
+run, resumed where an earlier process stopped, and taken over from a process that died."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from redis.asyncio.lock import Lock
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.relay import Busy, relay_run
+from bots.slack.courier import Busy
+from bots.slack.outbox import Outbox
+from bots.slack.relay import relay_run
 from bots.slack.threads import Shown, Threads
 from core.runs.requests import give_up_if_stuck, stuck_after
 from core.services import Services
@@ -34,6 +36,7 @@ class Relays:
     def __init__(self, svc: Services, client: AsyncWebClient, threads: Threads) -> None:
         self.svc, self.client, self.threads = svc, client, threads
         self.hub = EventHub(svc.store, blocking=not svc.settings.redis.embedded)
+        self.outbox = Outbox(svc.redis, svc.settings.redis.key_prefix)
         self.tasks: dict[str, asyncio.Task[None]] = {}
         # Runs whose relay is posting an event right now (not stopped halfway).
         self.busy = Busy()
@@ -72,7 +75,9 @@ class Relays:
         async def relay() -> None:
             watchdog = asyncio.create_task(self.watch_planning(run_id))
             try:
-                await relay_run(self.svc, self.hub, threads, self.client, shown, self.busy)
+                await relay_run(
+                    self.svc, self.hub, threads, self.outbox, self.client, shown, self.busy
+                )
             finally:
                 watchdog.cancel()
                 self.leases.pop(run_id, None)

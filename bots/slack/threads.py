@@ -63,8 +63,15 @@ class Threads:
         run_id: str | None = await self.redis.get(self._thread_key(channel, thread))
         return run_id
 
+    def saving(self, pipe: Any, shown: Shown) -> None:
+        """The relay's progress (after each event it queued posts for), in ``pipe``."""
+        pipe.hset(self.relays_key, shown.run_id, shown.model_dump_json())
+
+    def forgetting(self, pipe: Any, run_id: str) -> None:
+        """The run's relay is over (everything delivered), in ``pipe``."""
+        pipe.hdel(self.relays_key, run_id)
+
     async def save(self, shown: Shown) -> None:
-        """The relay's progress (after each event it relayed)."""
         await self.redis.hset(self.relays_key, shown.run_id, shown.model_dump_json())
 
     async def done(self, run_id: str) -> None:

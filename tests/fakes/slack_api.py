@@ -6,7 +6,10 @@ blocks and form data for the others; both are decoded into ``Call.args``.
 ``files_upload_v2`` works against it: ``files.getUploadURLExternal`` hands out an upload
 URL on the fake itself, the bytes posted there are kept in ``uploads`` (and recorded as a
 call named ``upload``), ``files.completeUploadExternal`` answers with the files.
-``rate_limit`` makes a method answer HTTP 429 with ``Retry-After`` for its next calls.
+``rate_limit`` makes a method answer HTTP 429 with ``Retry-After`` for its next calls;
+``refusing`` answers chosen calls ``ok: false``. ``go_down`` makes Slack unreachable
+(connections refused, the open ones closed) or broken (HTTP 503 to every call) until
+``come_back``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import asyncio
 import itertools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +36,14 @@ class Call:
 @dataclass
 class FakeSlackAPI:
     calls: list[Call] = field(default_factory=list)
+    # Calls answered 503 while ``broken`` (not in ``calls``).
+    failed: list[Call] = field(default_factory=list)
     # Methods that answer ``ok: false`` (the relay must survive them).
     failing: set[str] = field(default_factory=set)
+    # (method, args) → the error to answer ``ok: false`` with, or None to answer as usual.
+    refusing: Callable[[str, dict[str, Any]], str | None] | None = None
+    # Every call answers HTTP 503 (an outage behind a reachable front end).
+    broken: bool = False
     # Method → how many more calls answer HTTP 429 (see ``rate_limit``).
     limited: dict[str, int] = field(default_factory=dict)
     retry_after_s: int = 0
@@ -44,6 +54,7 @@ class FakeSlackAPI:
     # Socket Mode: envelopes to send to the connected app, and the app's acks.
     envelopes: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     socket_acks: list[dict[str, Any]] = field(default_factory=list)
+    port: int = 0
     _runner: web.AppRunner | None = None
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -52,17 +63,32 @@ class FakeSlackAPI:
         app.router.add_post("/api/{method}", self._handle)
         app.router.add_get("/link", self._socket)
         app.router.add_post("/upload/{file_id}", self._upload)
-        self._runner = web.AppRunner(app)
+        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}/api/"
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{self.port}/api/"
         return self
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None
+
+    async def go_down(self, how: str = "refused") -> None:
+        """Slack out of reach: ``refused`` — nothing listens on the port any more (and
+        the open connections are closed); ``5xx`` — every call answers HTTP 503."""
+        if how == "5xx":
+            self.broken = True
+        else:
+            await self.stop()
+
+    async def come_back(self) -> None:
+        """Slack answers again, on the same port."""
+        self.broken = False
+        if self._runner is None:
+            await self.start()
 
     async def _handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
@@ -75,6 +101,9 @@ class FakeSlackAPI:
         for key in ("blocks", "attachments", "files"):
             if isinstance(args.get(key), str):
                 args[key] = json.loads(args[key])
+        if self.broken:
+            self.failed.append(Call(method, args))
+            return web.Response(status=503, text="<html>503 Service Unavailable</html>")
         self.calls.append(Call(method, args))
         if self.limited.get(method, 0) > 0:
             self.limited[method] -= 1
@@ -85,6 +114,8 @@ class FakeSlackAPI:
             )
         if method in self.failing:
             return web.json_response({"ok": False, "error": "fatal_error"})
+        if self.refusing is not None and (error := self.refusing(method, args)):
+            return web.json_response({"ok": False, "error": error})
         body: dict[str, Any] = {"ok": True}
         if method == "auth.test":
             body |= {"user_id": BOT_USER, "bot_id": "BBOT", "team_id": "T1", "user": "caramba"}
@@ -112,6 +143,8 @@ class FakeSlackAPI:
         """The upload URL: like files.slack.com, a plain-text answer to the posted bytes."""
         file_id = request.match_info["file_id"]
         data = await request.read()
+        if self.broken:
+            return web.Response(status=503, text="<html>503 Service Unavailable</html>")
         self.calls.append(Call("upload", {"file_id": file_id, "length": len(data)}))
         if "upload" in self.failing:
             return web.Response(status=500, text="upload failed", content_type="text/plain")

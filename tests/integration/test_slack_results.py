@@ -1,6 +1,6 @@
 """The end of a run in Slack, offline: feedback buttons under the result and the votes
 counted in the library, a long result uploaded as a file (``files_upload_v2`` against the
-fake), and rate limits (HTTP 429) retried by the bot's client or survived by the relay."""
+fake), and rate limits (HTTP 429) retried by the bot's client, then by the outbox."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ import pytest
 
 from bots.slack.app import SlackBot
 from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
+from bots.slack.courier import Courier
 from bots.slack.feedback import ALREADY, THANKS
+from bots.slack.outbox import Outbox
 from bots.slack.relay import ThreadRelay
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape, split
 from bots.slack.upload import POINTER
-from core.types.events import RunFinished
+from core.types.events import RunEvent, RunFinished
 from core.types.run import RunStatus
 from tests.fakes.slack_api import FakeSlackAPI
 from tests.integration.test_slack_http import ANA, CHANNEL, MALLORY, SECRET, harness, scripted
@@ -88,8 +90,31 @@ async def test_the_result_has_feedback_buttons_and_votes_count_once(
         assert (await library.get(run.cohort.id)).record.ratings == 2
 
 
+class Relayed:
+    """A relay whose posts go through the run's outbox and are delivered at once by a
+    courier with the bot's client (its 429 retries included)."""
+
+    def __init__(self, bot: SlackBot) -> None:
+        self.redis, run = bot.svc.redis, "run_r1"
+        self.relay = ThreadRelay(CHANNEL, THREAD, run)
+        self.outbox = Outbox(self.redis, bot.svc.settings.redis.key_prefix)
+        settings = bot.svc.settings.slack
+        self.courier = Courier(self.outbox, bot.client, run, CHANNEL, THREAD, settings)
+
+    async def on_event(self, event: RunEvent) -> None:
+        """Fold ``event`` in, queue its posts, and return once they are delivered."""
+        await self.relay.on_event(event)
+        entries, status = self.relay.take()
+        async with self.redis.pipeline(transaction=True) as pipe:
+            self.outbox.add(pipe, "run_r1", entries, status)
+            await pipe.execute()
+        done = asyncio.Event()
+        done.set()
+        await self.courier.run(done)
+
+
 @contextlib.asynccontextmanager
-async def bot_relay(make_services: Any, redis: Any) -> AsyncIterator[tuple[ThreadRelay, Any]]:
+async def bot_relay(make_services: Any, redis: Any) -> AsyncIterator[tuple[Relayed, Any]]:
     """A relay posting through the bot's own client (with its 429 retries) to the fake."""
     slack = await FakeSlackAPI().start()
     s = planning_settings()
@@ -99,7 +124,7 @@ async def bot_relay(make_services: Any, redis: Any) -> AsyncIterator[tuple[Threa
         SlackSecrets(bot_token="xoxb-test", signing_secret=SECRET),
     )
     try:
-        yield ThreadRelay(bot.client, CHANNEL, THREAD, "run_r1"), slack
+        yield Relayed(bot), slack
     finally:
         await bot.aclose()
         await slack.stop()
@@ -143,12 +168,15 @@ async def test_a_long_result_is_uploaded_as_a_file(make_services, real_redis) ->
 async def test_a_failed_upload_posts_the_whole_result_in_pieces(
     make_services, real_redis, broken, caplog
 ) -> None:
+    """Refused (``ok: false``): at once; the upload URL answering 500: after a few tries."""
     async with bot_relay(make_services, real_redis) as (relay, slack):
         slack.failing.add(broken)
         with caplog.at_level(logging.ERROR):
             await relay.on_event(finished(LONG))
-        assert "files_upload_v2 failed" in caplog.text
-        assert slack.of(broken), "the upload got as far as the broken step"
+        assert "Slack refused the result file" in caplog.text
+        assert "posting its fallback" in caplog.text
+        tries = 3 if broken == "upload" else 1
+        assert len(slack.of(broken)) == tries, "the upload got as far as the broken step"
         if broken != "files.completeUploadExternal":
             assert slack.of("files.completeUploadExternal") == []
         posts = slack.of("chat.postMessage")
@@ -181,11 +209,13 @@ async def test_a_rate_limited_call_is_retried(make_services, real_redis) -> None
         assert slack.limited["chat.postMessage"] == 0
 
 
-async def test_the_relay_goes_on_when_retries_run_out(make_services, real_redis, caplog) -> None:
+async def test_nothing_is_lost_when_the_clients_retries_run_out(
+    make_services, real_redis, caplog
+) -> None:
     async with bot_relay(make_services, real_redis) as (relay, slack):
         slack.rate_limit("chat.postMessage", times=4)  # the first try and 3 retries
-        with caplog.at_level(logging.ERROR):
+        with caplog.at_level(logging.WARNING):
             await relay.on_event(finished("a" * 3000 + "\n" + "b" * 10))
-        assert "slack chat_postMessage failed; the relay goes on" in caplog.text
+        assert "the result did not reach Slack (rate limited (ratelimited))" in caplog.text
         texts = [p["text"] for p in slack.of("chat.postMessage")]
-        assert texts == ["a" * 3000] * 4 + ["b" * 10], "the first piece is lost, not the rest"
+        assert texts == ["a" * 3000] * 5 + ["b" * 10], "the outbox tried the first piece again"

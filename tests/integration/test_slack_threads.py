@@ -78,15 +78,27 @@ async def test_a_failed_planning_is_told_in_the_thread(make_services, real_redis
         assert h.cards() == []
 
 
-async def test_a_card_that_cannot_be_posted_is_told_in_the_thread(
+async def test_a_rate_limited_card_comes_later_and_a_refused_one_is_told(
     make_services, real_redis
 ) -> None:
     async with harness(make_services, real_redis) as h:
         h.slack.rate_limit("chat.postMessage", times=4)  # the card: a try and 3 retries
         await h.mention("Compare flights to Berlin.")
         await h.slack.wait_for(lambda: len(h.slack.of("chat.postMessage")) == 5)
-        *tries, said = h.slack.of("chat.postMessage")
-        assert len(tries) == 4 and all("caramba_approve" in str(t["blocks"]) for t in tries)
+        tries = h.slack.of("chat.postMessage")
+        assert all("caramba_approve" in str(t["blocks"]) for t in tries)
+        assert len(h.cards()) == 5, "the outbox tried again once the client's retries ran out"
+
+    async with harness(make_services, real_redis) as h:
+
+        def no_cards(method: str, args: dict[str, Any]) -> str | None:
+            return "invalid_blocks" if "caramba_approve" in str(args.get("blocks")) else None
+
+        h.slack.refusing = no_cards
+        await h.mention("Compare flights to Berlin.", event_id="Ev2")
+        await h.slack.wait_for(lambda: len(h.slack.of("chat.postMessage")) == 2)
+        card, said = h.slack.of("chat.postMessage")
+        assert "caramba_approve" in str(card["blocks"]), "refused for good: tried once"
         assert said["thread_ts"] == THREAD
         assert said["text"] == ":x: I could not post the proposal here; ask me again."
 

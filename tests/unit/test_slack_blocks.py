@@ -1,12 +1,16 @@
-"""Slack rendering: escaping, Block Kit limits, and the relay's coalescing and resilience."""
+"""Slack rendering: escaping, Block Kit limits, the relay's coalescing and what it queues,
+and which failed calls the outbox tries again."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from slack_sdk.web.async_client import AsyncWebClient
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackRequestError
 
-from bots.slack.blocks import proposal_blocks
+from bots.slack.blocks import CANCEL, FEEDBACK_UP, proposal_blocks
+from bots.slack.failures import classify
 from bots.slack.relay import ThreadRelay
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import SECTION_LIMIT, escape, split, truncate
@@ -15,7 +19,6 @@ from core.runs.approval import AgentCard, ProposalView
 from core.types.agent import EndReason
 from core.types.events import AgentCreated, AgentFinished, RunFinished, RunStarted, ToolCalled
 from core.types.run import RunBudget, RunStatus
-from tests.fakes.slack_api import FakeSlackAPI
 
 
 def test_escape_defuses_broadcasts_and_markup() -> None:
@@ -93,41 +96,83 @@ def test_missing_secrets_name_the_variable(monkeypatch) -> None:
     assert SlackSecrets.from_env().app_token == "xapp-1"
 
 
-async def test_the_relay_coalesces_status_and_survives_api_errors() -> None:
-    slack = await FakeSlackAPI().start()
-    try:
-        relay = ThreadRelay(AsyncWebClient(token="x", base_url=slack.url), "C1", "1.1")
-        await relay.show_status(force=True)
-        assert slack.of("chat.postMessage") == [], "no status message before the run starts"
-        await relay.on_event(RunStarted(run_id="r", task="t"))
-        for seq in range(30):
-            await relay.on_event(
-                ToolCalled(
-                    run_id="r",
-                    agent_id="a",
-                    seq=seq,
-                    tool="calculate",
-                    arguments="",
-                    ok=True,
-                    result="1",
-                )
-            )
-            await relay.show_status(interval_s=1.0)
-        assert len(slack.of("chat.postMessage")) == 1 and slack.of("chat.update") == []
-
-        slack.failing.add("chat.postMessage")
-        await relay.on_event(AgentCreated(run_id="r", agent_id="b", name="B", role="x", model="m"))
+async def test_the_relay_coalesces_status_and_queues_in_order() -> None:
+    relay = ThreadRelay("C1", "1.1", "r")
+    relay.show_status(force=True)
+    assert relay.take() == ([], None), "no status message before the run starts"
+    await relay.on_event(RunStarted(run_id="r", task="t"))
+    (status,), content = relay.take()
+    assert status.kind == "status" and content is not None
+    assert CANCEL in json.dumps(content[1]), "Cancel while it runs"
+    for seq in range(30):
         await relay.on_event(
-            AgentFinished(run_id="r", agent_id="b", reason=EndReason.FINISHED, result="done")
+            ToolCalled(
+                run_id="r",
+                agent_id="a",
+                seq=seq,
+                tool="calculate",
+                arguments="",
+                ok=True,
+                result="1",
+            )
         )
-        slack.failing.clear()
-        await relay.on_event(RunFinished(run_id="r", status=RunStatus.COMPLETED, result="y" * 7000))
-        await relay.show_status(force=True)
-        posts = slack.of("chat.postMessage")
-        assert [len(p["text"]) for p in posts[-3:]] == [3000, 3000, 1000]
-        assert "tool calls 30" in slack.of("chat.update")[-1]["text"]
-    finally:
-        await slack.stop()
+        relay.show_status(interval_s=1.0)
+    assert relay.take() == ([], None), "coalesced: at most one status a second"
+
+    for name in "BC":
+        await relay.on_event(
+            AgentCreated(run_id="r", agent_id=name.lower(), name=name, role="x", model="m")
+        )
+    await relay.on_event(
+        AgentFinished(run_id="r", agent_id="b", reason=EndReason.FINISHED, result="done")
+    )
+    await relay.on_event(RunFinished(run_id="r", status=RunStatus.COMPLETED, result="y" * 7000))
+    relay.show_status(force=True)
+    entries, content = relay.take()
+    assert [(e.what, len(e.text)) for e in entries] == [
+        ("milestone", len("*B* finished:\ndone")),
+        ("result", 3000),
+        ("result", 3000),
+        ("result", 1000),
+    ]
+    assert FEEDBACK_UP in json.dumps(entries[-1].blocks), "buttons on the last piece"
+    assert content is not None and "Run completed" in content[0]
+    assert "tool calls 30" in content[0] and CANCEL not in json.dumps(content[1])
+
+    relay.quiet = True  # replaying what an earlier process queued: nothing again
+    await relay.on_event(RunFinished(run_id="r", status=RunStatus.COMPLETED, result="z"))
+    assert relay.take()[0] == []
+
+
+class _Response:
+    def __init__(self, status: int, data: Any, headers: dict[str, str] | None = None) -> None:
+        self.status_code, self.data, self.headers = status, data, headers or {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default) if isinstance(self.data, dict) else default
+
+
+def _api_error(status: int, data: Any, **headers: str) -> SlackApiError:
+    return SlackApiError("failed", _Response(status, data, headers))
+
+
+def test_which_failures_the_outbox_tries_again() -> None:
+    limited = classify(
+        _api_error(429, {"ok": False, "error": "ratelimited"}, **{"Retry-After": "7"})
+    )
+    assert limited.retry and limited.wait_s == 7.0, "Retry-After is honoured"
+    assert classify(_api_error(503, "<html>503</html>")).retry
+    assert classify(_api_error(200, {"ok": False, "error": "internal_error"})).retry
+    refused = [
+        classify(_api_error(200, {"ok": False, "error": e}))
+        for e in ("invalid_blocks", "channel_not_found", "fatal_error")
+    ]
+    assert not any(f.retry for f in refused), "Slack refused the call itself"
+    down = classify(aiohttp.ClientConnectionError("Connection refused"))
+    assert down.retry and not down.answered, "unreachable: no answer at all"
+    assert classify(TimeoutError()).retry
+    assert classify(SlackRequestError("Failed to upload a file (status: 500)")).answered
+    assert not classify(TypeError("a bug")).retry
 
 
 def test_the_manifest_grants_what_the_bot_calls() -> None:
