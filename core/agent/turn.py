@@ -12,6 +12,7 @@ import logging
 import time
 
 from core.agent import calls, faults, limits, questions, responses
+from core.agent.lease import turn_lease
 from core.agent.lifecycle import end_agent
 from core.agent.limits import limits_for
 from core.agent.turn_io import TurnIO, clip
@@ -29,7 +30,15 @@ log = logging.getLogger(__name__)
 
 
 async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
-    """Run one turn of one agent. Safe to call twice with one job."""
+    """Run one turn of one agent. Safe to call twice with one job, at once or later."""
+    async with turn_lease(svc, job.run_id, job.agent_id, job.seq) as held:
+        if not held:
+            log.info("turn %s: another delivery is running it; dropped", job)
+            return TurnOutcome.DROPPED
+        return await _run(svc, job)
+
+
+async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     store = svc.store
     state, run, deliveries, run_usage, raw_saved = await store.turn_start(
         job.run_id, job.agent_id, job.seq

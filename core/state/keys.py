@@ -36,6 +36,10 @@ class Keys:
     def response_field(agent_id: str, seq: int) -> str:
         return f"{agent_id}:{seq}"
 
+    def turn_lease(self, run_id: str, agent_id: str, seq: int) -> str:
+        """Held by the one delivery running turn ``seq`` of an agent (``agent.lease``)."""
+        return f"{self.prefix}:run:{run_id}:lease:{agent_id}:{seq}"
+
     def deliveries(self, run_id: str) -> str:
         """Hash ``<agent>:<seq>`` → how many times that turn was started."""
         return f"{self.prefix}:run:{run_id}:deliveries"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from core.agent import turn as turn_module
 from core.agent.turn import run_turn
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.scripted import Fail, Reply, ScriptedModel, call
@@ -105,7 +106,9 @@ async def test_concurrent_duplicate_deliveries_save_once(
     run_id = await start_run(svc, "2", spec)
     job = recorder.jobs.pop()
 
-    outcomes = await asyncio.gather(run_turn(svc, job), run_turn(svc, job))
+    # A copy that runs although the lease is held (it lapsed: its holder looked dead):
+    # the save arbitrates.
+    outcomes = await asyncio.gather(run_turn(svc, job), turn_module._run(svc, job))
 
     assert sorted(outcomes) == sorted([TurnOutcome.CONTINUED, TurnOutcome.DROPPED])
     assert model.calls == 2
@@ -117,6 +120,24 @@ async def test_concurrent_duplicate_deliveries_save_once(
     # Only the saved delivery's tokens count.
     usage = await svc.store.run_usage(run_id)
     assert usage.total_tokens == state.usage.total_tokens
+
+
+async def test_a_copy_of_a_turn_under_way_waits_for_it_and_pays_nothing(
+    settings, make_services, any_redis
+) -> None:
+    model = _SlowModel()
+    svc = make_services(settings, model, redis=any_redis, start=False)
+    svc.scheduler = recorder = RecordingScheduler()
+    spec = agent()
+    run_id = await start_run(svc, "2", spec)
+    job = recorder.jobs.pop()
+
+    outcomes = await asyncio.gather(run_turn(svc, job), run_turn(svc, job))
+
+    assert sorted(outcomes) == sorted([TurnOutcome.CONTINUED, TurnOutcome.DROPPED])
+    assert model.calls == 1, "the copy waited for the lease and found the turn saved"
+    state = await svc.store.load_agent(run_id, spec.id)
+    assert state is not None and state.seq == 1
 
 
 async def test_bad_calls_are_fed_back_then_the_turn_cap_ends_the_run(

@@ -1,0 +1,62 @@
+"""One delivery of a turn at a time: the delivery that runs it holds a short lease,
+renewed while it works.
+
+A broker hands a turn out again when a worker dies — and also when the turn is merely
+slow (a visibility timeout), when the ledger publishes again a turn it thinks lost, or
+after a chain. Those copies are not failures: a copy that finds the lease held waits for
+it to be released or to lapse (its holder died: a lapse takes at most ``LEASE_S``) and
+then runs the turn, or finds it done; if the holder is alive and still working after
+the wait, the copy is dropped (the holder's own message stays with the broker until it
+ends, so nothing is lost if the holder dies later). Only deliveries that hold the lease
+count towards ``limits.max_deliveries``: the count is of attempts that ended without a
+save, not of copies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+
+from core.services import Services
+
+log = logging.getLogger(__name__)
+LEASE_S = 5.0
+_POLL_S = 0.1
+
+
+@contextlib.asynccontextmanager
+async def turn_lease(svc: Services, run_id: str, agent_id: str, seq: int) -> AsyncIterator[bool]:
+    """Yields True while this delivery holds the turn's lease, False if another delivery
+    is working on it (alive) for longer than a lapse would take."""
+    key = svc.store.keys.turn_lease(run_id, agent_id, seq)
+    token = uuid.uuid4().hex
+    ms = int(LEASE_S * 1000)
+    held = await svc.redis.set(key, token, nx=True, px=ms)
+    waited = 0.0
+    while not held and waited < LEASE_S + 1:
+        await asyncio.sleep(_POLL_S)
+        waited += _POLL_S
+        held = await svc.redis.set(key, token, nx=True, px=ms)
+    if not held:
+        yield False
+        return
+    renew = asyncio.create_task(_renew(svc, key, ms), name=f"turn-lease-{agent_id}-{seq}")
+    try:
+        yield True
+    finally:
+        renew.cancel()
+        with contextlib.suppress(Exception):
+            if await svc.redis.get(key) == token:
+                await svc.redis.delete(key)
+
+
+async def _renew(svc: Services, key: str, ms: int) -> None:
+    while True:
+        await asyncio.sleep(LEASE_S / 3)
+        try:
+            await svc.redis.pexpire(key, ms)
+        except Exception as exc:
+            log.warning("renewing the turn lease %s failed (%s); retrying", key, exc)
