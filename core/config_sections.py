@@ -211,7 +211,7 @@ class SlackSettings(_Section):
     result_file_chars: int = Field(8000, ge=1000)
     # A bot process holds each run it relays for this long, renewed while it lives; a run
     # whose holder died is taken over by another bot process after it lapses.
-    relay_lease_s: float = Field(30.0, ge=0.2, le=3600)
+    relay_lease_s: float = Field(3.0, ge=0.2, le=3600)
     # Every post and update goes through a durable outbox in Redis: retried with back-off
     # (up to outbox_retry_max_s between tries) until it succeeds or is this old.
     outbox_max_age_s: float = Field(86_400, gt=0)

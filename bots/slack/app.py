@@ -60,6 +60,7 @@ class SlackBot:
         self.app = AsyncApp(client=self.client, signing_secret=secrets.signing_secret)
         self.threads = Threads(svc.redis, svc.settings.redis.key_prefix)
         self.tasks: set[asyncio.Task[None]] = set()
+        self.closed = False
         self.relays = Relays(svc, self.client, self.threads)
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
@@ -92,8 +93,12 @@ class SlackBot:
         return await self.relays.start()
 
     async def aclose(self) -> None:
-        """Stop: finish the listeners' work; relays stop between two events (the next
-        process resumes them after the last event relayed)."""
+        """Stop: finish the listeners' work; relays stop between two events and give
+        their leases up (the next process resumes them after the last event relayed and
+        delivers what their outboxes hold). Once: later calls do nothing."""
+        if self.closed:
+            return
+        self.closed = True
         await self.drain()
         await self.relays.aclose()
         await self.session.close()

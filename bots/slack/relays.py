@@ -1,6 +1,12 @@
 """The runs one bot process relays into Slack: a task per run (its relay and the courier
 of its outbox), held by a lease so that of several bot processes exactly one relays each
-run, resumed where an earlier process stopped, and taken over from a process that died."""
+run, resumed where an earlier process stopped, and taken over from a process that died.
+
+A process that stops gracefully gives its leases up as it goes, so that another (or its
+successor) takes the runs at its next adoption round (every second); one that dies holds
+them until they lapse: ``slack.relay_lease_s``, renewed every third of it, so a dead
+process's runs move within the lease and a second.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from collections.abc import Iterator
 from redis.asyncio.lock import Lock
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.courier import Busy
+from bots.slack.courier import Busy, stop_if_cancelled
 from bots.slack.outbox import Outbox
 from bots.slack.relay import relay_run
 from bots.slack.threads import Shown, Threads
@@ -28,6 +34,9 @@ from core.types.run import RunStatus
 log = logging.getLogger(__name__)
 # How long a stopping bot waits for relays to finish posting the event at hand.
 STOP_GRACE_S = 5.0
+# How often a bot process looks for runs nobody relays (at most: a third of the lease if
+# that is shorter). Cheap while every run is held: two small Redis reads.
+ADOPT_EVERY_S = 1.0
 
 
 class Relays:
@@ -47,6 +56,7 @@ class Relays:
         self._claiming: set[str] = set()
         # This process's lease on each run it relays (renewed by the supervisor).
         self.leases: dict[str, Lock] = {}
+        self.closed = False
 
     def __contains__(self, run_id: object) -> bool:
         return run_id in self.tasks
@@ -61,7 +71,7 @@ class Relays:
         """Relay ``shown.run_id`` into its thread until the run ends, unless this process
         relays it already or another holds it; whether this process took it."""
         run_id, threads, owner = shown.run_id, self.threads, self.owner
-        if run_id in self.tasks or run_id in self._claiming:
+        if self.closed or run_id in self.tasks or run_id in self._claiming:
             return False
         self._claiming.add(run_id)  # before the await: adopt() may race a new mention
         try:
@@ -102,7 +112,10 @@ class Relays:
     async def adopt(self) -> int:
         """Relay the runs no bot process relays (left by one that stopped or died, or a
         relay that failed); how many this process took."""
-        return sum([await self.follow(shown) for shown in await self.threads.unfinished()])
+        if self.closed:
+            return 0
+        unheld = await self.threads.unheld(set(self.tasks) | self._claiming)
+        return sum([await self.follow(shown) for shown in unheld])
 
     async def start(self) -> int:
         """Take up the runs earlier processes left, then keep this process's leases and
@@ -113,23 +126,31 @@ class Relays:
         return taken
 
     async def _supervise(self) -> None:
-        period, rounds = self.lease_s / 3, 0
+        """Renew this process's leases every third of their time, and adopt the runs
+        nobody holds at least every ``ADOPT_EVERY_S``: a run given up by a stopping
+        process moves within that, a dead process's within a lease and that."""
+        tick = min(self.lease_s / 3, ADOPT_EVERY_S)
+        renewed = time.monotonic()
         while True:
-            await asyncio.sleep(period)
-            rounds += 1
+            stop_if_cancelled()
+            await asyncio.sleep(tick)
             try:
-                leases = dict(self.leases)
-                for run_id in await self.threads.renew(leases):
-                    if self.leases.get(run_id) is not leases[run_id]:
-                        continue  # its relay ended meanwhile (and released the lease)
-                    # Another process relays it now (this one stalled past the lease).
-                    log.warning("run %s is relayed by another bot process now", run_id)
-                    if task := self.tasks.get(run_id):
-                        task.cancel()
-                if rounds % 3 == 0:
-                    await self.adopt()
+                if time.monotonic() - renewed >= self.lease_s / 3 - tick / 2:
+                    renewed = time.monotonic()
+                    await self._renew()
+                await self.adopt()
             except Exception:
                 log.exception("keeping the relays' leases failed; retrying")
+
+    async def _renew(self) -> None:
+        leases = dict(self.leases)
+        for run_id in await self.threads.renew(leases):
+            if self.leases.get(run_id) is not leases[run_id]:
+                continue  # its relay ended meanwhile (and released the lease)
+            # Another process relays it now (this one stalled past the lease).
+            log.warning("run %s is relayed by another bot process now", run_id)
+            if task := self.tasks.get(run_id):
+                task.cancel()
 
     async def wait(self, timeout_s: float | None = None) -> None:
         """Wait for every relay to end (their runs ended), up to ``timeout_s``."""
@@ -137,7 +158,12 @@ class Relays:
             await asyncio.wait(list(self.tasks.values()), timeout=timeout_s)
 
     async def aclose(self) -> None:
-        """Stop between two events (the next process resumes after the last relayed)."""
+        """Stop between two events (the next process resumes after the last queued, and
+        delivers what is left in the outbox), giving the leases up: another process
+        takes the runs over at once rather than when the leases lapse."""
+        if self.closed:
+            return
+        self.closed = True
         if self.supervisor is not None:
             self.supervisor.cancel()
             await asyncio.gather(self.supervisor, return_exceptions=True)
@@ -147,5 +173,13 @@ class Relays:
         tasks = list(self.tasks.values())
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await self.hub.aclose()
+        if tasks:  # each gives its lease up as it ends
+            await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+        for run_id, lease in list(self.leases.items()):  # a relay that did not end (a bug)
+            log.warning("the relay of %s did not stop; its lease is given up", run_id)
+            await self.threads.release(lease)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(STOP_GRACE_S):
+                await self.hub.aclose()
+        if tasks:
+            log.info("stopped relaying %d runs; their leases are given up", len(tasks))
