@@ -29,13 +29,6 @@ def fake_llm() -> Iterator[ThreadedFakeLLMServer]:
         yield server
 
 
-@pytest.mark.xfail(
-    reason="issue 12: under kills one turn is started more than limits.max_deliveries times "
-    "(the broker's redelivery, the ledger's republish and a visibility-timeout copy of one "
-    "lost turn each count: 'Alpha#0 started 7× asked 3×' with 4 kills), so it is "
-    "quarantined, the message it read is dead-lettered and its run fails (2 of 5 runs)",
-    strict=False,
-)
 async def test_runs_finish_and_lose_nothing_while_workers_are_killed(
     fake_llm: ThreadedFakeLLMServer,
 ) -> None:
