@@ -303,6 +303,11 @@ class Report:
     extra_llm_calls: int = 0
     kills: int = 0
     kills_ready: int = 0  # of them, kills of a worker that had announced it was ready
+    kill_times: list[float] = field(default_factory=list)  # time.monotonic() of each kill
+    # Extra calls by cause: the turn's earlier request was in flight when a worker was
+    # killed (its answer died with the worker), or not (a copy, a retry, a cache miss).
+    reasks_in_flight_at_kill: int = 0
+    reasks_other: int = 0
     redis_restarts: int = 0
     workers_alive: int = 0
     wall_s: float = 0.0
@@ -337,7 +342,9 @@ class Report:
             f"missing_effects={self.missing_effects} llm_requests={self.llm_requests} "
             f"double_applied={self.double_applied} kills_ready={self.kills_ready} "
             f"redis_restarts={self.redis_restarts} "
-            f"workers_alive={self.workers_alive}"
+            f"workers_alive={self.workers_alive} "
+            f"reasks_in_flight_at_kill={self.reasks_in_flight_at_kill} "
+            f"reasks_other={self.reasks_other}"
         )
 
     def diagnosis(self) -> str:
@@ -448,6 +455,7 @@ async def run_phase(
                 i = candidates[rng.randrange(len(candidates))]
                 report.kills_ready += _ready(slots[i])
                 slots[i].kill()
+                report.kill_times.append(time.monotonic())
                 report.kills += 1
                 slots[i] = Process.worker(
                     env, f"{tag}-w{i}-r{report.kills}", concurrency=cfg.concurrency
@@ -482,6 +490,7 @@ async def run_phase(
         await _measure(redis, keys, run_ids, expected, numbers, asked, report)
         report.llm_requests = sum(asked.values())
         report.extra_llm_calls = report.llm_requests - report.turns
+        _reasks(server, tag, cfg.latency_ms / 1000, report)
         outputs = [p.output() for p in procs]
         _scan_logs(outputs, report)
         if cfg.log_dir is not None:
@@ -539,6 +548,21 @@ async def _delete_prefix(redis: Redis, prefix: str) -> None:
 
 
 # --- measuring --------------------------------------------------------------------------------
+
+
+def _reasks(server: ThreadedFakeLLMServer, tag: str, latency_s: float, report: Report) -> None:
+    """Sort the repeated requests of a turn by cause: was the request before it in flight
+    (sent, not yet answered: ``latency_s`` plus a little) when a worker was killed?"""
+    times: dict[tuple[int, str, int], list[float]] = {}
+    for body, at in zip(server.requests, server.request_times, strict=False):
+        for key in _asked([body], tag):
+            times.setdefault(key, []).append(at)
+    for arrivals in times.values():
+        for before in sorted(arrivals)[:-1]:
+            if any(before <= k <= before + latency_s + 0.2 for k in report.kill_times):
+                report.reasks_in_flight_at_kill += 1
+            else:
+                report.reasks_other += 1
 
 
 def _asked(requests: list[dict[str, Any]], tag: str) -> Counter[tuple[int, str, int]]:
