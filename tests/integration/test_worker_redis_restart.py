@@ -14,18 +14,13 @@ from __future__ import annotations
 import asyncio
 import shutil
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 from redis.exceptions import BusyLoadingError
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -40,7 +35,7 @@ from core.types.run import RunStatus
 from tasks.app import make_app
 from tasks.scheduler import CeleryScheduler
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
-from tests.integration.processes import Process, worker_env
+from tests.integration.processes import Process, RedisServer, worker_env
 
 pytestmark = pytest.mark.integration
 
@@ -55,67 +50,11 @@ PREFIX = "restart"
 MAX_DELIVERIES = 20
 
 
-class PrivateRedis:
-    """A ``redis-server`` on a free port whose data survives its restarts (AOF, fsync
-    always, in a temporary folder; no RDB snapshots)."""
-
-    def __init__(self) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = int(sock.getsockname()[1])
-        self.dir = Path(tempfile.mkdtemp(prefix="caramba-redis-"))
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self, timeout: float = 10) -> None:
-        args = [
-            "redis-server",
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--save", "",
-            "--appendonly", "yes",
-            "--appendfsync", "always",
-            "--dir", str(self.dir),
-            "--logfile", str(self.dir / "redis.log"),
-        ]  # fmt: skip
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while True:
-            client = SyncRedis(port=self.port, socket_timeout=1)
-            try:
-                if client.ping():
-                    return
-            except (RedisConnectionError, BusyLoadingError):
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"redis-server did not start: {self.log()}") from None
-            finally:
-                client.close()
-            time.sleep(0.05)
-
-    def kill(self) -> None:
-        """Like a crash (``kill -9``): every write it acknowledged is in the AOF already."""
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(10)
-
-    def log(self) -> str:
-        path = self.dir / "redis.log"
-        return path.read_text(errors="replace")[-2000:] if path.exists() else ""
-
-    def cleanup(self) -> None:
-        self.kill()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
 @pytest.fixture
-def redis_server() -> Iterator[PrivateRedis]:
+def redis_server() -> Iterator[RedisServer]:
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
-    server = PrivateRedis()
+    server = RedisServer()
     server.start()
     try:
         yield server
@@ -168,7 +107,7 @@ async def eventually(read: Any, done: Any, timeout_s: float, alive: Process | No
 
 
 async def restart_mid_run(
-    redis: PrivateRedis, llm: ThreadedFakeLLMServer, workers: Process
+    redis: RedisServer, llm: ThreadedFakeLLMServer, workers: Process
 ) -> dict[str, Any]:
     """Start RUNS runs; while their first turns wait for the model, kill Redis and start
     it again DOWN_S later; wait for the runs, the ledger and the broker to settle."""
@@ -192,7 +131,7 @@ async def restart_mid_run(
             await asyncio.sleep(0.05)
         unacked_key = f"{PREFIX}:celery:unacked"  # kombu's, under celery's global key prefix
         in_flight = await client.hlen(unacked_key)
-        redis.kill()
+        redis.stop(signal.SIGKILL)  # like a crash: the AOF has every write
         killed_at = time.monotonic()
         await asyncio.sleep(DOWN_S)
         await asyncio.to_thread(redis.start)
@@ -243,7 +182,7 @@ def assert_completed_once(outcome: dict[str, Any], log: str) -> None:
 
 
 async def test_a_worker_with_turns_in_flight_outlives_a_redis_restart(
-    redis_server: PrivateRedis, fake_llm: ThreadedFakeLLMServer
+    redis_server: RedisServer, fake_llm: ThreadedFakeLLMServer
 ) -> None:
     worker = Process.worker(env_for(redis_server.url, fake_llm), "worker", concurrency=SLOTS)
     try:
@@ -266,7 +205,7 @@ async def test_a_worker_with_turns_in_flight_outlives_a_redis_restart(
 
 
 async def test_caramba_worker_outlives_a_redis_restart(
-    redis_server: PrivateRedis, fake_llm: ThreadedFakeLLMServer
+    redis_server: RedisServer, fake_llm: ThreadedFakeLLMServer
 ) -> None:
     command = [sys.executable, "-m", "bots.cli", "worker", "-p", "2", "-c", str(SLOTS)]
     supervisor = Process(command, env_for(redis_server.url, fake_llm), "caramba-worker")
