@@ -32,7 +32,7 @@ async def turn_lease(svc: Services, run_id: str, agent_id: str, seq: int) -> Asy
     """Yields True while this delivery holds the turn's lease, False if another delivery
     is working on it (alive) for longer than a lapse would take."""
     key = svc.store.keys.turn_lease(run_id, agent_id, seq)
-    token = uuid.uuid4().hex
+    token = uuid.uuid4().hex  # who holds it, for a person looking at Redis
     ms = int(LEASE_S * 1000)
     held = await svc.redis.set(key, token, nx=True, px=ms)
     waited = 0.0
@@ -48,9 +48,11 @@ async def turn_lease(svc: Services, run_id: str, agent_id: str, seq: int) -> Asy
         yield True
     finally:
         renew.cancel()
+        # One round trip, not a compare-and-delete: should the lease have lapsed and been
+        # taken meanwhile, freeing it lets at most one more copy in, and the save's
+        # compare-and-set on seq still applies the turn once.
         with contextlib.suppress(Exception):
-            if await svc.redis.get(key) == token:
-                await svc.redis.delete(key)
+            await svc.redis.delete(key)
 
 
 async def _renew(svc: Services, key: str, ms: int) -> None:

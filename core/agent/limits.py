@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from core.config import Settings
+from core.scheduler.base import TurnJob
 from core.services import Services
 from core.state.store import RunChange, transition
 from core.types.agent import AgentState
@@ -93,6 +94,14 @@ def pause_change(svc: Services, found: Breach, usage: Usage) -> RunChange:
         return new, events
 
     return change
+
+
+async def hold(svc: Services, job: TurnJob, found: Breach | None, usage: Usage) -> bool:
+    """Pause the run at the limit ``found`` (if any: it may be paused already) and park
+    the agent's turn; False if the run resumed meanwhile."""
+    if found is not None:
+        await svc.store.update_run(job.run_id, pause_change(svc, found, usage))
+    return await park(svc, job.run_id, job.agent_id)
 
 
 async def park(svc: Services, run_id: str, agent_id: str) -> bool:

@@ -45,13 +45,17 @@ async def save(
     svc: Services, request: LLMRequest, seq: int, response: LLMResponse
 ) -> SavedResponse:
     saved = SavedResponse(fingerprint=fingerprint(request), response=response)
-    key = svc.store.keys.responses(request.run_id)
     field = svc.store.keys.response_field(request.agent_id, seq)
+    await _keep(svc, request.run_id, field, saved.model_dump_json())
+    return saved
+
+
+async def _keep(svc: Services, run_id: str, field: str, answer: str) -> None:
+    key = svc.store.keys.responses(run_id)
     async with svc.redis.pipeline(transaction=False) as pipe:
-        pipe.hset(key, field, saved.model_dump_json())
+        pipe.hset(key, field, answer)
         pipe.expire(key, _TTL_S)
         await pipe.execute()
-    return saved
 
 
 def forget_write(svc: Services, run_id: str, agent_id: str, seq: int) -> PipelineWrite:
@@ -80,10 +84,7 @@ class RememberingLLM:
             self.reused += 1
             return LLMResponse.model_validate_json(raw)
         response = await self.inner.complete(request)
-        async with self.svc.redis.pipeline(transaction=False) as pipe:
-            pipe.hset(key, field, response.model_dump_json())
-            pipe.expire(key, _TTL_S)
-            await pipe.execute()
+        await _keep(self.svc, self.run_id, field, response.model_dump_json())
         return response
 
     async def forget(self) -> None:

@@ -81,9 +81,7 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
 
     limit_hit = limits.breach(run, run_usage, time.time())
     if run.paused or limit_hit is not None:
-        if limit_hit is not None and not run.paused:
-            await store.update_run(job.run_id, limits.pause_change(svc, limit_hit, run_usage))
-        if await limits.park(svc, job.run_id, job.agent_id):
+        if await limits.hold(svc, job, None if run.paused else limit_hit, run_usage):
             return TurnOutcome.PARKED
 
     # An earlier delivery of this turn saved the model's answer: read the messages it read
@@ -113,10 +111,8 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     budget = calls.bound(svc, state, caps, run, run_usage, chars)
     if budget.agent_over is not None:
         return await _save_end(io, expected, [], Usage(), EndReason.MAX_TOKENS, budget.agent_over)
-    if budget.run_over is not None:
-        await store.update_run(job.run_id, limits.pause_change(svc, budget.run_over, run_usage))
-        if await limits.park(svc, job.run_id, job.agent_id):
-            return TurnOutcome.PARKED
+    if budget.run_over is not None and await limits.hold(svc, job, budget.run_over, run_usage):
+        return TurnOutcome.PARKED
     request = request.model_copy(
         update={"max_tokens": max(budget.max_tokens, calls.MIN_ANSWER_TOKENS)}
     )

@@ -184,24 +184,28 @@ async def reject_run(
 
 async def cancel_run(svc: Services, run_id: str, by: str, reason: str = "") -> TransitionResult:
     """Cancel a run: refused if it already ended. Every agent stops within one turn."""
-    usage = await svc.store.run_usage(run_id)
-    step = await svc.store.transition_run(
-        run_id,
-        RunStatus.CANCELLED,
-        by=by,
-        note=reason,
-        events=[
-            RunFinished(
-                run_id=run_id,
-                status=RunStatus.CANCELLED,
-                error=f"cancelled by {by}" + (f": {reason}" if reason else ""),
-                tokens=usage.total_tokens,
-                cost_usd=usage.cost_usd,
-            )
-        ],
-    )
+    error = f"cancelled by {by}" + (f": {reason}" if reason else "")
+    step = await end_run(svc, run_id, RunStatus.CANCELLED, by=by, note=reason, error=error)
     if step.ok:
         await _decided(svc, run_id)
+    return step
+
+
+async def end_run(
+    svc: Services, run_id: str, to: RunStatus, *, by: str, note: str, error: str
+) -> TransitionResult:
+    """End a run that has not ended (cancelled, or failed for ``error``) with what it
+    spent; every agent still at work stops at its next turn."""
+    usage = await svc.store.run_usage(run_id)
+    finished = RunFinished(
+        run_id=run_id,
+        status=to,
+        error=error,
+        tokens=usage.total_tokens,
+        cost_usd=usage.cost_usd,
+    )
+    step = await svc.store.transition_run(run_id, to, by=by, note=note, events=[finished])
+    if step.ok:
         await nudge_all(svc, run_id)
     return step
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from core.agent.wake import nudge_all, wake_agent
+from core.agent.wake import wake_agent
+from core.runs.control import end_run
 from core.services import Services
 from core.state.store import TransitionResult
 from core.types.agent import AgentSpec, AgentStatus
-from core.types.events import RunFinished
 from core.types.run import SYSTEM, RunStatus
 
 log = logging.getLogger(__name__)
@@ -99,23 +99,7 @@ async def _idle(svc: Services, run_id: str) -> str | None:
 
 async def _fail(svc: Services, run_id: str, why: str) -> TransitionResult:
     error = f"the run could not go on: {why}"
-    usage = await svc.store.run_usage(run_id)
-    step = await svc.store.transition_run(
-        run_id,
-        RunStatus.FAILED,
-        by=SYSTEM,
-        note=error,
-        events=[
-            RunFinished(
-                run_id=run_id,
-                status=RunStatus.FAILED,
-                error=error,
-                tokens=usage.total_tokens,
-                cost_usd=usage.cost_usd,
-            )
-        ],
-    )
+    step = await end_run(svc, run_id, RunStatus.FAILED, by=SYSTEM, note=error, error=error)
     if step.ok:
         log.warning("run %s ended by the watchdog: %s", run_id, why)
-        await nudge_all(svc, run_id)
     return step
