@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Protocol
 from redis.asyncio import Redis
 
 from core.config import Settings
-from core.library import Library
 from core.llm.base import LLM
 from core.prompts import PromptLibrary
 from core.scheduler.base import Scheduler
@@ -21,6 +20,9 @@ from core.types.events import RunEvent
 from core.types.intents import Intent
 
 if TYPE_CHECKING:
+    # Type only: the library loads in the processes that plan or learn, when first used.
+    from core.library import Library
+
     # Type only: the tools sit above the services (a tool gets the services it may use).
     from core.tools.registry import ToolRegistry
 

@@ -11,13 +11,15 @@ from core.config import Settings
 from core.process.embedded import embedded_services
 from core.process.wiring import build_llm, build_services
 from core.services import Services
-from tasks.app import make_app, require_redis
-from tasks.scheduler import CeleryScheduler
 
 
 @contextlib.asynccontextmanager
 async def publishing_services(settings: Settings) -> AsyncIterator[Services]:
     """Services whose scheduler publishes every job to the Celery workers."""
+    # Imported here: a bot in embedded mode needs no Celery (0.1 s of start-up).
+    from tasks.app import make_app, require_redis
+    from tasks.scheduler import CeleryScheduler
+
     require_redis(settings)
     scheduler = CeleryScheduler(make_app(settings), settings)
     svc = build_services(settings, scheduler, llm=build_llm(settings))

@@ -3,13 +3,14 @@ gateway, the tools and the intent processors."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
 from core.config import Settings
 from core.effects.intents import default_processors
-from core.library import Library, open_library
 from core.llm.base import LLM
 from core.llm.gateway import LiteLLMGateway
 from core.prompts import PromptLibrary
@@ -20,6 +21,9 @@ from core.state.keys import Keys
 from core.state.store import Store
 from core.tools.defaults import default_registry
 from core.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from core.library import Library
 
 
 def connect_redis(settings: Settings) -> Redis:
@@ -62,6 +66,10 @@ def build_services(
     store = Store(client, keys, settings.redis.events_maxlen)
 
     async def library() -> Library:
+        # Imported here: the library (and its embedder) loads only in the processes that
+        # plan or learn, when first used.
+        from core.library import open_library
+
         return await open_library(settings, client)
 
     return Services(
