@@ -36,6 +36,14 @@ from core.config_sections import (
     SchedulerSettings,
     SlackSettings,
 )
+from core.config_tools import (
+    ImageSettings,
+    McpSettings,
+    SandboxSettings,
+    ToolsSettings,
+    WebSettings,
+    WorkspaceSettings,
+)
 from core.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -65,6 +73,12 @@ class Settings(BaseSettings):
     library: LibrarySettings = LibrarySettings()
     planning: PlanningSettings = PlanningSettings()
     slack: SlackSettings = SlackSettings()
+    workspace: WorkspaceSettings = WorkspaceSettings()
+    sandbox: SandboxSettings = SandboxSettings()
+    web: WebSettings = WebSettings()
+    images: ImageSettings = ImageSettings()
+    mcp: McpSettings = McpSettings()
+    tools: ToolsSettings = ToolsSettings()
     config_file: Path | None = None
 
     @classmethod
@@ -89,10 +103,19 @@ class Settings(BaseSettings):
         A relative ``prompts.dir`` is taken from the config file's folder.
         """
         folder = self.prompts.dir
-        if folder is None or folder.is_absolute():
-            return folder
+        return None if folder is None else self.resolve(folder)
+
+    @property
+    def workspace_dir(self) -> Path:
+        """The local workspace store's root (``workspace.dir``, relative to the config file)."""
+        return self.resolve(self.workspace.dir)
+
+    def resolve(self, path: Path) -> Path:
+        """``path`` as given if absolute, else taken from the config file's folder."""
+        if path.is_absolute():
+            return path
         base = self.config_file.parent if self.config_file else PROJECT_ROOT
-        return base / folder
+        return base / path
 
 
 def find_config_file() -> Path | None:

@@ -36,6 +36,13 @@ class LLMSettings(_Section):
     temperature: float = Field(0.2, ge=0, le=2)
     models: dict[str, str] = Field(default_factory=dict)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    # The call keeper: turns hand their model calls to `caramba keeper` processes, so an
+    # answer in flight outlives a worker that dies (core/agent/keeper_client.py).
+    keeper: bool = False
+    # Model calls one keeper process makes at once.
+    keeper_concurrency: int = Field(256, ge=1, le=10_000)
+    # A dead keeper's calls are taken over by another keeper after this long.
+    keeper_claim_idle_s: float = Field(10.0, ge=0.5)
 
     def model_for(self, role: str) -> str:
         """The model a role uses: its own entry in ``[llm.models]``, else ``llm.model``."""

@@ -78,6 +78,11 @@ class LLMError(RunError):
         )
 
 
+class WorkspaceError(RunError):
+    """A file operation of the run's workspace was refused (a bad path, a missing file,
+    a size or count cap); the message says what to do instead."""
+
+
 class StateConflict(RunError):
     """Another delivery of the same turn saved first; this one must be dropped."""
 

@@ -18,6 +18,7 @@ from core.state.bus import Bus
 from core.state.store import Store
 from core.types.events import RunEvent
 from core.types.intents import Intent
+from core.workspace import Workspace
 
 if TYPE_CHECKING:
     # Type only: the library loads in the processes that plan or learn, when first used.
@@ -45,6 +46,8 @@ class Services:
     prompts: PromptLibrary
     scheduler: Scheduler
     bus: Bus
+    # The runs' files (Redis-backed, or a local folder in embedded mode).
+    workspace: Workspace
     # Intent kind → processor; chat adapters replace post_to_chat/notify with their own.
     intent_processors: dict[str, IntentProcessor] = field(default_factory=dict)
     # Opens the agent library (``wiring`` sets it); called once, on first use.

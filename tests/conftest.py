@@ -30,6 +30,11 @@ if "CARAMBA_LIBRARY__INDEX_DIR" not in os.environ:
     _library_dir = tempfile.mkdtemp(prefix="caramba-test-library-")
     os.environ["CARAMBA_LIBRARY__INDEX_DIR"] = _library_dir
     atexit.register(shutil.rmtree, _library_dir, ignore_errors=True)
+# Embedded mode keeps run workspaces in a folder: in tests, a folder of the session's.
+if "CARAMBA_WORKSPACE__DIR" not in os.environ:
+    _workspace_dir = tempfile.mkdtemp(prefix="caramba-test-workspaces-")
+    os.environ["CARAMBA_WORKSPACE__DIR"] = _workspace_dir
+    atexit.register(shutil.rmtree, _workspace_dir, ignore_errors=True)
 _LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0", "", None}
 
 

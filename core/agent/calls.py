@@ -1,14 +1,17 @@
 """One model call of a turn: bounded by what is left of the agent's and the run's token
 budgets (so a cap is overshot by at most one bounded answer), reused when an earlier
-delivery of the turn saved it, and timed out."""
+delivery of the turn saved it, and timed out. With the call keeper (``llm.keeper``) the
+process's model is a :class:`TurnCaller` that has a keeper process make the call, so that
+an answer in flight outlives this worker (``core.agent.keeper_client``)."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from core.agent import responses
 from core.agent.limits import AgentLimits, Breach, estimate_prompt
+from core.config import LLMSettings
 from core.llm.base import LLMRequest, LLMResponse
 from core.services import Services
 from core.types.agent import AgentState
@@ -62,9 +65,23 @@ def bound(
 def llm_deadline(svc: Services) -> float:
     """The longest one model call may take, retries and their waits (back-off, or a
     server's Retry-After up to ``llm.retry_after_max_s``) included."""
-    llm = svc.settings.llm
+    return deadline_s(svc.settings.llm)
+
+
+def deadline_s(llm: LLMSettings) -> float:
+    """:func:`llm_deadline` from the ``[llm]`` settings alone (for the call keeper)."""
     wait = max(llm.backoff_max_s, llm.retry_after_max_s)
     return llm.timeout_s * llm.max_attempts + wait * (llm.max_attempts - 1) + 5
+
+
+@runtime_checkable
+class TurnCaller(Protocol):
+    """A model that makes a turn's call itself, saving the answer (the call keeper's
+    client): ``(answer, reused)``; raises ``LLMError`` or ``TimeoutError``."""
+
+    async def complete_turn(
+        self, svc: Services, request: LLMRequest, seq: int
+    ) -> tuple[LLMResponse, bool]: ...
 
 
 async def complete(
@@ -74,6 +91,8 @@ async def complete(
     whether it was reused. Raises ``LLMError`` or ``TimeoutError``."""
     if saved is not None and saved.fingerprint == responses.fingerprint(request):
         return saved.response, True
+    if isinstance(svc.llm, TurnCaller):
+        return await svc.llm.complete_turn(svc, request, seq)
     # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation.
     async with asyncio.timeout(llm_deadline(svc)):
         response = await svc.llm.complete(request)

@@ -18,6 +18,7 @@ from core.state.bus import Bus, Outgoing
 from core.state.store import Store
 from core.types.agent import AgentState
 from core.types.intents import Intent
+from core.workspace import Workspace
 
 if TYPE_CHECKING:
     from core.tools.registry import ToolRegistry
@@ -57,6 +58,11 @@ class ToolContext:
     @property
     def prompts(self) -> PromptLibrary:
         return self._services.prompts
+
+    @property
+    def workspace(self) -> Workspace:
+        """The runs' files; pass :attr:`run_id` to every call."""
+        return self._services.workspace
 
     @property
     def tools(self) -> ToolRegistry:

@@ -4,7 +4,8 @@ delivery of the same work after a crash reuses it instead of paying for the call
 - A turn's response is saved under its agent and sequence number, before its tools run,
   and dropped in the turn's save transaction. A redelivered turn reads the messages the
   first delivery read (its pending ones, not newer ones), so its request is the same;
-  the saved answer is reused when the request's fingerprint matches.
+  the saved answer is reused when the request's fingerprint matches. With the call keeper
+  (``llm.keeper``) the keeper process saves it, the same way (``dump``, ``TTL_S``).
 - A request's planning calls (router, planner, prompt creator) are saved under a digest
   of their request, for the planning job's next delivery (``RememberingLLM``).
 """
@@ -20,7 +21,7 @@ from core.state.store import PipelineWrite
 from core.types._base import Frozen
 
 # Saved answers outlive any sensible redelivery of their turn, then go.
-_TTL_S = 24 * 3600
+TTL_S = 24 * 3600
 
 
 class SavedResponse(Frozen):
@@ -41,20 +42,21 @@ def parse(raw: Any) -> SavedResponse | None:
     return None if raw is None else SavedResponse.model_validate_json(raw)
 
 
-async def save(
-    svc: Services, request: LLMRequest, seq: int, response: LLMResponse
-) -> SavedResponse:
-    saved = SavedResponse(fingerprint=fingerprint(request), response=response)
+def dump(request: LLMRequest, response: LLMResponse) -> str:
+    """What is saved for a turn: the answer and its request's fingerprint (JSON)."""
+    return SavedResponse(fingerprint=fingerprint(request), response=response).model_dump_json()
+
+
+async def save(svc: Services, request: LLMRequest, seq: int, response: LLMResponse) -> None:
     field = svc.store.keys.response_field(request.agent_id, seq)
-    await _keep(svc, request.run_id, field, saved.model_dump_json())
-    return saved
+    await _keep(svc, request.run_id, field, dump(request, response))
 
 
 async def _keep(svc: Services, run_id: str, field: str, answer: str) -> None:
     key = svc.store.keys.responses(run_id)
     async with svc.redis.pipeline(transaction=False) as pipe:
         pipe.hset(key, field, answer)
-        pipe.expire(key, _TTL_S)
+        pipe.expire(key, TTL_S)
         await pipe.execute()
 
 

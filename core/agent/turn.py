@@ -17,6 +17,7 @@ from core.agent.lifecycle import end_agent
 from core.agent.limits import limits_for
 from core.agent.turn_io import TurnIO, clip
 from core.agent.wake import redo_followups
+from core.agent.workspace_note import workspace_note
 from core.errors import LLMError
 from core.llm.base import LLMRequest
 from core.scheduler.base import TurnJob, TurnOutcome
@@ -99,9 +100,10 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     spec = state.spec
     allowed = [n for n in spec.tools if n in svc.tools]
     model = spec.model or svc.settings.llm.model_for(spec.role)
+    note = await workspace_note(svc, job.run_id, allowed)
     request = LLMRequest(
         model=model,
-        messages=tuple(state.thread),
+        messages=(*state.thread, note) if note is not None else tuple(state.thread),
         tools=tuple(t.openai_schema() for t in svc.tools.subset(allowed)),
         run_id=job.run_id,
         agent_id=job.agent_id,

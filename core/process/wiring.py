@@ -21,6 +21,7 @@ from core.state.keys import Keys
 from core.state.store import Store
 from core.tools.defaults import default_registry
 from core.tools.registry import ToolRegistry
+from core.workspace import open_workspace
 
 if TYPE_CHECKING:
     from core.library import Library
@@ -77,8 +78,9 @@ def build_services(
         redis=client,
         store=store,
         bus=Bus(store, keys, settings.bus),
+        workspace=open_workspace(settings, client),
         llm=llm if llm is not None else build_llm(settings),
-        tools=tools if tools is not None else default_registry(),
+        tools=tools if tools is not None else default_registry(settings),
         prompts=PromptLibrary(settings.prompts_dir),
         scheduler=scheduler,
         intent_processors=default_processors(),

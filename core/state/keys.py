@@ -36,9 +36,38 @@ class Keys:
     def response_field(agent_id: str, seq: int) -> str:
         return f"{agent_id}:{seq}"
 
+    def llm_call(self, run_id: str, agent_id: str, seq: int) -> str:
+        """Set (NX, with a TTL) while the call keeper makes turn ``seq``'s model call:
+        ``<call id> <fingerprint>`` (``core.agent.keeper_client``)."""
+        return f"{self.prefix}:run:{run_id}:llm-call:{agent_id}:{seq}"
+
+    def llm_result(self, run_id: str, call_id: str) -> str:
+        """The outcome of a kept call (its answer or its error), for whoever waits."""
+        return f"{self.prefix}:run:{run_id}:llm-result:{call_id}"
+
+    def llm_calls(self) -> str:
+        """Stream of model calls handed to the call keepers (group ``keepers``)."""
+        return f"{self.prefix}:llm:calls"
+
+    def llm_keepers(self) -> str:
+        """Set with a short TTL while a call keeper is alive (its heartbeat)."""
+        return f"{self.prefix}:llm:keepers"
+
+    def llm_replies(self, process: str) -> str:
+        """Pub/sub channel: ids of the kept calls of one requesting process that ended."""
+        return f"{self.prefix}:llm:replies:{process}"
+
     def turn_lease(self, run_id: str, agent_id: str, seq: int) -> str:
         """Held by the one delivery running turn ``seq`` of an agent (``agent.lease``)."""
         return f"{self.prefix}:run:{run_id}:lease:{agent_id}:{seq}"
+
+    def files(self, run_id: str) -> str:
+        """Hash path → a workspace file's bytes, base64 (``core.workspace.redis_store``)."""
+        return f"{self.prefix}:run:{run_id}:files"
+
+    def files_meta(self, run_id: str) -> str:
+        """Hash path → the file's ``FileInfo`` (JSON), written with its bytes."""
+        return f"{self.prefix}:run:{run_id}:files:meta"
 
     def deliveries(self, run_id: str) -> str:
         """Hash ``<agent>:<seq>`` → how many times that turn was started."""

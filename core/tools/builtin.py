@@ -15,7 +15,7 @@ from core.tools.registry import Tool, ToolRegistry, tool
 
 
 # Read-only: it only records the result inside the turn; the turn loop acts on it.
-@tool
+@tool(category="core")
 async def finish(ctx: ToolContext, result: str) -> str:
     """Finish your work and hand over the final result. This ends your turns.
 

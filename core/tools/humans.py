@@ -15,7 +15,7 @@ _MAX_POST_CHARS = 40_000
 _MAX_REMIND_MINUTES = 7 * 24 * 60
 
 
-@tool(read_only=False)
+@tool(read_only=False, category="people")
 async def ask_user(ctx: ToolContext, question: str) -> str:
     """Ask the people in the chat a question and wait for the answer (ends this turn).
 
@@ -37,7 +37,7 @@ async def ask_user(ctx: ToolContext, question: str) -> str:
     )
 
 
-@tool(read_only=False)
+@tool(read_only=False, category="people")
 async def post_to_chat(ctx: ToolContext, text: str, filename: str | None = None) -> str:
     """Post text to the chat thread of this run (once this turn is saved).
 
@@ -55,7 +55,7 @@ async def post_to_chat(ctx: ToolContext, text: str, filename: str | None = None)
     return "Posted to the chat (delivered when this turn ends)."
 
 
-@tool(read_only=False)
+@tool(read_only=False, category="people")
 async def notify(ctx: ToolContext, who: str, text: str) -> str:
     """Notify a person (mention them in the chat thread) with a short message.
 
@@ -69,7 +69,7 @@ async def notify(ctx: ToolContext, who: str, text: str) -> str:
     return f"{who} will be notified when this turn ends."
 
 
-@tool(read_only=False)
+@tool(read_only=False, category="people")
 async def remind_me(ctx: ToolContext, text: str, after_minutes: float) -> str:
     """Schedule a reminder to yourself: it arrives as a message after the given time.
 

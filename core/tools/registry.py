@@ -25,7 +25,10 @@ class Tool:
     """A typed async function the model can call.
 
     ``read_only`` tools only look things up; side-effecting tools must register intents
-    instead of acting directly, so a re-delivered turn never repeats an effect.
+    (or act idempotently, like writing a file), so a re-delivered turn never repeats an
+    effect. ``category`` groups tools for config (``tools.disabled``) and the planner;
+    ``network``, ``runs_code`` and ``server`` (an MCP server's name) are what approvers
+    are shown as the tool's risk.
     """
 
     name: str
@@ -34,6 +37,10 @@ class Tool:
     args_model: type[BaseModel]
     read_only: bool
     takes_context: bool
+    category: str = "general"
+    network: bool = False
+    runs_code: bool = False
+    server: str = ""
     # Built once: generating a JSON schema costs more than the rest of a turn's CPU.
     _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
 
@@ -53,8 +60,35 @@ class Tool:
     def parameters_json(self) -> str:
         return json.dumps(self._schema, separators=(",", ":"))
 
+    @property
+    def purpose(self) -> str:
+        """The description's first sentence: the one line the planner and the card show."""
+        first = self.description.split(". ", 1)[0].strip()
+        return first if first.endswith(".") else f"{first}."
 
-def tool(fn: ToolFn | None = None, *, name: str | None = None, read_only: bool = True) -> Any:
+    def risks(self) -> list[str]:
+        """What this tool may touch, in plain words (empty: it only looks things up)."""
+        out = []
+        if self.runs_code:
+            out.append("runs code (sandboxed)")
+        if self.network:
+            out.append("uses the internet")
+        if self.server:
+            out.append(f"MCP server {self.server}")
+        if not self.read_only:
+            out.append("changes things")
+        return out
+
+
+def tool(
+    fn: ToolFn | None = None,
+    *,
+    name: str | None = None,
+    read_only: bool = True,
+    category: str = "general",
+    network: bool = False,
+    runs_code: bool = False,
+) -> Any:
     """Decorator turning an async function into a :class:`Tool`.
 
     The first parameter may be a :class:`ToolContext` (annotated as such); every other
@@ -77,6 +111,9 @@ def tool(fn: ToolFn | None = None, *, name: str | None = None, read_only: bool =
             args_model=arguments_model(f, tool_name, skip_first=takes_context),
             read_only=read_only,
             takes_context=takes_context,
+            category=category,
+            network=network,
+            runs_code=runs_code,
         )
 
     return wrap(fn) if fn is not None else wrap
@@ -94,6 +131,8 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        # Tools configured or known but not offered: name → why, in plain words.
+        self.unavailable: dict[str, str] = {}
         for t in tools:
             self.register(t)
 
@@ -101,6 +140,22 @@ class ToolRegistry:
         if t.name in self._tools:
             raise ValueError(f"tool {t.name!r} is registered twice")
         self._tools[t.name] = t
+        self.unavailable.pop(t.name, None)
+
+    def mark_unavailable(self, name: str, reason: str) -> None:
+        """Record why ``name`` cannot be offered (``caramba tools``, the planner's repair)."""
+        self._tools.pop(name, None)
+        self.unavailable[name] = reason
+
+    def disable(self, names_or_categories: Iterable[str]) -> None:
+        """Switch off tools by name or by category (``tools.disabled`` in config)."""
+        off = set(names_or_categories)
+        for t in list(self._tools.values()):
+            if t.name in off or t.category in off:
+                self.mark_unavailable(t.name, "switched off in config (tools.disabled)")
+
+    def tools(self) -> list[Tool]:
+        return [self._tools[n] for n in sorted(self._tools)]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools

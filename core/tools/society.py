@@ -25,7 +25,7 @@ MAX_BODY_CHARS = 20_000
 _NOT_CREATABLE = frozenset({"orchestrator", "ui", "solo"})
 
 
-@tool(read_only=False)
+@tool(read_only=False, category="team")
 async def send_message(ctx: ToolContext, to: str, body: str) -> str:
     """Send a message to another agent, delivered when this turn ends.
 
@@ -56,7 +56,7 @@ async def send_message(ctx: ToolContext, to: str, body: str) -> str:
     return f"Message queued for {to}; it is delivered when this turn ends."
 
 
-@tool
+@tool(category="team")
 async def roster(ctx: ToolContext) -> str:
     """Who you may talk to: your parent, your children and your team, with their status."""
     spec = ctx.state.spec
@@ -88,7 +88,7 @@ async def roster(ctx: ToolContext) -> str:
     )
 
 
-@tool
+@tool(category="team")
 async def wait_for_messages(ctx: ToolContext) -> str:
     """End this turn and sleep until a message (or a child's result) arrives."""
     if (
@@ -109,7 +109,7 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:24] or "team"
 
 
-@tool(read_only=False)
+@tool(read_only=False, category="team")
 async def create_agent(
     ctx: ToolContext,
     name: str,
