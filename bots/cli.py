@@ -225,6 +225,22 @@ def doctor() -> None:
         raise typer.Exit(1)
 
 
+@app.command()
+def tools() -> None:
+    """List every tool agents may use (built-in and from MCP servers) with its category
+    and what it may touch, and why any configured tool is unavailable."""
+    from bots.console.tools import tools_table
+    from core.tools.defaults import default_registry
+
+    registry = default_registry(_settings())
+    console.print(tools_table(registry))
+    if registry.unavailable:
+        console.print(
+            "[dim]Unavailable tools are not offered to agents; the reason says what to "
+            "install or set (caramba doctor checks the same).[/]"
+        )
+
+
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:

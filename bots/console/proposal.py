@@ -29,7 +29,8 @@ def card(view: ProposalView) -> Panel:
             name,
             a.role,
             a.model,
-            ", ".join(a.tools),
+            escape(", ".join(a.tools))
+            + "".join(f"\n[yellow]⚠ {escape(r)}[/]" for r in a.risks),
             budget,
             escape(a.prompt_excerpt[:120]),
         )

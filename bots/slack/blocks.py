@@ -49,7 +49,8 @@ def _agent(a: AgentCard) -> SectionBlock:
     return _section(
         f"*{escape(a.name)}* — {escape(a.role)}{under}\n"
         f"model `{escape(a.model)}` · tools: {escape(', '.join(a.tools)) or 'none'} · {budget}\n"
-        f"> {escape(a.prompt_excerpt[:280]).replace(chr(10), ' ')}"
+        + "".join(f":warning: {escape(r)}\n" for r in a.risks)
+        + f"> {escape(a.prompt_excerpt[:280]).replace(chr(10), ' ')}"
     )
 
 

@@ -71,7 +71,7 @@ class Decisions:
             return
         approved = isinstance(decision, Approve)
         verb = "Approved" if approved else "Rejected"
-        card = approval.view(svc.settings, outcome.run)
+        card = approval.view(svc.settings, outcome.run, svc.tools)
         await self.ctx.client.chat_update(
             channel=body["channel"]["id"],
             ts=body["message"]["ts"],
@@ -125,7 +125,7 @@ class Decisions:
             await ack(response_action="errors", errors={block: outcome.message[:300]})
             return
         await ack()
-        card = approval.view(svc.settings, outcome.run)
+        card = approval.view(svc.settings, outcome.run, svc.tools)
         self.ctx.spawn(self._edited(meta, card, user))
 
     async def _edited(self, meta: dict[str, str], card: ProposalView, user: str) -> None:

@@ -172,7 +172,9 @@ class ThreadRelay:
             return
         sorry = self._entry("note that the proposal failed", NO_CARD)
         try:
-            card = view(self.svc.settings, await self.svc.store.get_run(self.run_id))
+            card = view(
+                self.svc.settings, await self.svc.store.get_run(self.run_id), self.svc.tools
+            )
             blocks = proposal_blocks(card)
         except Exception:
             log.exception("building the proposal of %s failed", self.run_id)

@@ -11,6 +11,7 @@ from core.llm.base import LLM, LLMRequest
 from core.planning.design import CohortDesign, DesignRules, design_problems, to_cohort
 from core.planning.structured import Meter, ask_structured
 from core.prompts import PromptLibrary
+from core.tools.catalogue import catalogue
 from core.tools.registry import ToolRegistry
 from core.types._base import new_id
 from core.types.chat import ChatMessage
@@ -133,10 +134,7 @@ async def design_cohort(
     text = prompts.render(
         "planning/planner.j2",
         task=task,
-        tool_docs=[
-            {"name": t.name, "description": t.description}
-            for t in registry.subset(registry.names())
-        ],
+        tool_docs=catalogue(registry),
         patterns=sorted(rules.patterns),
         base_tools=list(caps.base_tools),
         caps={

@@ -95,7 +95,7 @@ async def run_proposal(
     run_id = await propose_run(svc, task, proposal, requested_by=requested_by)
     for _ in range(max_rounds):
         run = await svc.store.get_run(run_id)
-        decision = await ask(view(svc.settings, run))
+        decision = await ask(view(svc.settings, run, svc.tools))
         outcome = await decide(svc, run_id, requested_by, decision)
         on_message(outcome.message)
         if outcome.ok and isinstance(decision, Approve):

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from core.runs import learning
 from core.runs.control import approve_run, reject_run
+from core.tools.catalogue import agent_risks
 from core.types._base import Frozen
 from core.types.agent import AgentSpec, Budget
 from core.types.chat import Usage
@@ -77,6 +78,8 @@ class AgentCard(Frozen):
     parent: str | None
     model: str
     tools: tuple[str, ...]
+    # The tools approvers should notice, with what they may touch (core.tools.catalogue).
+    risks: tuple[str, ...] = ()
     prompt_excerpt: str
     max_tokens: int | None
     max_cost_usd: float | None
@@ -126,7 +129,8 @@ def _agents(run: RunState) -> list[AgentSpec]:
     return [run.root] if run.root is not None else []
 
 
-def view(settings: Settings, run: RunState) -> ProposalView:
+def view(settings: Settings, run: RunState, tools: ToolRegistry | None = None) -> ProposalView:
+    """What the card shows; with ``tools``, each agent's risky tools too."""
     agents = _agents(run)
     names = {a.id: a.name for a in agents}
     cohort = run.cohort
@@ -147,6 +151,7 @@ def view(settings: Settings, run: RunState) -> ProposalView:
                 parent=names.get(a.parent_id or ""),
                 model=a.model or settings.llm.model_for(a.role),
                 tools=a.tools,
+                risks=agent_risks(tools, a.tools) if tools is not None else (),
                 prompt_excerpt=(a.system_prompt or a.description)[:_PROMPT_EXCERPT],
                 max_tokens=a.budget.max_tokens,
                 max_cost_usd=a.budget.max_cost_usd,

@@ -4,6 +4,7 @@ the workspace's files, and, as the settings allow, code, web and image tools."""
 from __future__ import annotations
 
 from core.config import Settings
+from core.errors import ConfigError
 from core.tools.builtin import BUILTIN_TOOLS
 from core.tools.files import FILE_TOOLS
 from core.tools.humans import HUMAN_TOOLS
@@ -17,5 +18,21 @@ def default_registry(settings: Settings | None = None) -> ToolRegistry:
     MCP servers' tools are added once their sessions connect (``core.tools.mcp``)."""
     registry = ToolRegistry([*BUILTIN_TOOLS, *SOCIETY_TOOLS, *HUMAN_TOOLS, *FILE_TOOLS])
     if settings is not None:
+        _check_disabled(settings, registry)
         registry.disable(settings.tools.disabled)
     return registry
+
+
+def _check_disabled(settings: Settings, registry: ToolRegistry) -> None:
+    """Every agent needs its base tools: switching one off is a configuration mistake."""
+    base = set(settings.agents.base_tools)
+    off = set(settings.tools.disabled)
+    hit = sorted(
+        t.name for t in registry.tools() if t.name in base and (t.name in off or t.category in off)
+    )
+    if hit:
+        raise ConfigError(
+            f"tools.disabled switches off {', '.join(hit)}, which every agent needs "
+            "(agents.base_tools)",
+            hint="remove them (or their category) from tools.disabled in config.toml",
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,8 @@ from core.tools._schema import arguments_model, json_schema, parse_docstring
 from core.types.chat import ToolCall
 
 ToolFn = Callable[..., Awaitable[Any]]
+# A sentence ends at . ! or ? followed by a space and a capital ("e.g. 3" goes on).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,8 @@ class Tool:
     @property
     def purpose(self) -> str:
         """The description's first sentence: the one line the planner and the card show."""
-        first = self.description.split(". ", 1)[0].strip()
-        return first if first.endswith(".") else f"{first}."
+        first = _SENTENCE_END.split(self.description, maxsplit=1)[0].strip()
+        return first if first.endswith((".", "!", "?")) else f"{first}."
 
     def risks(self) -> list[str]:
         """What this tool may touch, in plain words (empty: it only looks things up)."""

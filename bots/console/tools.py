@@ -1,0 +1,23 @@
+"""``caramba tools``: every tool agents may be given, and why a configured one is not."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from rich.table import Table
+
+from core.tools.catalogue import catalogue
+from core.tools.registry import ToolRegistry
+
+
+def tools_table(registry: ToolRegistry) -> Table:
+    """Available tools by category, with what they may touch; then the unavailable ones."""
+    table = Table("tool", "category", "may touch", "what it does", show_lines=False)
+    for e in catalogue(registry):
+        flags = ", ".join(e["flags"])
+        colour = "green" if e["flags"] == ["read-only"] else "yellow"
+        table.add_row(
+            escape(e["name"]), e["category"], f"[{colour}]{escape(flags)}[/]", escape(e["purpose"])
+        )
+    for name, reason in sorted(registry.unavailable.items()):
+        table.add_row(escape(name), "", "[red]unavailable[/]", escape(reason))
+    return table
