@@ -138,15 +138,11 @@ def estimate_prompt(chars: int, sample: tuple[int, int] | None) -> int:
     return tokens * chars // sample_chars + 1
 
 
-# Calls that legitimately repeat: waiting again after a message arrived is progress.
-_NOT_STALLS = frozenset({"wait_for_messages", "roster"})
-
-
 def note_call(recent: list[str], call: ToolCall, repeats: int) -> bool:
     """The stall detector: record the call's signature; True when the last ``repeats``
-    calls are identical."""
-    if call.name in _NOT_STALLS:
-        return False
+    calls are identical. No tool is exempt (an agent calling ``roster`` for ever is
+    stuck); the turn forgets the calls whenever messages arrive, so waiting again after
+    each message, or looking at the roster again once something changed, is progress."""
     try:
         args = json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
     except json.JSONDecodeError:

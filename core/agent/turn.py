@@ -91,6 +91,9 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     arrived = await io.drain(pending_only=saved is not None)
     if state.open_question is not None:
         arrived += await io.close_question(state.open_question)
+    if arrived:
+        # News since the last call: repeating a call now is not a loop (limits.note_call).
+        state.recent_calls = []
     if state.status.waiting and not arrived and not io.dead:
         await io.spurious_wake()
         return TurnOutcome.DROPPED

@@ -329,3 +329,21 @@ async def test_long_tool_results_are_truncated(make_services, any_redis) -> None
     tool_msg = next(m for m in state.thread if m.role == "tool")
     assert tool_msg.content is not None and "truncated" in tool_msg.content
     assert len(tool_msg.content) < 260
+
+
+async def test_an_agent_calling_roster_for_ever_is_stopped_as_stalled(
+    make_services, any_redis
+) -> None:
+    """No tool is exempt from the stall detector: roster again and again, with nothing
+    arriving in between, is a loop (it used to run to the turn cap)."""
+    settings = make_settings(limits={"stall_repeats": 3, "turns_per_agent": 30})
+    model = ScriptedModel(responder=lambda _r: Reply(calls=(call("roster", {}),)))
+    svc = make_services(settings, model, redis=any_redis)
+    spec = AgentSpec(name="Solo", tools=("roster", "finish"))
+    run_id = await start_run(svc, "who is here?", spec)
+    events = await collect(svc, run_id)
+
+    finished = next(e for e in events if isinstance(e, AgentFinished))
+    assert finished.reason is EndReason.STALLED
+    assert "roster({})" in finished.detail
+    assert len(model.requests) == 3
