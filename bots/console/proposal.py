@@ -8,7 +8,8 @@ from rich.prompt import Prompt
 from rich.table import Table
 
 from bots.console.render import escape
-from core.runs.approval import AgentEdit, Approve, Decision, Edit, ProposalView, Reject
+from core.runs.approval import Approve, Decision, ProposalView, Reject
+from core.runs.edits import AgentEdit, Edit
 
 
 def card(view: ProposalView) -> Panel:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck
 from slack_sdk.models.blocks import ContextBlock, MarkdownTextObject
 
@@ -21,11 +20,19 @@ from bots.slack.blocks import (
     proposal_blocks,
 )
 from bots.slack.context import SlackContext
-from bots.slack.edit import EDIT_VIEW, agents_of, edit_from_values, edit_view, error_block
+from bots.slack.edit import (
+    EDIT_VIEW,
+    FormProblems,
+    agents_of,
+    edit_from_values,
+    edit_view,
+    form_errors,
+)
 from bots.slack.text import escape
 from core.runs import approval
 from core.runs.approval import Approve, Decision, ProposalView, Reject, decide, may_decide
 from core.runs.control import cancel_run
+from core.runs.edits import EditProblem
 
 
 class Decisions:
@@ -115,14 +122,22 @@ class Decisions:
         agents = agents_of(await svc.store.get_run(meta["run"]))
         try:
             change = edit_from_values(agents, view["state"]["values"])
-        except ValidationError as exc:
-            problem = exc.errors()[0]["msg"]
-            await ack(response_action="errors", errors={error_block(agents, ""): problem})
+        except FormProblems as exc:
+            await ack(response_action="errors", errors=form_errors(agents, exc.problems))
             return
         outcome = await decide(svc, meta["run"], user, change)
         if not outcome.ok:
-            block = error_block(agents, outcome.message)
-            await ack(response_action="errors", errors={block: outcome.message[:300]})
+            # A refusal that is not about one field (not allowed, decided meanwhile) goes
+            # under the first agent's instructions.
+            problems = outcome.problems or (
+                EditProblem(
+                    agent_id=agents[0].id,
+                    agent_name=agents[0].name,
+                    field="prompt",
+                    message=outcome.message,
+                ),
+            )
+            await ack(response_action="errors", errors=form_errors(agents, problems))
             return
         await ack()
         card = approval.view(svc.settings, outcome.run, svc.tools)

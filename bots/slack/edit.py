@@ -4,8 +4,10 @@ its submission translated into a ``core.runs.approval.Edit`` (core re-validates 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
+from pydantic import ValidationError
 from slack_sdk.models.blocks import (
     Block,
     ContextBlock,
@@ -19,7 +21,7 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bots.slack.text import escape
-from core.runs.approval import AgentEdit, Edit
+from core.runs.edits import AgentEdit, Edit, EditField, EditProblem
 from core.types.agent import AgentSpec
 from core.types.run import RunState
 
@@ -100,8 +102,10 @@ def _value(values: dict[str, Any], block_id: str) -> dict[str, Any]:
 
 
 def edit_from_values(agents: list[AgentSpec], values: dict[str, Any]) -> Edit:
-    """The changes a submitted form makes (unchanged fields are left out)."""
+    """The changes a submitted form makes (unchanged fields are left out). A value the
+    form cannot take raises :class:`FormProblems`, each under its own field."""
     changes: list[AgentEdit] = []
+    problems: list[EditProblem] = []
     for a in agents:
         if f"prompt:{a.id}" not in values:
             continue  # not shown in the form
@@ -111,23 +115,53 @@ def edit_from_values(agents: list[AgentSpec], values: dict[str, Any]) -> Edit:
         )
         model = _value(values, f"model:{a.id}").get("value") or ""
         tokens = _value(values, f"tokens:{a.id}").get("value")
-        change = AgentEdit(
-            agent_id=a.id,
-            system_prompt=prompt
-            if prompt and prompt != (a.system_prompt or a.description)
-            else None,
-            tools=tools if set(tools) != set(a.tools) else None,
-            model=model if model != (a.model or "") else None,
-            max_tokens=int(tokens) if tokens and int(tokens) != a.budget.max_tokens else None,
-        )
+        try:
+            change = AgentEdit(
+                agent_id=a.id,
+                system_prompt=prompt
+                if prompt and prompt != (a.system_prompt or a.description)
+                else None,
+                tools=tools if set(tools) != set(a.tools) else None,
+                model=model if model != (a.model or "") else None,
+                max_tokens=int(tokens) if tokens and int(tokens) != a.budget.max_tokens else None,
+            )
+        except ValidationError as exc:
+            for e in exc.errors():
+                field = _FORM_FIELDS.get(str(e["loc"][0]) if e["loc"] else "", "prompt")
+                problems.append(
+                    EditProblem(agent_id=a.id, agent_name=a.name, field=field, message=e["msg"])
+                )
+            continue
         if change.model_dump(exclude={"agent_id"}, exclude_defaults=True):
             changes.append(change)
+    if problems:
+        raise FormProblems(problems)
     return Edit(agents=tuple(changes))
 
 
-def error_block(agents: list[AgentSpec], message: str) -> str:
-    """The form field to show ``message`` under: the named agent's tools or prompt."""
-    for a in agents:
-        if a.name in message:
-            return f"tools:{a.id}" if "tool" in message else f"prompt:{a.id}"
-    return f"prompt:{agents[0].id}"
+# AgentEdit's fields → the form's fields (block ids ``<field>:<agent id>``).
+_FORM_FIELDS: dict[str, EditField] = {
+    "system_prompt": "prompt",
+    "tools": "tools",
+    "model": "model",
+    "max_tokens": "tokens",
+}
+
+
+class FormProblems(Exception):
+    def __init__(self, problems: list[EditProblem]) -> None:
+        super().__init__("; ".join(str(p) for p in problems))
+        self.problems = problems
+
+
+def form_errors(agents: list[AgentSpec], problems: Iterable[EditProblem]) -> dict[str, str]:
+    """Slack's ``response_action="errors"`` map: each problem under its agent's field
+    (a field the form does not have: under that agent's instructions)."""
+    shown = {a.id for a in agents}
+    errors: dict[str, str] = {}
+    for p in problems:
+        agent = p.agent_id if p.agent_id in shown else agents[0].id
+        field = p.field if p.field in _FORM_FIELDS.values() else "prompt"
+        block = f"{field}:{agent}"
+        errors[block] = (f"{errors[block]}; " if block in errors else "") + p.message
+    return {k: v[:300] for k, v in errors.items()}

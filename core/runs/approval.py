@@ -16,11 +16,11 @@ from pydantic import Field
 
 from core.runs import learning
 from core.runs.control import approve_run, reject_run
+from core.runs.edits import Edit, EditProblem, agents_of, apply_edit
 from core.tools.catalogue import agent_risks
 from core.types._base import Frozen
-from core.types.agent import AgentSpec, Budget
 from core.types.chat import Usage
-from core.types.cohort import Cohort, ReusedEntry
+from core.types.cohort import ReusedEntry
 from core.types.events import RunEvent
 from core.types.run import RunBudget, RunState, RunStatus
 
@@ -32,18 +32,6 @@ if TYPE_CHECKING:
 _PROMPT_EXCERPT = 300
 
 
-class AgentEdit(Frozen):
-    """Changes to one agent of the proposal; ``None`` leaves a field as it is."""
-
-    agent_id: str
-    system_prompt: str | None = None
-    tools: tuple[str, ...] | None = None
-    model: str | None = None
-    max_tokens: int | None = Field(None, ge=1000)
-    max_cost_usd: float | None = Field(None, ge=0)
-    remove: bool = False
-
-
 class Approve(Frozen):
     kind: Literal["approve"] = "approve"
 
@@ -51,12 +39,6 @@ class Approve(Frozen):
 class Reject(Frozen):
     kind: Literal["reject"] = "reject"
     reason: str = ""
-
-
-class Edit(Frozen):
-    kind: Literal["edit"] = "edit"
-    agents: tuple[AgentEdit, ...] = ()
-    add: tuple[AgentSpec, ...] = ()
 
 
 Decision = Annotated[Approve | Reject | Edit, Field(discriminator="kind")]
@@ -69,6 +51,8 @@ class Outcome:
     ok: bool
     run: RunState
     message: str
+    # An edit's problems, each with its agent and field (a form shows each in its place).
+    problems: tuple[EditProblem, ...] = ()
 
 
 class AgentCard(Frozen):
@@ -123,15 +107,9 @@ def may_decide(settings: Settings, run: RunState, user: str) -> str | None:
     )
 
 
-def _agents(run: RunState) -> list[AgentSpec]:
-    if run.cohort is not None:
-        return list(run.cohort.agents)
-    return [run.root] if run.root is not None else []
-
-
 def view(settings: Settings, run: RunState, tools: ToolRegistry | None = None) -> ProposalView:
     """What the card shows; with ``tools``, each agent's risky tools too."""
-    agents = _agents(run)
+    agents = agents_of(run)
     names = {a.id: a.name for a in agents}
     cohort = run.cohort
     decided = next(
@@ -170,76 +148,6 @@ def view(settings: Settings, run: RunState, tools: ToolRegistry | None = None) -
     )
 
 
-def apply_edit(run: RunState, edit: Edit, tools: ToolRegistry) -> tuple[RunState | None, list[str]]:
-    """The proposal with ``edit`` applied, or None and every reason it cannot be."""
-    agents = {a.id: a for a in _agents(run)}
-    errors: list[str] = []
-    for change in edit.agents:
-        spec = agents.get(change.agent_id)
-        if spec is None:
-            errors.append(f"there is no agent {change.agent_id} in this proposal")
-            continue
-        if change.remove:
-            if spec.parent_id is None:
-                errors.append(f"{spec.name} is the top agent and cannot be removed")
-                continue
-            doomed = {spec.id}
-            while grown := {a.id for a in agents.values() if a.parent_id in doomed} - doomed:
-                doomed |= grown
-            for agent_id in doomed:
-                agents.pop(agent_id, None)
-            continue
-        update: dict[str, object] = {}
-        if change.system_prompt is not None:
-            update["system_prompt"] = change.system_prompt
-        if change.tools is not None:
-            unknown = tools.unknown(change.tools)
-            if unknown:
-                errors.append(
-                    f"{spec.name}: no tool named {', '.join(unknown)} exists "
-                    f"(available: {', '.join(tools.names())})"
-                )
-                continue
-            update["tools"] = tuple(dict.fromkeys(change.tools))
-        if change.model is not None:
-            update["model"] = change.model or None
-        if change.max_tokens is not None or change.max_cost_usd is not None:
-            update["budget"] = Budget(
-                max_turns=spec.budget.max_turns,
-                max_tokens=change.max_tokens or spec.budget.max_tokens,
-                max_cost_usd=change.max_cost_usd
-                if change.max_cost_usd is not None
-                else spec.budget.max_cost_usd,
-            )
-        agents[spec.id] = spec.model_copy(update=update)
-    for new in edit.add:
-        if new.parent_id not in agents:
-            errors.append(f"{new.name}: its parent {new.parent_id} is not in this proposal")
-        elif tools.unknown(new.tools):
-            errors.append(f"{new.name}: no tool named {', '.join(tools.unknown(new.tools))}")
-        elif any(a.name == new.name for a in agents.values()):
-            errors.append(f"an agent named {new.name} already exists")
-        else:
-            agents[new.id] = new
-    if errors:
-        return None, errors
-    updated = run.model_copy(deep=True)
-    specs = tuple(agents.values())
-    if run.cohort is not None:
-        kept = {a.id for a in specs}
-        updated.cohort = Cohort.model_validate(
-            run.cohort.model_dump()
-            | {
-                "agents": [a.model_dump() for a in specs],
-                "teams": [t.model_dump() for t in run.cohort.teams if t.lead_id in kept],
-            }
-        )
-        updated.root = updated.cohort.root
-    else:
-        updated.root = specs[0]
-    return updated, []
-
-
 def _already(svc: Services, run: RunState) -> str:
     by = view(svc.settings, run).decided_by
     return f"This proposal is already {run.status.value} (by {by})."
@@ -272,9 +180,10 @@ async def decide(svc: Services, run_id: str, user: str, decision: Decision) -> O
     refusal = guard(run)
     if refusal is not None:
         return Outcome(False, run, refusal)
-    edited, errors = apply_edit(run, decision, svc.tools)
+    edited, problems = apply_edit(run, decision, svc.tools, svc.settings)
     if edited is None:
-        return Outcome(False, run, "Not changed: " + "; ".join(errors))
+        text = "Not changed: " + "; ".join(str(p) for p in problems)
+        return Outcome(False, run, text, problems=tuple(problems))
 
     def change(current: RunState) -> tuple[RunState | None, list[RunEvent]]:
         if current.status is not RunStatus.PROPOSED:

@@ -396,6 +396,12 @@ async def test_an_edit_changes_the_agent_that_runs(make_services, real_redis) ->
         assert bad.status_code == 200
         assert bad.json()["response_action"] == "errors"
         assert "teleport" in bad.json()["errors"][f"tools:{scout.id}"]
+        # Each problem under its own agent's field, not under the first agent's.
+        assert run.cohort is not None and run.cohort.agents[0].id != scout.id
+        no_model = await submit(**{f"model:{scout.id}": "openai/no-such-model-xyz"})
+        assert "not a model Caramba knows" in no_model.json()["errors"][f"model:{scout.id}"]
+        too_few = await submit(**{f"tokens:{scout.id}": "10"})
+        assert "1000" in too_few.json()["errors"][f"tokens:{scout.id}"]
 
         ok = await submit(
             **{f"prompt:{scout.id}": "Only look at trains.", f"tools:{scout.id}": ["finish"]}
@@ -406,6 +412,7 @@ async def test_an_edit_changes_the_agent_that_runs(make_services, real_redis) ->
         edited = await h.bot.svc.store.get_run(run_id)
         spec = next(a for a in edited.cohort.agents if a.id == scout.id)  # type: ignore[union-attr]
         assert spec.system_prompt == "Only look at trains." and "calculate" not in spec.tools
+        assert "send_message" in spec.tools  # the base tools stay whatever the edit chose
 
         await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
         await h.runs_end()

@@ -9,7 +9,8 @@ from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.process import background
 from core.runs import control
-from core.runs.approval import AgentEdit, Approve, Edit, Reject, decide, view
+from core.runs.approval import Approve, Reject, decide, view
+from core.runs.edits import AgentEdit, Edit
 from core.types import AgentSpec, Cohort, TeamSpec
 from core.types.events import AgentCreated, RunFinished
 from core.types.run import RunStatus
@@ -75,15 +76,29 @@ async def test_an_edit_is_validated_and_changes_the_agent_that_runs(
     bad = await decide(
         svc, run_id, "@ana", Edit(agents=(AgentEdit(agent_id=spec.id, tools=("teleport",)),))
     )
-    assert not bad.ok and "no tool named teleport exists" in bad.message
+    assert not bad.ok and "Solo (tools): there is no tool named teleport" in bad.message
     assert "available: " in bad.message
+    # Each problem names its agent and field, so a form shows it in its place.
+    (problem,) = bad.problems
+    assert (problem.agent_id, problem.field) == (spec.id, "tools")
 
+    wrong_model = await decide(
+        svc,
+        run_id,
+        "@ana",
+        Edit(agents=(AgentEdit(agent_id=spec.id, model="openai/no-such-model-xyz"),)),
+    )
+    assert not wrong_model.ok and [p.field for p in wrong_model.problems] == ["model"]
+    assert "'openai/no-such-model-xyz' is not a model Caramba knows" in wrong_model.message
+
+    # Only current_time chosen: the agent keeps its base tools (finish, messaging), or it
+    # could never finish.
     good = Edit(
         agents=(
             AgentEdit(
                 agent_id=spec.id,
                 system_prompt="Answer in French.",
-                tools=("current_time", "finish"),
+                tools=("current_time",),
                 max_tokens=5000,
             ),
         )
@@ -91,14 +106,15 @@ async def test_an_edit_is_validated_and_changes_the_agent_that_runs(
     edited = await decide(svc, run_id, "@ana", good)
     assert edited.ok and edited.run.status is RunStatus.PROPOSED
     card = view(settings, edited.run).agents[0]
-    assert card.tools == ("current_time", "finish") and card.max_tokens == 5000
+    base = settings.agents.base_tools
+    assert card.tools == ("current_time", *base) and card.max_tokens == 5000
     assert card.prompt_excerpt == "Answer in French."
 
     assert (await decide(svc, run_id, "@ana", Approve())).ok
     await collect(svc, run_id)
     first = model.requests[0]
     assert "Answer in French." in (first.messages[0].content or "")
-    assert sorted(t["function"]["name"] for t in first.tools) == ["current_time", "finish"]
+    assert sorted(t["function"]["name"] for t in first.tools) == sorted(("current_time", *base))
 
 
 def _cohort() -> Cohort:

@@ -76,6 +76,7 @@ def test_the_planner_sees_the_catalogue_by_category_with_flags() -> None:
                              "tokens_per_agent", "cost_per_run_usd")},
         library_cohorts=[],
         library_agents=[],
+        attached=[],
     )
     assert "code:\n- `run_it` (runs code (sandboxed), changes things)" in text
     assert "- `calculate` (read-only)" in text

@@ -1,0 +1,195 @@
+"""Edits of a proposal before it is approved: what may change, and every problem with an
+edit named by its agent and field, so a form can show each where it belongs.
+
+An agent keeps its base tools (``agents.base_tools``: finish and the messaging tools)
+whatever list an edit gives it; a model must be one Caramba can call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from core.llm.models import model_problem
+from core.types._base import Frozen
+from core.types.agent import AgentSpec, Budget
+from core.types.cohort import Cohort
+from core.types.run import RunState
+
+if TYPE_CHECKING:
+    from core.config import Settings
+    from core.tools.registry import ToolRegistry
+
+EditField = Literal["agent", "prompt", "tools", "model", "tokens", "cost"]
+_FIELD_WORDS = {
+    "agent": "agent",
+    "prompt": "instructions",
+    "tools": "tools",
+    "model": "model",
+    "tokens": "token budget",
+    "cost": "cost budget",
+}
+
+
+class AgentEdit(Frozen):
+    """Changes to one agent of the proposal; ``None`` leaves a field as it is."""
+
+    agent_id: str
+    system_prompt: str | None = None
+    tools: tuple[str, ...] | None = None
+    model: str | None = None
+    max_tokens: int | None = Field(None, ge=1000)
+    max_cost_usd: float | None = Field(None, ge=0)
+    remove: bool = False
+
+
+class Edit(Frozen):
+    kind: Literal["edit"] = "edit"
+    agents: tuple[AgentEdit, ...] = ()
+    add: tuple[AgentSpec, ...] = ()
+
+
+class EditProblem(Frozen):
+    """Why an edit cannot be applied: which agent, which field, and what to do."""
+
+    agent_id: str
+    agent_name: str
+    field: EditField
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.agent_name} ({_FIELD_WORDS[self.field]}): {self.message}"
+
+
+def agents_of(run: RunState) -> list[AgentSpec]:
+    if run.cohort is not None:
+        return list(run.cohort.agents)
+    return [run.root] if run.root is not None else []
+
+
+def _tools_problem(tools: ToolRegistry, names: tuple[str, ...]) -> str | None:
+    unknown = tools.unknown(names)
+    if not unknown:
+        return None
+    why = [f"{n} is unavailable: {tools.unavailable[n]}" for n in unknown if n in tools.unavailable]
+    missing = [n for n in unknown if n not in tools.unavailable]
+    parts = [f"there is no tool named {', '.join(missing)}"] if missing else []
+    return "; ".join(parts + why) + f" (available: {', '.join(tools.names())})"
+
+
+def _changed(
+    spec: AgentSpec, change: AgentEdit, tools: ToolRegistry, settings: Settings
+) -> tuple[AgentSpec, list[EditProblem]]:
+    problems: list[EditProblem] = []
+
+    def problem(field: EditField, message: str) -> None:
+        problems.append(
+            EditProblem(agent_id=spec.id, agent_name=spec.name, field=field, message=message)
+        )
+
+    update: dict[str, object] = {}
+    if change.system_prompt is not None:
+        if change.system_prompt.strip():
+            update["system_prompt"] = change.system_prompt
+        else:
+            problem("prompt", "the instructions cannot be empty; write what this agent does")
+    if change.tools is not None:
+        trouble = _tools_problem(tools, change.tools)
+        if trouble:
+            problem("tools", trouble)
+        else:
+            base = [t for t in settings.agents.base_tools if t in tools]
+            update["tools"] = tuple(dict.fromkeys((*change.tools, *base)))
+    if change.model:
+        trouble = model_problem(settings, change.model)
+        if trouble:
+            problem("model", trouble)
+        else:
+            update["model"] = change.model.strip()
+    elif change.model is not None:
+        update["model"] = None  # empty: the role's default
+    if change.max_tokens is not None or change.max_cost_usd is not None:
+        update["budget"] = Budget(
+            max_turns=spec.budget.max_turns,
+            max_tokens=change.max_tokens or spec.budget.max_tokens,
+            max_cost_usd=change.max_cost_usd
+            if change.max_cost_usd is not None
+            else spec.budget.max_cost_usd,
+        )
+    return spec.model_copy(update=update), problems
+
+
+def apply_edit(
+    run: RunState, edit: Edit, tools: ToolRegistry, settings: Settings
+) -> tuple[RunState | None, list[EditProblem]]:
+    """The proposal with ``edit`` applied, or None and every problem with it."""
+    agents = {a.id: a for a in agents_of(run)}
+    problems: list[EditProblem] = []
+    for change in edit.agents:
+        spec = agents.get(change.agent_id)
+        if spec is None:
+            problems.append(
+                EditProblem(
+                    agent_id=change.agent_id,
+                    agent_name="An agent",
+                    field="agent",
+                    message="is not in this proposal any more; reload it",
+                )
+            )
+            continue
+        if change.remove:
+            if spec.parent_id is None:
+                problems.append(
+                    EditProblem(
+                        agent_id=spec.id,
+                        agent_name=spec.name,
+                        field="agent",
+                        message="is the top agent and cannot be removed",
+                    )
+                )
+                continue
+            doomed = {spec.id}
+            while grown := {a.id for a in agents.values() if a.parent_id in doomed} - doomed:
+                doomed |= grown
+            for agent_id in doomed:
+                agents.pop(agent_id, None)
+            continue
+        agents[spec.id], found = _changed(spec, change, tools, settings)
+        problems += found
+    for new in edit.add:
+
+        def add_problem(field: EditField, message: str, new: AgentSpec = new) -> None:
+            problems.append(
+                EditProblem(agent_id=new.id, agent_name=new.name, field=field, message=message)
+            )
+
+        trouble = _tools_problem(tools, new.tools)
+        if new.parent_id not in agents:
+            add_problem("agent", "its parent is not in this proposal")
+        elif trouble:
+            add_problem("tools", trouble)
+        elif any(a.name == new.name for a in agents.values()):
+            add_problem("agent", "another agent already has this name")
+        else:
+            base = [t for t in settings.agents.base_tools if t in tools]
+            agents[new.id] = new.model_copy(
+                update={"tools": tuple(dict.fromkeys((*new.tools, *base)))}
+            )
+    if problems:
+        return None, problems
+    updated = run.model_copy(deep=True)
+    specs = tuple(agents.values())
+    if run.cohort is not None:
+        kept = {a.id for a in specs}
+        updated.cohort = Cohort.model_validate(
+            run.cohort.model_dump()
+            | {
+                "agents": [a.model_dump() for a in specs],
+                "teams": [t.model_dump() for t in run.cohort.teams if t.lead_id in kept],
+            }
+        )
+        updated.root = updated.cohort.root
+    else:
+        updated.root = specs[0]
+    return updated, []
