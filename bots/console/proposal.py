@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.prompt import Prompt
@@ -57,7 +58,10 @@ def card(view: ProposalView) -> Panel:
 def ask(console: Console, view: ProposalView) -> Decision:
     """Approve, reject (with a reason) or edit one agent; blocking (run it in a thread)."""
     console.print(card(view))
-    choice = Prompt.ask("[a]pprove, [e]dit or [r]eject", choices=["a", "e", "r"], default="a")
+    # Escaped: rich would take "[a]" for markup and print "pprove, dit or eject".
+    choice = Prompt.ask(
+        escape("[a]pprove, [e]dit or [r]eject"), choices=["a", "e", "r"], default="a"
+    )
     if choice == "a":
         return Approve()
     if choice == "r":
@@ -69,13 +73,26 @@ def ask(console: Console, view: ProposalView) -> Decision:
     prompt = Prompt.ask("New instructions (empty: keep)", default="")
     tools = Prompt.ask("Tools, comma-separated (empty: keep)", default="")
     model = Prompt.ask("Model (empty: keep)", default="")
-    return Edit(
-        agents=(
-            AgentEdit(
+    while True:
+        tokens = Prompt.ask("Token budget, at least 1000 (empty: keep)", default="")
+        cost = Prompt.ask("Cost budget in USD (empty: keep)", default="")
+        try:
+            change = AgentEdit(
                 agent_id=agent.id,
                 system_prompt=prompt or None,
                 tools=tuple(t.strip() for t in tools.split(",") if t.strip()) or None,
                 model=model or None,
-            ),
-        )
-    )
+                max_tokens=int(tokens) if tokens.strip() else None,
+                max_cost_usd=float(cost) if cost.strip() else None,
+            )
+        except (ValueError, ValidationError) as exc:
+            console.print(f"[red]Not a budget: {escape(_first_error(exc))}[/] Try again.")
+            continue
+        return Edit(agents=(change,))
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        e = exc.errors()[0]
+        return f"{e['loc'][0] if e['loc'] else 'value'}: {e['msg']}"
+    return str(exc)
