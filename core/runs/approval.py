@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field
 
 from core.runs import learning
-from core.runs.control import approve_run, reject_run
+from core.runs.control import approve_run, planned_budget, reject_run
 from core.runs.edits import Edit, EditProblem, agents_of, apply_edit
 from core.tools.catalogue import agent_risks
 from core.types._base import Frozen
@@ -188,7 +188,11 @@ async def decide(svc: Services, run_id: str, user: str, decision: Decision) -> O
     def change(current: RunState) -> tuple[RunState | None, list[RunEvent]]:
         if current.status is not RunStatus.PROPOSED:
             return None, []
-        return current.model_copy(update={"root": edited.root, "cohort": edited.cohort}), []
+        update: dict[str, object] = {"root": edited.root, "cohort": edited.cohort}
+        if edited.cohort is not None:
+            # Budgets edited per agent change the run's: it follows the design.
+            update["budget"] = planned_budget(svc, edited.cohort)
+        return current.model_copy(update=update), []
 
     saved = await svc.store.update_run(run_id, change)
     if saved is None:

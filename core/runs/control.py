@@ -33,6 +33,20 @@ def default_budget(svc: Services) -> RunBudget:
     )
 
 
+def planned_budget(svc: Services, cohort: Cohort) -> RunBudget:
+    """The budget the planner designed for a cohort, within the configured caps: the sum
+    of its agents' token budgets and its ``budget_usd`` (the caps where it set none)."""
+    limits = svc.settings.limits
+    per_agent = [a.budget.max_tokens for a in cohort.agents]
+    tokens = limits.tokens_per_run
+    if per_agent and all(t is not None for t in per_agent):
+        tokens = min(tokens, sum(t for t in per_agent if t is not None))
+    cost = limits.cost_per_run_usd
+    if cohort.total_budget_usd > 0:
+        cost = min(cost, cohort.total_budget_usd)
+    return RunBudget(tokens=tokens, cost_usd=cost, wall_clock_s=limits.wall_clock_s)
+
+
 async def propose_run(
     svc: Services,
     task: str,
@@ -42,7 +56,8 @@ async def propose_run(
     budget: RunBudget | None = None,
 ) -> str:
     """Record a proposed run — one top agent, or a designed cohort — that nothing runs
-    until someone approves it (``approval.expire_s`` to decide); returns its id."""
+    until someone approves it (``approval.expire_s`` to decide); returns its id. A
+    cohort's run gets the budget its planner designed (:func:`planned_budget`)."""
     cohort = root if isinstance(root, Cohort) else None
     top = root.root if isinstance(root, Cohort) else root
     for spec in cohort.agents if cohort else (top,):
@@ -54,7 +69,7 @@ async def propose_run(
         root_agent_id=top.id,
         root=top,
         cohort=cohort,
-        budget=budget or default_budget(svc),
+        budget=budget or (planned_budget(svc, cohort) if cohort else default_budget(svc)),
         expires_at=time.time() + svc.settings.approval.expire_s,
     )
     await svc.store.create_run(run)

@@ -11,7 +11,7 @@ from core.process import background
 from core.runs import control
 from core.runs.approval import Approve, Reject, decide, view
 from core.runs.edits import AgentEdit, Edit
-from core.types import AgentSpec, Cohort, TeamSpec
+from core.types import AgentSpec, Budget, Cohort, TeamSpec
 from core.types.events import AgentCreated, RunFinished
 from core.types.run import RunStatus
 from tests.conftest import make_settings
@@ -238,3 +238,30 @@ def test_the_card_says_what_was_reused_and_its_record(settings) -> None:
     assert card.reused_from == (
         "cohort flight desk (similarity 0.82; 4/5 runs succeeded, 3 approvals, rated 4.5/5 (2×))"
     )
+
+
+async def test_the_run_gets_and_keeps_the_budget_its_planner_designed(
+    settings, make_services, any_redis
+) -> None:
+    """Not the global defaults: the agents' token budgets added up and the planner's
+    budget_usd, and an edit of an agent's budget changes the run's."""
+    model = ScriptedModel(responder=lambda r: Reply(calls=(call("finish", {"result": "ok"}),)))
+    svc = make_services(settings, model, redis=any_redis)
+    designed = _cohort()
+    agents = tuple(
+        a.model_copy(update={"budget": Budget(max_tokens=10_000)}) for a in designed.agents
+    )
+    cohort = designed.model_copy(update={"agents": agents, "total_budget_usd": 0.75})
+    run_id = await control.propose_run(svc, cohort.task, cohort, requested_by="@ana")
+
+    run = await svc.store.get_run(run_id)
+    assert run.budget is not None
+    assert (run.budget.tokens, run.budget.cost_usd) == (40_000, 0.75)
+    assert view(settings, run).budget == run.budget
+
+    lead = agents[1]
+    edited = await decide(
+        svc, run_id, "@ana", Edit(agents=(AgentEdit(agent_id=lead.id, max_tokens=25_000),))
+    )
+    assert edited.ok and edited.run.budget is not None
+    assert (edited.run.budget.tokens, edited.run.budget.cost_usd) == (55_000, 0.75)
