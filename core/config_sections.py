@@ -223,3 +223,17 @@ class SlackSettings(_Section):
     # (up to outbox_retry_max_s between tries) until it succeeds or is this old.
     outbox_max_age_s: float = Field(86_400, gt=0)
     outbox_retry_max_s: float = Field(60.0, gt=0)
+    # Files attached to a mention, or to a reply in a run's thread, go into the run's
+    # workspace under inputs/ (within [workspace]'s caps too): at most this many per
+    # message, each at most this big, none whose name ends in a blocked extension.
+    attachment_max_files: int = Field(10, ge=0)
+    attachment_max_bytes: int = Field(10_485_760, ge=1)
+    attachment_blocked: tuple[str, ...] = tuple(
+        "exe dll msi bat cmd com scr ps1 vbs jar apk app dmg pkg deb rpm so dylib bin elf".split()
+    )
+    # The hosts the bot token may be sent to for a file's bytes (and api_url's host).
+    file_hosts: tuple[str, ...] = ("files.slack.com",)
+    # When a run ends, the files under outputs/ in its workspace are uploaded to its
+    # thread: at most this many, and this many bytes in all (a note lists the rest).
+    outputs_max_files: int = Field(10, ge=0)
+    outputs_max_bytes: int = Field(52_428_800, ge=0)

@@ -3,6 +3,7 @@ and a designed cohort's whole tree at the start of a run."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from core.agent.limits import limits_for
@@ -15,6 +16,7 @@ from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import ChatMessage
 from core.types.cohort import Cohort
 from core.types.events import AgentCreated
+from core.types.files import AttachedFile
 
 if TYPE_CHECKING:
     from core.tools.registry import ToolRegistry
@@ -76,7 +78,13 @@ def new_agent_state(
     brief: str,
     depth: int = 0,
     playbook: str = "",
+    files: Sequence[AttachedFile] = (),
 ) -> AgentState:
+    """A new agent, ready for its first turn; its first message is ``brief`` and the
+    list of ``files`` attached in the chat, if any."""
+    if files:
+        attached = svc.prompts.render("bus/attached.j2", attached=[f.describe() for f in files])
+        brief = f"{brief}\n\n{attached}"
     return AgentState(
         spec=spec,
         run_id=run_id,
@@ -122,8 +130,10 @@ async def spawn_cohort(
 
     Each agent gets its place in the tree (depth, children), its brief (the task for the
     root, its description from its parent for the others) and, for a team's lead, its
-    team's playbook with the members already named.
+    team's playbook with the members already named. Every agent's first message lists
+    the files attached to the request.
     """
+    files = (await svc.store.get_run(run_id)).files
     by_id = {a.id: a for a in cohort.agents}
     children: dict[str, list[str]] = {a.id: [] for a in cohort.agents}
     for a in cohort.agents:
@@ -159,6 +169,7 @@ async def spawn_cohort(
             brief=task if parent is None else f"Your brief from {parent.name}:\n{spec.description}",
             depth=depth[spec.id],
             playbook=playbook,
+            files=files,
         )
         state.children = list(children[spec.id])
         await svc.redis.sadd(svc.store.keys.agent_slots(run_id), spec.id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from core.config import Settings
@@ -17,6 +18,7 @@ from core.types._base import Frozen
 from core.types.agent import AgentSpec
 from core.types.chat import Usage
 from core.types.cohort import Cohort
+from core.types.files import AttachedFile
 
 
 class PlanOutcome(Frozen):
@@ -47,8 +49,10 @@ async def plan(
     *,
     library: Library | None = None,
     prompts: PromptLibrary | None = None,
+    files: Sequence[AttachedFile] = (),
 ) -> PlanOutcome:
-    """Route ``task``; plan a cohort for it unless the fast path answers it.
+    """Route ``task``; plan a cohort for it unless the fast path answers it (the planner
+    is told of the ``files`` attached to the request).
 
     Raises :class:`core.planning.errors.PlanningError` when the router or the planner
     cannot produce a valid answer within the configured attempts.
@@ -66,7 +70,7 @@ async def plan(
             llm_calls=meter.calls,
         )
     cohort = await design_cohort(
-        settings, llm, registry, prompts, task, library=library, meter=meter
+        settings, llm, registry, prompts, task, library=library, meter=meter, files=files
     )
     if cohort.reused_from is None:
         cohort = await PromptCreator(settings, llm, registry, prompts, meter).write_all(cohort)

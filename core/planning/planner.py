@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from core.tools.registry import ToolRegistry
 from core.types._base import new_id
 from core.types.chat import ChatMessage
 from core.types.cohort import Cohort, ReusedEntry
+from core.types.files import AttachedFile
 
 
 def reused_entry(match: LibraryMatch) -> ReusedEntry:
@@ -112,6 +114,7 @@ async def design_cohort(
     *,
     library: Library | None = None,
     meter: Meter | None = None,
+    files: Sequence[AttachedFile] = (),
 ) -> Cohort:
     """A validated cohort for ``task`` (system prompts not written yet: prompt_creator).
 
@@ -134,6 +137,7 @@ async def design_cohort(
     text = prompts.render(
         "planning/planner.j2",
         task=task,
+        attached=[f.describe() for f in files],
         tool_docs=catalogue(registry),
         patterns=sorted(rules.patterns),
         base_tools=list(caps.base_tools),

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from core.agent.responses import RememberingLLM
@@ -30,6 +31,7 @@ from core.state.store import transition
 from core.types._base import new_id
 from core.types.cohort import Cohort
 from core.types.events import RunEvent, RunFinished, RunStatusChanged
+from core.types.files import AttachedFile
 from core.types.run import SYSTEM, RunState, RunStatus
 
 if TYPE_CHECKING:
@@ -41,13 +43,31 @@ log = logging.getLogger(__name__)
 _CLAIM_S = 30
 
 
-async def request_run(svc: Services, task: str, *, requested_by: str) -> str:
-    """Record ``task`` as a run in ``planning`` and hand its planning to the scheduler."""
+def new_run_id() -> str:
+    """An id for a request not recorded yet: an adapter writes the files attached to it
+    into the run's workspace under this id first, then calls :func:`request_run`."""
+    return new_id("run")
+
+
+async def request_run(
+    svc: Services,
+    task: str,
+    *,
+    requested_by: str,
+    run_id: str | None = None,
+    files: Sequence[AttachedFile] = (),
+) -> str:
+    """Record ``task`` as a run in ``planning`` and hand its planning to the scheduler.
+
+    ``files`` were attached to the request and are in the workspace of ``run_id``
+    already: the planner and the agents are told they exist.
+    """
     run = RunState(
-        id=new_id("run"),
+        id=run_id or new_run_id(),
         task=task,
         status=RunStatus.PLANNING,
         requested_by=requested_by,
+        files=list(files),
         budget=default_budget(svc),
     )
     await svc.store.create_run(run)
@@ -96,6 +116,7 @@ async def _plan(svc: Services, run_id: str) -> TurnOutcome:
                 run.task,
                 library=library,
                 prompts=svc.prompts,
+                files=run.files,
             )
     except (CarambaError, TimeoutError) as exc:
         reason = str(exc) if isinstance(exc, CarambaError) else f"took over {timeout:.0f} s"

@@ -10,6 +10,7 @@ from core.types._base import Frozen, now
 from core.types.agent import AgentSpec
 from core.types.chat import Usage
 from core.types.cohort import Cohort
+from core.types.files import AttachedFile
 
 # Who a step is recorded as when no person took it (an expiry, a pause at a limit).
 SYSTEM = "caramba"
@@ -89,6 +90,8 @@ class RunState(BaseModel):
     task: str
     status: RunStatus = RunStatus.PROPOSED
     requested_by: str = "console"
+    # Files attached to the request, already in the run's workspace (under inputs/).
+    files: list[AttachedFile] = Field(default_factory=list)
     root_agent_id: str | None = None
     # The top agent, kept from the proposal until the run is approved and started.
     root: AgentSpec | None = None
