@@ -3,27 +3,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from enum import StrEnum
 
 from core.config import Settings
 from core.errors import CarambaError
 from core.llm.gateway import import_litellm
+from core.process.doctor_live import check_library, check_model_call
+from core.process.doctor_types import Check, Level
 from core.prompts import PromptLibrary
-
-
-class Level(StrEnum):
-    OK = "ok"
-    WARN = "warn"
-    FAIL = "fail"
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    level: Level
-    detail: str
-    fix: str = ""
 
 
 # Chat platforms: which variables each needs (all optional until that adapter is used).
@@ -39,6 +25,7 @@ async def run_checks(settings: Settings) -> list[Check]:
         _check_prompts(settings),
         await _check_redis(settings),
         *_check_model(settings),
+        check_library(settings),
     ]
     for platform, names in CHAT_TOKENS.items():
         missing = [n for n in names if not os.environ.get(n)]
@@ -53,6 +40,8 @@ async def run_checks(settings: Settings) -> list[Check]:
             )
         else:
             checks.append(Check(f"{platform} tokens", Level.OK, "present"))
+    if not any(c.level is Level.FAIL for c in checks if c.name in ("model", "api key")):
+        checks.append(await check_model_call(settings))
     return checks
 
 

@@ -35,12 +35,26 @@ def test_doctor_reports_what_to_set(monkeypatch) -> None:
 
 @pytest.mark.integration
 def test_doctor_passes_with_a_local_model_server(monkeypatch) -> None:
-    monkeypatch.setenv("CARAMBA_REDIS__URL", "redis://127.0.0.1:6379/15")
-    monkeypatch.setenv("CARAMBA_LLM__API_BASE", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("COLUMNS", "250")
-    result = runner.invoke(app, ["doctor"])
-    assert result.exit_code == 0, result.output
-    assert "answers (Redis" in result.output
+    """Doctor calls the model once: a server that answers passes; a wrong key fails
+    there, in plain words, instead of at the first run."""
+    from tests.fakes.llm_server import FakeFailure, FakeReply, ThreadedFakeLLMServer
+
+    with ThreadedFakeLLMServer() as server:
+        monkeypatch.setenv("CARAMBA_REDIS__URL", "redis://127.0.0.1:6379/15")
+        monkeypatch.setenv("CARAMBA_LLM__MODEL", "openai/fake")
+        monkeypatch.setenv("CARAMBA_LLM__API_BASE", server.base_url)
+        monkeypatch.setenv("COLUMNS", "250")
+        server.script(FakeReply(content="OK"))
+        result = runner.invoke(app, ["doctor"])
+        assert result.exit_code == 0, result.output
+        assert "answers (Redis" in result.output
+        assert "openai/fake answered 'OK'" in result.output
+
+        server.script(FakeFailure(status=401, message="Incorrect API key provided"))
+        result = runner.invoke(app, ["doctor"])
+        assert result.exit_code == 1
+        assert "model call" in result.output and "Incorrect API key" in result.output
+        assert len(server.requests) == 2  # one call each time, no retries
 
 
 def test_bad_config_is_a_clear_error(monkeypatch) -> None:
