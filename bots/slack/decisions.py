@@ -5,6 +5,7 @@ shown only to the person who clicked."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck
@@ -53,7 +54,7 @@ class Decisions:
             channel=body["channel"]["id"],
             user=body["user"]["id"],
             thread_ts=message.get("thread_ts") or message["ts"],
-            text=escape(text),
+            text=_MENTION.sub(r"<@\1>", escape(text)),
         )
 
     async def _on_approve(self, ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -72,7 +73,7 @@ class Decisions:
         """A button click → ``core.runs.approval.decide`` → the card updated, or a refusal."""
         svc = self.ctx.svc
         user, run_id = body["user"]["id"], body["actions"][0]["value"]
-        outcome = await decide(svc, run_id, user, decision)
+        outcome = await decide(svc, run_id, user, decision, who=_person)
         if not outcome.ok:
             await self._refuse(body, outcome.message)
             return
@@ -91,7 +92,7 @@ class Decisions:
         then shows the run as cancelled."""
         svc = self.ctx.svc
         user, run_id = body["user"]["id"], body["actions"][0]["value"]
-        reason = may_decide(svc.settings, await svc.store.get_run(run_id), user)
+        reason = may_decide(svc.settings, await svc.store.get_run(run_id), user, _person)
         if reason is None:
             step = await cancel_run(svc, run_id, user)
             reason = None if step.ok else step.reason
@@ -104,7 +105,7 @@ class Decisions:
         svc = self.ctx.svc
         user, run_id = body["user"]["id"], body["actions"][0]["value"]
         run = await svc.store.get_run(run_id)
-        refusal = may_decide(svc.settings, run, user)
+        refusal = may_decide(svc.settings, run, user, _person)
         if refusal is not None:
             await self._refuse(body, refusal)
             return
@@ -152,3 +153,14 @@ class Decisions:
             text=fallback_text(card),
             blocks=[*blocks[:-1], note, blocks[-1]],
         )
+
+
+def _person(user_id: str) -> str:
+    """A user id marked so that, after the text is escaped, :data:`_MENTION` turns it into
+    a mention: Slack shows the person's name (in a message only the clicker sees, it
+    pings nobody)."""
+    return f"\x00{user_id}\x00"
+
+
+# Only Slack user ids (letters and digits) become mentions; anything else stays as text.
+_MENTION = re.compile(r"\x00([A-Z0-9]{2,32})\x00")

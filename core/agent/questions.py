@@ -104,7 +104,7 @@ async def answer_question(
     ``question_id`` is not given) and wake it. ``ok=False`` says why nothing was done."""
     run = await svc.store.get_run(run_id)
     if run.status.terminal:
-        return TransitionResult(False, run, f"run {run_id} is {run.status.value}")
+        return TransitionResult(False, run, f"this run {run.status.words}")
     if not answer.strip():
         raise UsageError("the answer is empty", hint="write an answer to the agent's question")
     pending = await open_questions(svc, run_id)
@@ -112,7 +112,7 @@ async def answer_question(
         question_id = pending[0].id
     q = await _claim(svc, run_id, question_id) if question_id else None
     if q is None:
-        return TransitionResult(False, run, f"run {run_id} has no open question to answer")
+        return TransitionResult(False, run, "nobody in this run is waiting for an answer")
     await svc.bus.deliver(run_id, _reply(run_id, q.agent_id, answer, by))
     await _closed(
         svc,
@@ -151,7 +151,7 @@ async def follow_up(svc: Services, run_id: str, text: str, by: str) -> Transitio
     run's top agent (the one that reports to people), woken to read it on its next turn."""
     run = await svc.store.get_run(run_id)
     if run.status not in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
-        return TransitionResult(False, run, f"run {run_id} is {run.status.value}")
+        return TransitionResult(False, run, f"this run {run.status.words}")
     if not text.strip():
         raise UsageError("the message is empty", hint="write what the agents should know")
     top = run.root_agent_id

@@ -9,6 +9,7 @@ decide, a proposal expires after ``approval.expire_s``, and an edit is re-valida
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -22,7 +23,7 @@ from core.types._base import Frozen
 from core.types.chat import Usage
 from core.types.cohort import ReusedEntry
 from core.types.events import RunEvent
-from core.types.run import RunBudget, RunState, RunStatus
+from core.types.run import SYSTEM, RunBudget, RunState, RunStatus
 
 if TYPE_CHECKING:
     from core.config import Settings
@@ -97,13 +98,17 @@ def _reuse_line(r: ReusedEntry) -> str:
     )
 
 
-def may_decide(settings: Settings, run: RunState, user: str) -> str | None:
-    """None if ``user`` may decide about ``run``; else the refusal to show them."""
+def may_decide(
+    settings: Settings, run: RunState, user: str, who: Callable[[str], str] = str
+) -> str | None:
+    """None if ``user`` may decide about ``run``; else the refusal to show them, naming
+    people with ``who`` (an adapter shows a user id as the person's name)."""
     if user == run.requested_by or user in settings.approval.approvers:
         return None
     return (
-        f"Only {run.requested_by} (who asked) or a configured approver can decide about "
-        "this proposal. Ask them, or an admin can add you to approval.approvers."
+        f"Only {who(run.requested_by)}, who asked, or one of the approvers your admin named "
+        "can decide about this run. Ask them to do it, or ask your admin to add you as an "
+        "approver."
     )
 
 
@@ -148,12 +153,21 @@ def view(settings: Settings, run: RunState, tools: ToolRegistry | None = None) -
     )
 
 
-def _already(svc: Services, run: RunState) -> str:
+def _already(svc: Services, run: RunState, who: Callable[[str], str]) -> str:
     by = view(svc.settings, run).decided_by
-    return f"This proposal is already {run.status.value} (by {by})."
+    if run.status is RunStatus.PLANNING:
+        return "This request is still being planned; decide once its proposal is shown."
+    done = f"{run.status.value} by {who(by)}" if by and by != SYSTEM else run.status.value
+    return f"This proposal was already decided: {done}; it {run.status.words}."
 
 
-async def decide(svc: Services, run_id: str, user: str, decision: Decision) -> Outcome:
+async def decide(
+    svc: Services,
+    run_id: str,
+    user: str,
+    decision: Decision,
+    who: Callable[[str], str] = str,
+) -> Outcome:
     """Apply a person's decision about a proposal, or say why it was not applied.
 
     Approve and reject are one atomic step on the run as it is (who may decide and the
@@ -161,9 +175,9 @@ async def decide(svc: Services, run_id: str, user: str, decision: Decision) -> O
     reused (``learning.decided``)."""
 
     def guard(run: RunState) -> str | None:
-        refusal = may_decide(svc.settings, run, user)
+        refusal = may_decide(svc.settings, run, user, who)
         if refusal is None and run.status is not RunStatus.PROPOSED:
-            refusal = _already(svc, run)
+            refusal = _already(svc, run, who)
         return refusal
 
     if isinstance(decision, Approve | Reject):
@@ -175,7 +189,7 @@ async def decide(svc: Services, run_id: str, user: str, decision: Decision) -> O
         if not step.ok:
             return Outcome(False, step.run, step.reason)
         await learning.decided(svc, step.run, approved=isinstance(decision, Approve))
-        return Outcome(True, step.run, f"{verb} by {user}.")
+        return Outcome(True, step.run, f"{verb} by {who(user)}.")
     run = await svc.store.get_run(run_id)
     refusal = guard(run)
     if refusal is not None:
@@ -199,4 +213,4 @@ async def decide(svc: Services, run_id: str, user: str, decision: Decision) -> O
         return Outcome(
             False, await svc.store.get_run(run_id), "The proposal was decided meanwhile."
         )
-    return Outcome(True, saved, f"Updated by {user}; approve it to start.")
+    return Outcome(True, saved, f"Updated by {who(user)}; approve it to start.")

@@ -95,7 +95,7 @@ async def stop_run(svc: Services, run_id: str, by: str) -> TransitionResult:
 
 
 def _not_paused(run: RunState) -> str:
-    return f"run {run.id} is {run.status.value} and not paused at a limit; nothing to extend"
+    return f"this run {run.status.words} and is not paused at a limit: there is nothing to extend"
 
 
 async def _results_so_far(svc: Services, run_id: str) -> list[str]:

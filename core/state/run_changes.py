@@ -23,7 +23,7 @@ def transition(run: RunState, to: RunStatus, by: str, note: str = "") -> Transit
     """Apply one lifecycle step in memory, or say why it is not allowed."""
     if to not in ALLOWED[run.status]:
         return TransitionResult(
-            False, run, f"run {run.id} is {run.status.value}; it cannot become {to.value}"
+            False, run, f"this run {run.status.words}; it cannot be {to.value} now"
         )
     new = run.model_copy(deep=True)
     new.history.append(Transition(from_status=run.status, to_status=to, by=by, note=note))

@@ -32,6 +32,23 @@ class RunStatus(StrEnum):
     def terminal(self) -> bool:
         return self in _TERMINAL
 
+    @property
+    def words(self) -> str:
+        """The status in plain words, after "this run …": "has already finished"."""
+        return _WORDS[self]
+
+
+_WORDS = {
+    RunStatus.PLANNING: "is still being planned",
+    RunStatus.PROPOSED: "is waiting for approval",
+    RunStatus.APPROVED: "is about to start",
+    RunStatus.RUNNING: "is running",
+    RunStatus.WAITING_HUMAN: "is waiting for a person's answer",
+    RunStatus.COMPLETED: "has already finished",
+    RunStatus.FAILED: "has failed",
+    RunStatus.CANCELLED: "was cancelled",
+    RunStatus.REJECTED: "was rejected",
+}
 
 _TERMINAL = frozenset(
     {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.REJECTED}

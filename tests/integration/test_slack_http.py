@@ -255,7 +255,8 @@ async def test_an_unauthorised_approve_is_refused_in_private(make_services, real
         assert (await h.click("caramba_approve", run_id, MALLORY, "1.2")).status_code == 200
         await h.bot.drain()
         (refusal,) = h.slack.of("chat.postEphemeral")
-        assert refusal["user"] == MALLORY and "Only" in refusal["text"]
+        assert refusal["user"] == MALLORY and "Only <@UANA>, who asked" in refusal["text"]
+        assert "approval.approvers" not in refusal["text"]  # plain words, not config keys
         assert h.slack.of("chat.update") == []
         run = await h.bot.svc.store.get_run(run_id)
         assert run.status is RunStatus.PROPOSED
@@ -266,7 +267,8 @@ async def test_an_unauthorised_approve_is_refused_in_private(make_services, real
         await h.click("caramba_approve", run_id, ANA, "1.2")
         await h.bot.drain()
         assert "Rejected by <@UANA>" in json.dumps(h.slack.of("chat.update")[0]["blocks"])
-        assert "already rejected" in h.slack.of("chat.postEphemeral")[-1]["text"]
+        again = h.slack.of("chat.postEphemeral")[-1]["text"]
+        assert "already decided: rejected by <@UANA>; it was rejected" in again
         assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.REJECTED
 
 

@@ -29,7 +29,7 @@ async def test_only_the_requester_and_approvers_decide(make_services, any_redis)
     run_id = await control.propose_run(svc, "t", solo(), requested_by="@ana")
 
     refused = await decide(svc, run_id, "@mallory", Approve())
-    assert not refused.ok and "Only @ana (who asked) or a configured approver" in refused.message
+    assert not refused.ok and "Only @ana, who asked, or one of the approvers" in refused.message
     assert refused.run.status is RunStatus.PROPOSED
 
     approved = await decide(svc, run_id, "@lead", Approve())

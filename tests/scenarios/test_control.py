@@ -52,7 +52,7 @@ async def test_concurrent_approvals_start_one_run(settings, services, kind) -> N
     results = await asyncio.gather(*(control.approve_run(svc, run_id, f"@u{i}") for i in range(5)))
     assert sum(r.ok for r in results) == 1
     refused = [r.reason for r in results if not r.ok]
-    assert all("cannot become approved" in reason for reason in refused)
+    assert all("it cannot be approved now" in reason for reason in refused)
     events = await collect(svc, run_id)
     assert sum(isinstance(e, RunStarted) for e in events) == 1
     assert len(await svc.store.agent_ids(run_id)) == 1
@@ -65,7 +65,7 @@ async def test_illegal_decisions_are_refused(settings, services, kind) -> None:
     run_id = await control.propose_run(svc, "t", solo(), requested_by="@ana")
     assert (await control.cancel_run(svc, run_id, "@ana")).ok
     late = await control.approve_run(svc, run_id, "@bob")
-    assert not late.ok and "cancelled; it cannot become approved" in late.reason
+    assert not late.ok and "this run was cancelled; it cannot be approved now" in late.reason
     assert (await svc.store.agent_ids(run_id)) == []
 
     other = await control.propose_run(svc, "t", solo(), requested_by="@ana")
@@ -252,7 +252,7 @@ async def test_ask_user_waits_for_an_answer_without_a_worker(settings, services,
     step = await answer_question(svc, run_id, "BER, please", by="@ana")
     assert step.ok
     again = await answer_question(svc, run_id, "second answer", by="@bob")
-    assert not again.ok and "no open question" in again.reason
+    assert not again.ok and "nobody in this run is waiting for an answer" in again.reason
     events = await collect(svc, run_id)
     final = events[-1]
     assert isinstance(final, RunFinished) and final.status is RunStatus.COMPLETED

@@ -178,7 +178,7 @@ async def test_a_follow_up_reaches_the_top_agent(make_services, settings) -> Non
     first = m.requests[0]
     assert any("Also compare trains" in (msg.content or "") for msg in first.messages)
     late = await follow_up(svc, run_id, "And buses?", by="@bob")
-    assert not late.ok and "completed" in late.reason
+    assert not late.ok and "this run has already finished" in late.reason
 
 
 async def test_one_reader_follows_many_runs(any_redis, make_services, settings) -> None:

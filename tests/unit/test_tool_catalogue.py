@@ -78,7 +78,8 @@ def test_the_planner_sees_the_catalogue_by_category_with_flags() -> None:
         library_agents=[],
         attached=[],
     )
-    assert "code:\n- `run_it` (runs code (sandboxed), changes things)" in text
+    assert "\ncode:\n" in text
+    assert "- `run_it` (runs code (sandboxed), changes things)" in text
     assert "- `calculate` (read-only)" in text
 
 
