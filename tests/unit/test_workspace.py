@@ -70,7 +70,7 @@ async def test_missing_file_names_what_is_there(ws: Workspace) -> None:
     with pytest.raises(WorkspaceError, match="workspace is empty"):
         await ws.read("r", "nope.txt")
     await ws.write("r", "yes.txt", b"1")
-    with pytest.raises(WorkspaceError, match="holds: yes.txt"):
+    with pytest.raises(WorkspaceError, match=r"holds: yes\.txt"):
         await ws.read("r", "nope.txt")
 
 
@@ -124,7 +124,7 @@ async def test_file_tools_page_text_and_describe_binaries(ws: Workspace) -> None
     await ws.write(ctx.run_id, "outputs/chart.png", _png(640, 480))
     described = await _call(read_file, ctx, path="outputs/chart.png")
     assert "640×480 pixels" in described and "run_code" in described
-    with pytest.raises(ToolRetry, match="holds: notes.txt"):
+    with pytest.raises(ToolRetry, match=r"holds: notes\.txt"):
         await _call(read_file, ctx, path="missing.csv")
     with pytest.raises(ToolRetry, match="leaves the workspace"):
         await _call(write_file, ctx, path="../escape.txt", content="x")
