@@ -56,7 +56,7 @@ class SandboxSettings(_Section):
 class WebSettings(_Section):
     """web_search, fetch_url and download (core/tools/web)."""
 
-    # "none": web_search is unavailable.
+    # "duckduckgo": the ddgs library, no key; "none": web_search is unavailable.
     search_backend: Literal["duckduckgo", "searxng", "brave", "none"] = "duckduckgo"
     # The SearXNG instance (its JSON API must be enabled), or another API's base URL.
     search_url: str = ""
@@ -65,7 +65,8 @@ class WebSettings(_Section):
     max_results: int = Field(5, ge=1, le=50)
     timeout_s: float = Field(20.0, gt=0)
     max_bytes: int = Field(5 * _MB, ge=1024)
-    # fetch_url returns at most this many characters of readable text.
+    # fetch_url returns readable text in pages of at most this many characters (and at
+    # most limits.tool_result_chars, less room for its header).
     max_chars: int = Field(20_000, ge=500)
     max_redirects: int = Field(5, ge=0, le=20)
     # Hosts, IP addresses or networks (CIDR) that may be fetched although private or

@@ -11,7 +11,6 @@ from core.process.doctor_live import check_library, check_model_call
 from core.process.doctor_types import Check, Level
 from core.prompts import PromptLibrary
 
-
 # Chat platforms: which variables each needs (all optional until that adapter is used).
 CHAT_TOKENS: dict[str, tuple[str, ...]] = {
     "Slack": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"),
@@ -26,6 +25,7 @@ async def run_checks(settings: Settings) -> list[Check]:
         await _check_redis(settings),
         *_check_model(settings),
         check_library(settings),
+        _check_web_search(settings),
     ]
     for platform, names in CHAT_TOKENS.items():
         missing = [n for n in names if not os.environ.get(n)]
@@ -43,6 +43,23 @@ async def run_checks(settings: Settings) -> list[Check]:
     if not any(c.level is Level.FAIL for c in checks if c.name in ("model", "api key")):
         checks.append(await check_model_call(settings))
     return checks
+
+
+def _check_web_search(settings: Settings) -> Check:
+    from core.tools.web.search import SearchUnavailable, check_backend
+
+    web = settings.web
+    try:
+        check_backend(web)
+    except SearchUnavailable as exc:
+        return Check(
+            "web search",
+            Level.WARN,
+            f"web_search is not offered: {exc}",
+            "configure [web] in config.toml (fetch_url and download work without it)",
+        )
+    where = f" at {web.search_url}" if web.search_url else ""
+    return Check("web search", Level.OK, f"{web.search_backend}{where}")
 
 
 def _check_prompts(settings: Settings) -> Check:

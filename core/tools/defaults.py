@@ -8,8 +8,10 @@ from core.errors import ConfigError
 from core.tools.builtin import BUILTIN_TOOLS
 from core.tools.files import FILE_TOOLS
 from core.tools.humans import HUMAN_TOOLS
+from core.tools.images import register as register_images
 from core.tools.registry import ToolRegistry
 from core.tools.society import SOCIETY_TOOLS
+from core.tools.web import register as register_web
 
 
 def default_registry(settings: Settings | None = None) -> ToolRegistry:
@@ -18,6 +20,8 @@ def default_registry(settings: Settings | None = None) -> ToolRegistry:
     MCP servers' tools are added once their sessions connect (``core.tools.mcp``)."""
     registry = ToolRegistry([*BUILTIN_TOOLS, *SOCIETY_TOOLS, *HUMAN_TOOLS, *FILE_TOOLS])
     if settings is not None:
+        register_web(registry, settings)
+        register_images(registry, settings)
         _check_disabled(settings, registry)
         registry.disable(settings.tools.disabled)
     return registry

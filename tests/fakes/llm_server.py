@@ -2,8 +2,10 @@
 
 It speaks the real wire format of ``POST /v1/chat/completions`` (non-streaming),
 ``POST /v1/embeddings`` (deterministic word-hash vectors of ``embedding_dim`` floats, as
-JSON lists or base64) and ``GET /v1/models``, so code under test can go through the
-genuine litellm/openai client stack with ``api_base=server.base_url``.
+JSON lists or base64), ``POST /v1/images/generations`` (a tiny PNG, as ``b64_json`` or, with
+``image_format = "url"``, as a URL this server serves) and ``GET /v1/models``, so code under
+test can go through the genuine litellm/openai client stack with
+``api_base=server.base_url``.
 
 Responses come from, in order of precedence:
 
@@ -33,6 +35,7 @@ import struct
 import threading
 import time
 import uuid
+import zlib
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -251,6 +254,20 @@ def _embeddings_body(body: dict[str, Any], dim: int) -> dict[str, Any]:
     }
 
 
+def tiny_png(rgb: tuple[int, int, int] = (255, 128, 0)) -> bytes:
+    """A valid 1×1 PNG of one colour: what the fake images endpoint returns."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\x00" + bytes(rgb))
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
 def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     """A JSON response whose Content-Type is exactly ``application/json`` (no charset)."""
     return web.Response(
@@ -286,6 +303,8 @@ class FakeLLMServer:
     ) -> None:
         self.latency_s = latency_s
         self.embedding_dim = embedding_dim
+        # How /v1/images/generations answers: "b64_json" (the PNG inline) or "url".
+        self.image_format = "b64_json"
         self.host = host
         self.models: list[str] = list(models)
         self.requests: list[dict[str, Any]] = []
@@ -307,6 +326,8 @@ class FakeLLMServer:
         app.router.add_post("/v1/chat/completions", self._handle_chat)
         app.router.add_post("/v1/embeddings", self._handle_embeddings)
         app.router.add_get("/v1/models", self._handle_models)
+        app.router.add_post("/v1/images/generations", self._handle_images)
+        app.router.add_get("/v1/images/files/{name}", self._handle_image_file)
         runner = web.AppRunner(
             app, access_log=None, handler_cancellation=True, shutdown_timeout=1.0
         )
@@ -440,6 +461,46 @@ class FakeLLMServer:
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
         return _json(_embeddings_body(body, self.embedding_dim))
+
+    async def _handle_images(self, request: web.Request) -> web.Response:
+        """OpenAI's image generation: one tiny PNG per image asked for (``n``)."""
+        try:
+            body = await request.json()
+        except ValueError:
+            return _json_error(400, "request body is not valid JSON")
+        if not isinstance(body, dict) or not body.get("prompt"):
+            return _json_error(400, "an image generation request needs a prompt")
+        with self._lock:
+            self.requests.append(body)
+            self.request_times.append(time.monotonic())
+            # A scripted failure at the head of the queue fails this request too.
+            head = self._queue[0] if self._queue else None
+            failure = self._queue.popleft() if isinstance(head, FakeFailure) else None
+        if failure is not None:
+            return _json_error(failure.status, failure.message)
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
+        revised = f"{body['prompt']} (as drawn by the fake)"
+        images: list[dict[str, Any]] = []
+        for i in range(int(body.get("n") or 1)):
+            if self.image_format == "url" or body.get("response_format") == "url":
+                url = f"http://{self.host}:{self.port}/v1/images/files/image-{i}.png"
+                images.append({"url": url, "revised_prompt": revised})
+            else:
+                encoded = base64.b64encode(tiny_png()).decode()
+                images.append({"b64_json": encoded, "revised_prompt": revised})
+        # gpt-image models report tokens (litellm prices them); the dall-e ones do not.
+        prompt_tokens = _estimate_tokens(str(body["prompt"]))
+        usage = {
+            "input_tokens": prompt_tokens,
+            "output_tokens": 272 * len(images),
+            "total_tokens": prompt_tokens + 272 * len(images),
+            "input_tokens_details": {"text_tokens": prompt_tokens, "image_tokens": 0},
+        }
+        return _json({"created": int(time.time()), "data": images, "usage": usage})
+
+    async def _handle_image_file(self, request: web.Request) -> web.Response:
+        return web.Response(body=tiny_png(), content_type="image/png")
 
     async def _handle_models(self, request: web.Request) -> web.Response:
         created = int(time.time())
