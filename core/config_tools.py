@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 _MB = 1024 * 1024
 
@@ -103,6 +103,14 @@ class McpServer(_Section):
     read_only: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     enabled: bool = True
+
+    @model_validator(mode="after")
+    def _complete(self) -> McpServer:
+        if self.transport == "stdio" and not self.command:
+            raise ValueError("a stdio MCP server needs its command")
+        if self.transport == "http" and not self.url.startswith(("http://", "https://")):
+            raise ValueError("an http MCP server needs its url (http:// or https://)")
+        return self
 
 
 class McpSettings(_Section):

@@ -24,6 +24,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from core.config import Settings
 from core.process.background import run_background
 from core.process.jobs import handle
+from core.process.tools_start import start_tools, stop_tools
 from core.process.wiring import build_services
 from core.scheduler.base import Scheduler, TurnJob, TurnOutcome
 from core.services import Services
@@ -88,6 +89,8 @@ class WorkerRuntime:
         try:
             svc = self._factory(self.settings, scheduler)
             await svc.redis.ping()  # fail at start-up, not on the first turn
+            # MCP servers' sessions, on this loop (the turns' loop), for the process's life.
+            await start_tools(svc)
         except BaseException:
             await scheduler.aclose()
             raise
@@ -205,6 +208,7 @@ class WorkerRuntime:
         if self._background:
             await asyncio.wait(self._background, timeout=5)
         if self._svc is not None:
+            await stop_tools(self._svc)
             await self._svc.aclose()
         if self._scheduler is not None:
             await self._scheduler.aclose()

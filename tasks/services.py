@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 from core.config import Settings
 from core.process.embedded import embedded_services
+from core.process.tools_start import start_tools, stop_tools
 from core.process.wiring import build_llm, build_services
 from core.services import Services
 
@@ -24,8 +25,11 @@ async def publishing_services(settings: Settings) -> AsyncIterator[Services]:
     scheduler = CeleryScheduler(make_app(settings), settings)
     svc = build_services(settings, scheduler, llm=build_llm(settings))
     try:
+        # The MCP servers' tools too: the card shows them, and starting a run checks them.
+        await start_tools(svc)
         yield svc
     finally:
+        await stop_tools(svc)
         await scheduler.aclose()
         await svc.aclose()
 

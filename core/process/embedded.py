@@ -11,6 +11,7 @@ from core.library import Library
 from core.llm.base import LLM
 from core.process.background import run_background
 from core.process.jobs import handle
+from core.process.tools_start import start_tools, stop_tools
 from core.process.wiring import build_services
 from core.runs import learning
 from core.runs.approval import Approve, Decision, ProposalView, decide, view
@@ -33,6 +34,7 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
     """Services with the inline scheduler and the background loop running in this process."""
     scheduler = InlineScheduler(settings.scheduler.inline_concurrency)
     svc = build_services(settings, scheduler, llm=llm)
+    await start_tools(svc)
     scheduler.start(lambda job: handle(svc, job))
     stop = asyncio.Event()
     background = asyncio.create_task(run_background(svc, stop), name="caramba-background")
@@ -42,6 +44,7 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
         stop.set()
         await background
         await scheduler.stop()
+        await stop_tools(svc)
         await svc.aclose()
 
 

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from core.agent.context import ToolContext
 from core.errors import ToolRetry
@@ -44,11 +44,16 @@ class Tool:
     network: bool = False
     runs_code: bool = False
     server: str = ""
+    # A JSON schema given as is (an MCP server's tool): ``fn`` then gets the model's
+    # arguments as one dict, and the schema is the only description of them.
+    parameters: dict[str, Any] | None = None
     # Built once: generating a JSON schema costs more than the rest of a turn's CPU.
     _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_schema", json_schema(self.args_model))
+        given = self.parameters
+        schema = copy.deepcopy(given) if given is not None else json_schema(self.args_model)
+        object.__setattr__(self, "_schema", schema)
 
     def openai_schema(self) -> dict[str, Any]:
         return {
@@ -120,6 +125,13 @@ def tool(
         )
 
     return wrap(fn) if fn is not None else wrap
+
+
+class RawArguments(BaseModel):
+    """The ``args_model`` of a tool with a given JSON schema (``Tool.parameters``): any
+    object passes; the tool's own server checks the arguments."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 @dataclass(frozen=True)
@@ -203,8 +215,11 @@ class ToolRegistry:
             )
             return self._invalid(t, call, problem, prompts)
         kwargs = {k: getattr(args, k) for k in type(args).model_fields}
+        given: tuple[Any, ...] = (ctx,) if t.takes_context else ()
+        if t.parameters is not None:  # a given JSON schema: the arguments as one dict
+            given = (*given, raw)
         try:
-            value = await (t.fn(ctx, **kwargs) if t.takes_context else t.fn(**kwargs))
+            value = await t.fn(*given, **kwargs)
         except ToolRetry as exc:
             return ToolResult(call, False, str(exc))
         except Exception as exc:  # a tool's bug must not crash the agent

@@ -1,0 +1,230 @@
+"""One MCP server's session for the whole process, reused across turns and runs.
+
+The SDK's context managers (the transport, the session) run anyio task groups that must be
+entered and exited by the same task, so a long-lived *owner* task holds them: it connects,
+hands the client over, and waits until told to close or until the session breaks. Turns
+call through the client from their own tasks (JSON-RPC requests are multiplexed). A call
+that finds the connection broken drops the session, and the next call connects again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from mcp import Client, MCPError
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    REQUEST_TIMEOUT,
+    CallToolResult,
+    Tool,
+)
+
+from core.config_tools import McpServer, McpSettings
+from core.tools.mcp.connect import McpServerError, leaf, open_client
+
+log = logging.getLogger(__name__)
+
+_MAX_PAGES = 100  # tools/list pages read at most (a server paging forever cannot hang us)
+_CLOSE_S = 10.0  # how long the owner task may take to close the session
+
+
+class McpConnection:
+    """The session with the server configured as ``mcp.servers.<name>``."""
+
+    def __init__(
+        self,
+        name: str,
+        server: McpServer,
+        settings: McpSettings,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.server = server
+        self.settings = settings
+        self._environ = environ
+        self._client: Client | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._lock = asyncio.Lock()
+        self.connects = 0  # sessions opened so far (1 + reconnections)
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None and self._owner is not None and not self._owner.done()
+
+    async def client(self) -> Client:
+        """The live session, connecting (again) first if there is none; ``McpServerError``
+        with the reason if the server cannot be started or reached."""
+        if self.connected:
+            assert self._client is not None
+            return self._client
+        async with self._lock:
+            if not self.connected:
+                await self._drop()
+                await self._connect()
+            assert self._client is not None
+            return self._client
+
+    async def _connect(self) -> None:
+        ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._owner = asyncio.create_task(self._own(ready, self._stop), name=f"mcp-{self.name}")
+        try:
+            async with asyncio.timeout(self.settings.connect_timeout_s):
+                self._client = await asyncio.shield(ready)
+        except TimeoutError:
+            await self._drop(cancel=True)
+            raise McpServerError(
+                self.name,
+                f"MCP server {self.name!r} did not start: no answer within "
+                f"{self.settings.connect_timeout_s:g} s (mcp.connect_timeout_s)",
+            ) from None
+        except BaseException:
+            await self._drop(cancel=True)
+            raise
+        self.connects += 1
+
+    async def _own(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
+        """Enter the SDK's context managers, hand the client over, wait, exit: one task."""
+        try:
+            async with open_client(self.name, self.server, self.settings, self._environ) as client:
+                ready.set_result(client)
+                await stop.wait()
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            elif not stop.is_set():
+                # The transport failed (an HTTP server gone, a broken pipe): the next call
+                # connects again.
+                cause = leaf(exc)
+                log.warning(
+                    "MCP server %r: session ended (%s: %s); it reconnects on the next call",
+                    self.name, type(cause).__name__, cause,
+                )  # fmt: skip
+        finally:
+            if not ready.done():
+                ready.cancel()
+
+    async def _drop(self, cancel: bool = False) -> None:
+        """Close the session (if any) in its owner task; the next call connects again.
+        ``cancel``: the owner is still connecting (a handshake that hangs), stop it now."""
+        owner, self._owner, self._client = self._owner, None, None
+        if owner is None:
+            return
+        self._stop.set()
+        if cancel:
+            owner.cancel()
+        _, pending = await asyncio.wait({owner}, timeout=_CLOSE_S)
+        if pending:
+            log.warning("MCP server %r did not close within %.0f s; cancelled", self.name, _CLOSE_S)
+            owner.cancel()
+            await asyncio.wait({owner}, timeout=_CLOSE_S)
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            await self._drop()
+
+    async def _discard(self, client: Client) -> None:
+        """Drop the session ``client`` was part of, unless another call has already
+        replaced it with a new one."""
+        async with self._lock:
+            if self._client is client or not self.connected:
+                await self._drop()
+
+    async def list_tools(self) -> list[Tool]:
+        """Every tool the server offers (all pages)."""
+        client = await self.client()
+        tools: list[Tool] = []
+        cursor: str | None = None
+        try:
+            async with asyncio.timeout(self.settings.call_timeout_s):
+                for _ in range(_MAX_PAGES):
+                    page = await client.list_tools(cursor=cursor)
+                    tools.extend(page.tools)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+        except TimeoutError:
+            raise McpServerError(
+                self.name, f"MCP server {self.name!r} did not list its tools in time"
+            ) from None
+        except Exception as exc:
+            await self._discard(client)
+            raise McpServerError(
+                self.name, f"MCP server {self.name!r} could not list its tools: {_said(exc)}"
+            ) from exc
+        return tools
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], *, repeatable: bool
+    ) -> CallToolResult:
+        """Call ``tool``; a connection found closed is opened again, and the call repeated
+        only if ``repeatable`` (a read-only tool): a change is never made twice unasked."""
+        for attempt in (1, 2):
+            client = await self.client()
+            try:
+                async with asyncio.timeout(self.settings.call_timeout_s):
+                    return await client.call_tool(tool, arguments)
+            except TimeoutError:
+                raise McpServerError(
+                    self.name,
+                    f"MCP server {self.name!r} did not answer {tool} within "
+                    f"{self.settings.call_timeout_s:g} s (mcp.call_timeout_s). It may be stuck "
+                    "or the work too big: try smaller work later, or go on without it.",
+                ) from None
+            except MCPError as exc:
+                if exc.code == REQUEST_TIMEOUT:
+                    raise McpServerError(
+                        self.name, f"MCP server {self.name!r} gave up on {tool}: {exc.message}"
+                    ) from exc
+                if exc.code != CONNECTION_CLOSED:  # the server refused the request
+                    if exc.code in (INVALID_REQUEST, INTERNAL_ERROR):
+                        # Maybe the session is gone (an HTTP server restarted, a proxy's
+                        # error page): the next call starts a new one.
+                        await self._discard(client)
+                    raise McpServerError(
+                        self.name,
+                        f"MCP server {self.name!r} refused the call to {tool}: {exc.message}",
+                    ) from exc
+                lost: BaseException = exc
+            except OSError as exc:  # the transport broke under the call (a broken pipe)
+                lost = exc
+            except Exception as exc:  # an answer that is not a valid result
+                raise McpServerError(
+                    self.name,
+                    f"MCP server {self.name!r} answered {tool} with something that cannot be "
+                    f"used ({_said(exc)}). Try other arguments, or go on another way.",
+                ) from exc
+            await self._discard(client)
+            if not (repeatable and attempt == 1):
+                raise McpServerError(self.name, await self._lost(tool, repeatable, lost))
+            log.info(
+                "MCP server %r: connection lost; reconnecting to call %s again", self.name, tool
+            )
+        raise AssertionError("unreachable")
+
+    async def _lost(self, tool: str, repeatable: bool, exc: BaseException) -> str:
+        """What to tell the model of a call the connection broke under."""
+        head = f"MCP server {self.name!r} closed the connection during {tool} ({_said(exc)})"
+        if repeatable:
+            return f"{head}, twice. It seems to be failing: go on without its tools for now."
+        try:  # is it back (a crash, restarted) or down? Ready for the next call either way.
+            await self.client()
+        except McpServerError as down:
+            return f"{head}, and it cannot be started again now. {down}. Go on without it."
+        return (
+            f"{head}; the server may have crashed. It may or may not have done it: check "
+            "before calling it again."
+        )
+
+
+def _said(exc: BaseException) -> str:
+    cause = leaf(exc)
+    if isinstance(cause, MCPError):
+        return cause.message
+    return f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__

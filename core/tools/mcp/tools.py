@@ -1,0 +1,122 @@
+"""MCP servers' tools in the registry: ``<server>__<tool>``, their schema as the server
+gives it, read-only from the tool's annotations or from config, every failure a tool
+error the model reads (never a crashed turn)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+from typing import Any
+
+from mcp_types import Tool as McpTool
+
+from core.agent.context import ToolContext
+from core.config import Settings
+from core.config_tools import McpServer
+from core.errors import ToolRetry
+from core.tools.mcp.connect import McpServerError
+from core.tools.mcp.connection import McpConnection
+from core.tools.mcp.hub import McpHub
+from core.tools.mcp.results import error_text, result_text
+from core.tools.registry import RawArguments, Tool, ToolRegistry
+
+log = logging.getLogger(__name__)
+
+# What OpenAI allows as a function name: ^[a-zA-Z0-9_-]{1,64}$.
+_NOT_ALLOWED = re.compile(r"[^A-Za-z0-9_-]")
+MAX_NAME = 64
+CATEGORY = "mcp"
+
+
+def tool_name(server: str, tool: str) -> str:
+    """``<server>__<tool>`` in the characters a model's function name may use; a name too
+    long keeps its start and ends with a short hash of the whole (so it stays unique)."""
+    name = _NOT_ALLOWED.sub("_", f"{server}__{tool}")
+    if len(name) <= MAX_NAME:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: MAX_NAME - 9]}_{digest}"
+
+
+def unavailable_name(server: str) -> str:
+    """How a server's tools are listed while none of them is known (it never started)."""
+    return f"{_NOT_ALLOWED.sub('_', server)}__*"
+
+
+def is_read_only(server: McpServer, tool: McpTool) -> bool:
+    """Config's ``read_only`` ("*" or the tool's name) wins; else the tool's own hint."""
+    if "*" in server.read_only or tool.name in server.read_only:
+        return True
+    return bool(tool.annotations is not None and tool.annotations.read_only_hint)
+
+
+def mcp_tool(conn: McpConnection, tool: McpTool) -> Tool:
+    """The registry's :class:`Tool` calling ``tool`` on ``conn``'s server."""
+    server, remote = conn.name, tool.name
+    read_only = is_read_only(conn.server, tool)
+
+    async def call(ctx: ToolContext, arguments: dict[str, Any]) -> str:
+        try:
+            result = await conn.call(remote, arguments, repeatable=read_only)
+        except McpServerError as exc:
+            raise ToolRetry(str(exc)) from exc
+        if result.is_error:
+            raise ToolRetry(
+                f"{remote} on MCP server {server!r} failed: {error_text(result)}\n"
+                "Fix the arguments and try again, or go on another way."
+            )
+        return await result_text(ctx, server, remote, result)
+
+    schema = tool.input_schema or {"type": "object", "properties": {}}
+    title = tool.title or (tool.annotations.title if tool.annotations else None) or remote
+    return Tool(
+        name=tool_name(server, remote),
+        description=(tool.description or "").strip() or f"{title} (from MCP server {server}).",
+        fn=call,
+        args_model=RawArguments,
+        read_only=read_only,
+        takes_context=True,
+        category=CATEGORY,
+        network=conn.server.transport == "http",
+        server=server,
+        parameters=schema,
+    )
+
+
+async def add_mcp_tools(registry: ToolRegistry, settings: Settings, hub: McpHub) -> None:
+    """Connect every server of ``hub`` (at once) and register its tools; a server that
+    cannot start has its tools marked unavailable with the reason; the process goes on.
+    ``tools.disabled`` (names, ``mcp``, or a server's name) applies as to any tool."""
+    conns = list(hub.connections.values())
+    listings = await asyncio.gather(*(_listing(c) for c in conns))
+    off = set(settings.tools.disabled)
+    for conn, listing in zip(conns, listings, strict=True):
+        if isinstance(listing, str):
+            log.warning("%s", listing)
+            registry.mark_unavailable(unavailable_name(conn.name), listing)
+            continue
+        for remote in listing:
+            if remote.name in conn.server.exclude:
+                continue
+            t = mcp_tool(conn, remote)
+            if t.name in registry or t.name in registry.unavailable:
+                log.warning("MCP tool %s of server %r: name %s is taken; skipped",
+                            remote.name, conn.name, t.name)  # fmt: skip
+                continue
+            registry.register(t)
+            if conn.name in off:
+                registry.mark_unavailable(t.name, "switched off in config (tools.disabled)")
+    registry.disable(off)
+
+
+async def _listing(conn: McpConnection) -> list[McpTool] | str:
+    """The server's tools, or why there are none."""
+    try:
+        return await conn.list_tools()
+    except McpServerError as exc:
+        return str(exc)
+    except Exception as exc:  # a bug or surprise in one server must not stop the process
+        log.exception("MCP server %r: listing its tools failed", conn.name)
+        return f"MCP server {conn.name!r} could not list its tools: {type(exc).__name__}: {exc}"
