@@ -8,6 +8,7 @@ from core.config import Settings
 from core.errors import CarambaError
 from core.llm.gateway import import_litellm
 from core.process.doctor_live import check_library, check_model_call
+from core.process.doctor_sandbox import check_sandbox
 from core.process.doctor_types import Check, Level
 from core.prompts import PromptLibrary
 
@@ -25,6 +26,7 @@ async def run_checks(settings: Settings) -> list[Check]:
         await _check_redis(settings),
         *_check_model(settings),
         check_library(settings),
+        check_sandbox(settings),
         _check_web_search(settings),
     ]
     for platform, names in CHAT_TOKENS.items():

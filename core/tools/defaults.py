@@ -6,6 +6,7 @@ from __future__ import annotations
 from core.config import Settings
 from core.errors import ConfigError
 from core.tools.builtin import BUILTIN_TOOLS
+from core.tools.code import register as register_code
 from core.tools.files import FILE_TOOLS
 from core.tools.humans import HUMAN_TOOLS
 from core.tools.images import register as register_images
@@ -20,6 +21,7 @@ def default_registry(settings: Settings | None = None) -> ToolRegistry:
     MCP servers' tools are added once their sessions connect (``core.tools.mcp``)."""
     registry = ToolRegistry([*BUILTIN_TOOLS, *SOCIETY_TOOLS, *HUMAN_TOOLS, *FILE_TOOLS])
     if settings is not None:
+        register_code(registry, settings)
         register_web(registry, settings)
         register_images(registry, settings)
         _check_disabled(settings, registry)
