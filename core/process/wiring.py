@@ -9,6 +9,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
+from core.agent.keeper_client import KeptLLM
 from core.config import Settings
 from core.effects.intents import default_processors
 from core.llm.base import LLM
@@ -49,7 +50,10 @@ def connect_redis(settings: Settings) -> Redis:
 
 
 def build_llm(settings: Settings) -> LLM:
-    return LiteLLMGateway(settings.llm)
+    """The model gateway; with ``llm.keeper`` on, the turns' calls are made by the call
+    keeper (``core.agent.keeper_client``), the other calls directly."""
+    gateway = LiteLLMGateway(settings.llm)
+    return KeptLLM(gateway, settings.llm) if settings.llm.keeper else gateway
 
 
 def build_services(

@@ -1,0 +1,219 @@
+"""The call keeper (``llm.keeper``): turns' model calls made by a keeper, with real Redis,
+the real litellm path against the OpenAI-compatible fake, and keepers run as a task of the
+test or as a real ``python -m core.process.keeper_main`` process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from core.agent import calls, responses
+from core.agent.keeper_client import KeptLLM
+from core.config import Settings
+from core.errors import LLMError
+from core.llm.base import LLMRequest
+from core.llm.gateway import LiteLLMGateway
+from core.process.keeper import Keeper
+from core.process.wiring import build_llm
+from core.services import Services
+from core.types import ChatMessage
+from tests.conftest import REDIS_URL, make_settings
+from tests.fakes.llm_server import FakeFailure, FakeReply, ThreadedFakeLLMServer
+from tests.integration.processes import Process, worker_env
+
+pytestmark = pytest.mark.integration
+
+MODEL = "openai/fake-model"
+RUN, AGENT = "run_keeper", "agt_keeper"
+
+
+@pytest.fixture
+def llm_server() -> Any:
+    with ThreadedFakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def keeper_settings(llm_server: ThreadedFakeLLMServer, real_redis: Any) -> Settings:
+    return make_settings(
+        redis={"url": REDIS_URL, "key_prefix": real_redis.test_prefix},
+        llm={
+            "model": MODEL,
+            "api_base": llm_server.base_url,
+            "backoff_initial_s": 0.01,
+            "backoff_max_s": 0.05,
+            "keeper": True,
+            "keeper_claim_idle_s": 1.0,
+        },
+    )
+
+
+@pytest.fixture
+def worker_services(
+    keeper_settings: Settings, real_redis: Any, make_services: Any
+) -> Callable[[], Services]:
+    """Services of a worker process (its own keeper client), on the test's Redis."""
+
+    def make() -> Services:
+        llm = build_llm(keeper_settings)
+        assert isinstance(llm, KeptLLM)
+        return make_services(keeper_settings, llm, redis=real_redis, start=False)
+
+    return make
+
+
+@contextlib.asynccontextmanager
+async def running_keeper(settings: Settings, redis: Any) -> AsyncIterator[Keeper]:
+    """A keeper as a task of the test, alive (its heartbeat seen) when entered."""
+    gateway = LiteLLMGateway(settings.llm)
+    keeper = Keeper(settings, gateway, redis)
+    stop = asyncio.Event()
+    task = asyncio.create_task(keeper.run(stop))
+    try:
+        await until(lambda: redis.exists(keeper.keys.llm_keepers()))
+        yield keeper
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await gateway.aclose()
+
+
+async def until(check: Callable[[], Any], within_s: float = 15.0) -> None:
+    deadline = time.monotonic() + within_s
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+def turn_request(text: str = "hello") -> LLMRequest:
+    return LLMRequest(
+        model=MODEL,
+        messages=(ChatMessage(role="user", content=text),),
+        run_id=RUN,
+        agent_id=AGENT,
+        agent_name="Keeper test",
+    )
+
+
+async def saved_answer(svc: Services, seq: int) -> responses.SavedResponse | None:
+    keys = svc.store.keys
+    return responses.parse(
+        await svc.redis.hget(keys.responses(RUN), keys.response_field(AGENT, seq))
+    )
+
+
+async def test_a_turn_call_through_the_keeper_is_answered_and_saved(
+    llm_server: ThreadedFakeLLMServer, keeper_settings: Settings, real_redis: Any, worker_services
+) -> None:
+    llm_server.script(FakeReply(content="kept answer", prompt_tokens=11, completion_tokens=3))
+    svc = worker_services()
+    request = turn_request()
+    async with running_keeper(svc.settings, real_redis) as keeper:
+        response, reused = await calls.complete(svc, request, 3, None)
+    assert (response.content, response.usage.prompt_tokens, reused) == ("kept answer", 11, False)
+    assert keeper.asked == 1 and len(llm_server.requests) == 1
+    saved = await saved_answer(svc, 3)
+    assert saved is not None
+    assert saved.fingerprint == responses.fingerprint(request) and saved.response == response
+    keys = svc.store.keys
+    assert not await real_redis.exists(keys.llm_call(RUN, AGENT, 3))  # no longer in flight
+    assert await real_redis.xlen(keys.llm_calls()) == 0  # acknowledged and deleted
+
+
+async def test_a_redelivery_waits_for_the_call_its_dead_requester_left_in_flight(
+    llm_server: ThreadedFakeLLMServer, keeper_settings: Settings, real_redis: Any, worker_services
+) -> None:
+    llm_server.latency_s = 1.0
+    llm_server.set_responder(lambda _body: FakeReply(content="paid once"))
+    first_worker, second_worker = worker_services(), worker_services()
+    request = turn_request()
+    async with running_keeper(first_worker.settings, real_redis) as keeper:
+        first = asyncio.create_task(calls.complete(first_worker, request, 4, None))
+        await until(lambda: len(llm_server.requests) == 1)
+        first.cancel()  # the worker dies while the model thinks
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        # The turn's redelivery, on another worker, before the answer arrived.
+        started = time.monotonic()
+        response, reused = await calls.complete(second_worker, request, 4, None)
+        waited = time.monotonic() - started
+    assert (response.content, reused) == ("paid once", True)
+    assert len(llm_server.requests) == 1 and keeper.asked == 1
+    assert waited < 2.0
+    # A later delivery finds it saved (core.agent.turn passes it in).
+    saved = await saved_answer(second_worker, 4)
+    again, reused = await calls.complete(second_worker, request, 4, saved)
+    assert (again, reused) == (response, True)
+    assert len(llm_server.requests) == 1
+
+
+async def test_a_model_error_reaches_the_turn_as_the_gateways_error(
+    llm_server: ThreadedFakeLLMServer, keeper_settings: Settings, real_redis: Any, worker_services
+) -> None:
+    svc = worker_services()
+    failure = FakeFailure(400, "model 'fake-model' does not support this request")
+    llm_server.script(failure)
+    with pytest.raises(LLMError) as direct:
+        await LiteLLMGateway(keeper_settings.llm).complete(turn_request())
+    llm_server.script(failure)
+    async with running_keeper(svc.settings, real_redis):
+        with pytest.raises(LLMError) as kept:
+            await calls.complete(svc, turn_request(), 5, None)
+    assert str(kept.value) == str(direct.value)
+    assert "does not support this request" in str(kept.value)
+    assert (kept.value.status, kept.value.model, kept.value.retryable) == (400, MODEL, False)
+    keys = svc.store.keys
+    assert not await real_redis.exists(keys.llm_call(RUN, AGENT, 5))
+    assert await saved_answer(svc, 5) is None
+    assert not [k async for k in real_redis.scan_iter(match=f"{keys.prefix}:*llm-result*")]
+
+
+async def test_a_killed_keepers_call_is_taken_over_by_another_keeper(
+    llm_server: ThreadedFakeLLMServer, keeper_settings: Settings, real_redis: Any, worker_services
+) -> None:
+    llm_server.latency_s = 1.0
+    llm_server.set_responder(lambda _body: FakeReply(content="answered by the second keeper"))
+    svc = worker_services()
+    env = worker_env(
+        redis__url=REDIS_URL,
+        redis__key_prefix=real_redis.test_prefix,
+        llm__model=MODEL,
+        llm__api_base=llm_server.base_url,
+        llm__keeper="true",
+        llm__keeper_claim_idle_s="1",
+    )
+    first = Process([sys.executable, "-m", "core.process.keeper_main"], env, "keeper-first")
+    try:
+        await asyncio.to_thread(first.wait_for, " ready.", 60)
+        call = asyncio.create_task(calls.complete(svc, turn_request(), 6, None))
+        await until(lambda: len(llm_server.requests) == 1)
+        first.kill()  # kill -9 while the model thinks: its answer is lost with it
+        async with running_keeper(svc.settings, real_redis) as second:
+            response, reused = await asyncio.wait_for(call, 15)
+    finally:
+        first.cleanup()
+    assert (response.content, reused) == ("answered by the second keeper", False)
+    assert second.asked == 1 and len(llm_server.requests) == 2
+    assert (await saved_answer(svc, 6)) is not None
+
+
+async def test_with_no_keeper_alive_the_turn_calls_the_model_itself(
+    llm_server: ThreadedFakeLLMServer, keeper_settings: Settings, real_redis: Any, worker_services
+) -> None:
+    llm_server.script(FakeReply(content="direct"))
+    svc = worker_services()
+    response, reused = await calls.complete(svc, turn_request(), 7, None)
+    assert (response.content, reused) == ("direct", False)
+    assert (await saved_answer(svc, 7)) is not None
+    assert not await real_redis.exists(svc.store.keys.llm_call(RUN, AGENT, 7))
