@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import assert_never
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import TYPE_CHECKING, assert_never
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -29,20 +31,46 @@ from core.types.events import (
 )
 from core.types.run import RunStatus
 
+if TYPE_CHECKING:
+    from core.services import Services
+    from core.workspace.base import Workspace
+
+OUTPUTS = "outputs/"
+
 
 class EventPrinter:
-    """Prints each event as one line; the final result as a panel."""
+    """Prints each event as one line; the final result as a panel, and under it the files
+    the agents left under outputs/ (with ``workspace``; where they are on disk with
+    ``folder``, the local workspace's root)."""
 
-    def __init__(self, console: Console, *, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        console: Console,
+        *,
+        verbose: bool = False,
+        workspace: Workspace | None = None,
+        folder: Path | None = None,
+    ) -> None:
         self.console = console
         self.verbose = verbose
+        self.workspace = workspace
+        self.folder = folder
         self.names: dict[str, str] = {}
         self.tools_called = 0
+
+    def show_outputs(self, svc: Services) -> None:
+        """List each run's output files from ``svc``'s workspace (with their place on
+        disk when it is a local folder, as in embedded mode)."""
+        from core.workspace.local_store import LocalWorkspace
+
+        self.workspace = svc.workspace
+        local = isinstance(svc.workspace, LocalWorkspace)
+        self.folder = svc.settings.workspace_dir if local else None
 
     def _who(self, agent_id: str | None) -> str:
         return self.names.get(agent_id or "", agent_id or "run")
 
-    def __call__(self, event: RunEvent) -> None:
+    def __call__(self, event: RunEvent) -> Awaitable[None] | None:
         c = self.console
         match event:
             case RunStarted():
@@ -103,6 +131,8 @@ class EventPrinter:
                         border_style="green" if ok else "red",
                     )
                 )
+                if self.workspace is not None:
+                    return self.print_outputs(event.run_id)
             case ChatPosted():
                 c.print(
                     Panel(
@@ -140,6 +170,18 @@ class EventPrinter:
                     c.print(f"  [dim]run is {event.status.value} ({escape(event.by)})[/]")
             case _:
                 assert_never(event)
+        return None
+
+    async def print_outputs(self, run_id: str) -> None:
+        """The run's files under outputs/: their paths (and where they are on disk)."""
+        assert self.workspace is not None
+        files = [f for f in await self.workspace.files(run_id) if f.path.startswith(OUTPUTS)]
+        if not files:
+            return
+        self.console.print(f"[bold]Files the agents made[/] ({len(files)}):")
+        for f in files:
+            where = f" → {self.folder / run_id / f.path}" if self.folder is not None else ""
+            self.console.print(f"  📎 {escape(f.describe())}{escape(where)}")
 
 
 def escape(text: str) -> str:

@@ -19,6 +19,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.slack.attachments import Attachments, refusal_text
 from bots.slack.context import SlackContext
 from bots.slack.decisions import Decisions
 from bots.slack.feedback import add_feedback_listeners
@@ -27,7 +28,7 @@ from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape
 from bots.slack.threads import Shown, Threads
 from core.agent.questions import answer_question, follow_up, open_questions
-from core.runs.requests import request_run
+from core.runs.requests import new_run_id, request_run
 from core.services import Services
 from core.types.run import RunStatus
 
@@ -62,6 +63,7 @@ class SlackBot:
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
         self.relays = Relays(svc, self.client, self.threads)
+        self.attachments = Attachments(svc, self.client)
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.context = SlackContext(app=self.app, svc=svc, client=self.client, spawn=self.spawn)
@@ -112,10 +114,10 @@ class SlackBot:
     async def _on_message(
         self, body: dict[str, Any], event: dict[str, Any], context: dict[str, Any]
     ) -> None:
-        """A person's reply in a thread (the bot's own messages and edits are ignored; a
-        mention is an ``app_mention`` too, handled as a request)."""
+        """A person's reply in a thread, with files or not (the bot's own messages and
+        edits are ignored; a mention is an ``app_mention`` too, handled as a request)."""
         thread = event.get("thread_ts")
-        if not thread or event.get("bot_id") or event.get("subtype"):
+        if not thread or event.get("bot_id") or event.get("subtype") not in (None, "file_share"):
             return
         if f"<@{context.get('bot_user_id')}>" in event.get("text", ""):
             return
@@ -147,8 +149,18 @@ class SlackBot:
         if not task:
             await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=HELP)
             return
+        run_id = new_run_id()
         try:
-            run_id = await request_run(self.svc, task, requested_by=event.get("user", ""))
+            # Attached files go into the run's workspace before its planning starts.
+            fetched = await self.attachments.fetch(run_id, event.get("files") or [])
+            if not fetched.refused:
+                await request_run(
+                    self.svc,
+                    task,
+                    requested_by=event.get("user", ""),
+                    run_id=run_id,
+                    files=fetched.kept,
+                )
         except Exception as exc:
             log.exception("could not record the request in %s", channel)
             text = (
@@ -157,9 +169,32 @@ class SlackBot:
             )
             await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=text)
             return
+        if fetched.refused:
+            await self.svc.workspace.clear(run_id)
+            text = refusal_text(fetched.refused, started=False)
+            await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=text)
+            return
         shown = Shown(run_id=run_id, channel=channel, thread=thread)
         await self.threads.link(shown)
         await self.relays.follow(shown)
+
+    async def with_files(
+        self, run_id: str, channel: str, thread: str, event: dict[str, Any]
+    ) -> str:
+        """The reply's text, and a list of the files attached to it once they are in the
+        run's workspace (taken only while the run runs: agents read them)."""
+        text, files = event.get("text", ""), event.get("files") or []
+        run = await self.svc.store.get_run(run_id) if files else None
+        if run is None or run.status not in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
+            return text
+        fetched = await self.attachments.fetch(run_id, files)
+        if fetched.refused:
+            note = refusal_text(fetched.refused, started=True)
+            await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=note)
+        if fetched.kept:
+            listed = [f.describe() for f in fetched.kept]
+            text = f"{text}\n\n{self.svc.prompts.render('bus/attached.j2', attached=listed)}"
+        return text.strip()
 
     async def handle_reply(self, event: dict[str, Any]) -> None:
         """A reply in a run's thread: the answer to an agent's open question, else a
@@ -169,7 +204,7 @@ class SlackBot:
         run_id = await self.threads.run_in(channel, thread)
         if run_id is None:
             return
-        text = event.get("text", "")
+        text = await self.with_files(run_id, channel, thread, event)
         if not text.strip():
             return
         if await open_questions(self.svc, run_id):

@@ -14,7 +14,9 @@ queued is dropped, and the log says which run lost what.
 
 Delivered once: an entry is removed right after its call succeeded. A crash (or Redis
 failing) between the two leaves it queued, and the next courier sends it again: that
-one entry, at most, may appear twice.
+one entry, at most, may appear twice — except the run's own files (``files`` entries),
+whose upload keeps its progress in Redis and is never made twice
+(``bots.slack.file_upload``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.failures import Failure, classify
+from bots.slack.file_upload import FileSender
 from bots.slack.outbox import GONE, Entry, Head, Outbox, Status
 from core.config import SlackSettings
 
@@ -86,8 +89,11 @@ class Courier:
         thread: str,
         settings: SlackSettings,
         busy: Busy | None = None,
+        files: FileSender | None = None,
     ) -> None:
         self.outbox, self.client = outbox, client
+        # Uploads the run's own files (entries of kind "files"), once.
+        self.files = files
         self.run_id, self.channel, self.thread = run_id, channel, thread
         self.retry_max_s = settings.outbox_retry_max_s
         self.max_age_s = settings.outbox_max_age_s
@@ -132,8 +138,9 @@ class Courier:
                 response = await self._send(entry, status)
         except Exception as exc:
             failure = classify(exc)
+            uploading = entry.kind in ("upload", "files")
             if failure.retry and not (
-                entry.kind == "upload" and failure.answered and self.failures + 1 >= UPLOAD_TRIES
+                uploading and failure.answered and self.failures + 1 >= UPLOAD_TRIES
             ):
                 return self._retry(entry.what, failure)
             log.error(
@@ -152,10 +159,16 @@ class Courier:
             await self.outbox.replace(self.run_id, raw, entry.then)
         else:
             await self.outbox.sent(self.run_id, raw)
+        # Only once the entry is gone: a crash before this finds the upload done.
+        await self._forget(entry)
         return 0.0
 
     async def _send(self, entry: Entry, status: Status) -> Any:
         channel, thread = self.channel, self.thread
+        if entry.kind == "files":
+            if self.files is None:
+                raise RuntimeError("this courier cannot upload the run's files")
+            return await self.files.send(entry, channel, thread)
         if entry.kind == "upload":
             file = entry.file or {}
             return await self.client.files_upload_v2(
@@ -203,12 +216,17 @@ class Courier:
         await self.outbox.shown(self.run_id, status.version)
         return 0.0
 
+    async def _forget(self, entry: Entry) -> None:
+        if entry.kind == "files" and self.files is not None:
+            await self.files.forget(entry)
+
     async def _give_up(self, entry: Entry, raw: str, status: Status) -> None:
         self.failures = 0
         if entry.kind == "status":  # never posted: its updates cannot be shown either
             await self.outbox.sent(self.run_id, raw, ts=GONE, version=status.version)
         else:
             await self.outbox.replace(self.run_id, raw, entry.instead)
+        await self._forget(entry)
 
     def _retry(self, what: str, failure: Failure) -> float:
         self.failures += 1

@@ -37,17 +37,28 @@ GONE = "-"
 _WATCH_TRIES = 20
 
 
+class OutFile(Frozen):
+    """A file of the run's workspace to upload into the thread."""
+
+    path: str  # in the workspace, e.g. outputs/chart.png
+    filename: str
+    title: str
+    size: int
+
+
 class Entry(Frozen):
     """One post of a relay (``kind`` post), its status message (``status``: the content is
-    read from the status hash when posted), or a file (``upload``: ``file`` holds the
-    ``files_upload_v2`` arguments)."""
+    read from the status hash when posted), a file (``upload``: ``file`` holds the
+    ``files_upload_v2`` arguments), or files of the run's workspace (``files``: uploaded
+    together, with ``text`` as their message; see ``bots.slack.file_upload``)."""
 
     run: str
     what: str  # what it is, for the log: "milestone", "result", "proposal card", …
-    kind: Literal["post", "status", "upload"] = "post"
+    kind: Literal["post", "status", "upload", "files"] = "post"
     text: str = ""
     blocks: list[dict[str, Any]] | None = None
     file: dict[str, str] | None = None
+    files: tuple[OutFile, ...] = ()
     # Posted in its place once it is delivered (an upload's preview) …
     then: tuple[Entry, ...] = ()
     # … or if it cannot be (Slack refused it for good): a fallback, else nothing.

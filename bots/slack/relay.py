@@ -20,7 +20,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, status_blocks
 from bots.slack.courier import Busy, Courier, stop_if_cancelled
+from bots.slack.file_upload import FileSender
 from bots.slack.outbox import Entry, Outbox
+from bots.slack.outputs import queue_outputs
 from bots.slack.text import escape, split
 from bots.slack.threads import Shown, Threads, after
 from bots.slack.upload import preview, result_file
@@ -161,6 +163,7 @@ class ThreadRelay:
                 self.status = f"Run {event.status.value} · {event.tokens} tokens · " + (
                     f"${event.cost_usd:.4f}"
                 )
+                await self.post_outputs(event)
                 self.post_result(event)
             case _:
                 pass
@@ -182,6 +185,11 @@ class ThreadRelay:
             return
         entry = self._entry("proposal card", fallback_text(card), blocks)
         self.out.append(entry.model_copy(update={"instead": (sorry,)}))
+
+    async def post_outputs(self, event: RunFinished) -> None:
+        """The files the agents left under outputs/, uploaded above the result."""
+        if self.svc is not None and not self.quiet and event.status is not RunStatus.CANCELLED:
+            self.out.extend(await queue_outputs(self.svc, self.run_id))
 
     def post_result(self, event: RunFinished) -> None:
         """The result (or why the run failed) in the thread; a long one as a file with a
@@ -238,7 +246,8 @@ async def relay_run(
     relay = ThreadRelay(
         shown.channel, shown.thread, run_id, svc=svc, result_file_chars=slack.result_file_chars
     )
-    courier = Courier(outbox, client, run_id, shown.channel, shown.thread, slack, busy)
+    files = FileSender(outbox, client, svc.workspace, slack.outbox_max_age_s)
+    courier = Courier(outbox, client, run_id, shown.channel, shown.thread, slack, busy, files)
     if shown.status_ts:
         await outbox.keep_ts(run_id, shown.status_ts)
 

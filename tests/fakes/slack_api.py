@@ -9,7 +9,14 @@ call named ``upload``), ``files.completeUploadExternal`` answers with the files.
 ``rate_limit`` makes a method answer HTTP 429 with ``Retry-After`` for its next calls;
 ``refusing`` answers chosen calls ``ok: false``. ``go_down`` makes Slack unreachable
 (connections refused, the open ones closed) or broken (HTTP 503 to every call) until
-``come_back``.
+``come_back``. ``losing`` does chosen calls and then answers HTTP 503 (the answer lost on
+its way back), so a client that tries again repeats a call Slack has done.
+
+Files people attach: ``host_file`` keeps bytes and returns the file object an event
+carries (``url_private`` / ``url_private_download`` on the fake, served only with the bot
+token, as files.slack.com does; without it, a sign-in page); ``files.info`` answers with
+it. A completed upload is shared into its channel and thread (``files.info`` shows it in
+``shares``, and ``shared`` lists every share).
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from typing import Any
 from aiohttp import web
 
 BOT_USER = "UBOT"
+BOT_TOKEN = "xoxb-test"
+SIGN_IN_PAGE = "<!DOCTYPE html><html><body>Sign in to Slack</body></html>"
 
 
 @dataclass
@@ -50,6 +59,12 @@ class FakeSlackAPI:
     # Uploaded files by file id: their bytes and the filename asked for.
     uploads: dict[str, bytes] = field(default_factory=dict)
     filenames: dict[str, str] = field(default_factory=dict)
+    # Completed uploads: (file id, channel, thread_ts, initial_comment), one per share.
+    shared: list[tuple[str, str, str, str]] = field(default_factory=list)
+    # Methods done and then answered HTTP 503, for their next calls (see ``losing``).
+    lose: dict[str, int] = field(default_factory=dict)
+    # Files people attached (``host_file``): file id → (file object, bytes).
+    hosted: dict[str, tuple[dict[str, Any], bytes]] = field(default_factory=dict)
     url: str = ""
     # Socket Mode: envelopes to send to the connected app, and the app's acks.
     envelopes: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
@@ -61,8 +76,10 @@ class FakeSlackAPI:
     async def start(self) -> FakeSlackAPI:
         app = web.Application()
         app.router.add_post("/api/{method}", self._handle)
+        app.router.add_get("/api/{method}", self._handle)  # files.info, as the SDK calls it
         app.router.add_get("/link", self._socket)
         app.router.add_post("/upload/{file_id}", self._upload)
+        app.router.add_get("/files-pri/{team_file}/{tail:.+}", self._download)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
@@ -116,6 +133,14 @@ class FakeSlackAPI:
             return web.json_response({"ok": False, "error": "fatal_error"})
         if self.refusing is not None and (error := self.refusing(method, args)):
             return web.json_response({"ok": False, "error": error})
+        body = self._answer(method, args)
+        if self.lose.get(method, 0) > 0:
+            self.lose[method] -= 1
+            return web.Response(status=503, text="<html>503 Service Unavailable</html>")
+        return web.json_response(body)
+
+    def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Do the call and return its answer."""
         body: dict[str, Any] = {"ok": True}
         if method == "auth.test":
             body |= {"user_id": BOT_USER, "bot_id": "BBOT", "team_id": "T1", "user": "caramba"}
@@ -136,8 +161,62 @@ class FakeSlackAPI:
                 {"id": f["id"], "title": f.get("title", ""), "name": self.filenames.get(f["id"])}
                 for f in args.get("files", [])
             ]
+            for f in files:
+                share = (f["id"], args.get("channel_id", ""), args.get("thread_ts", ""))
+                self.shared.append((*share, args.get("initial_comment", "")))
             body |= {"files": files}
-        return web.json_response(body)
+        elif method == "files.info":
+            body = self._file_info(args.get("file", ""))
+        return body
+
+    def _file_info(self, file_id: str) -> dict[str, Any]:
+        if file_id in self.hosted:
+            return {"ok": True, "file": self.hosted[file_id][0]}
+        if file_id not in self.filenames:
+            return {"ok": False, "error": "file_not_found"}
+        shares: dict[str, list[dict[str, str]]] = {}
+        for fid, channel, thread, _ in self.shared:
+            if fid == file_id:
+                shares.setdefault(channel, []).append({"ts": "1.0", "thread_ts": thread})
+        info = {"id": file_id, "name": self.filenames[file_id], "shares": {"public": shares}}
+        return {"ok": True, "file": info}
+
+    def losing(self, method: str, times: int = 1) -> None:
+        """Do ``method``'s next ``times`` calls, then answer them HTTP 503."""
+        self.lose[method] = times
+
+    def host_file(
+        self, name: str, data: bytes, mimetype: str = "text/csv", *, size: int | None = None
+    ) -> dict[str, Any]:
+        """Keep ``data`` as a file a person attached; the file object an event carries
+        (``size`` may claim another size than the bytes have)."""
+        file_id = f"F{next(self._ts):08d}"
+        base = self.url.replace("/api/", f"/files-pri/T1-{file_id}/")
+        file = {
+            "id": file_id,
+            "name": name,
+            "title": name,
+            "mimetype": mimetype,
+            "filetype": name.rsplit(".", 1)[-1],
+            "size": len(data) if size is None else size,
+            "url_private": base + name,
+            "url_private_download": base + "download/" + name,
+        }
+        self.hosted[file_id] = (file, data)
+        return file
+
+    async def _download(self, request: web.Request) -> web.Response:
+        """A file's bytes, like files.slack.com: with the bot token only (else the
+        sign-in page, with HTTP 200, as Slack answers)."""
+        file_id = request.match_info["team_file"].split("-", 1)[-1]
+        auth = request.headers.get("Authorization", "")
+        self.calls.append(Call("download", {"file_id": file_id, "authorization": auth}))
+        if self.broken:
+            return web.Response(status=503, text="<html>503 Service Unavailable</html>")
+        if auth != f"Bearer {BOT_TOKEN}" or file_id not in self.hosted:
+            return web.Response(text=SIGN_IN_PAGE, content_type="text/html")
+        file, data = self.hosted[file_id]
+        return web.Response(body=data, content_type=file["mimetype"])
 
     async def _upload(self, request: web.Request) -> web.Response:
         """The upload URL: like files.slack.com, a plain-text answer to the posted bytes."""
