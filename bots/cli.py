@@ -33,12 +33,17 @@ def _settings(**overrides: object) -> Settings:
 @app.command()
 def demo(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every turn."),
-    cohort: bool = typer.Option(False, "--cohort", help="A competing cohort of agents."),
+    solo: bool = typer.Option(False, "--solo", help="One agent and its tools, no planning."),
+    cohort: bool = typer.Option(False, "--cohort", help="Agents creating agents at run time."),
 ) -> None:
-    """Run an offline demo: zero services, a scripted model, real turns, tools and bus."""
+    """Run the offline demo: a request routed, planned, proposed, approved and done by a
+    team of agents over the bus. Zero services; a scripted model answers every call."""
+    from bots.console import proposal
     from core.process.demo import DEMO_TASK, demo_agent, demo_model
     from core.process.demo_cohort import COHORT_TASK, cohort_model, cohort_orchestrator
+    from core.process.demo_flow import run_demo
     from core.process.embedded import run_embedded
+    from core.runs.approval import Approve, Decision, ProposalView
 
     settings = _settings(redis={"url": ""})
     console.print(
@@ -46,12 +51,26 @@ def demo(
         "model[/] (no provider is called); Redis is in-process (fakeredis)."
     )
     printer = EventPrinter(console, verbose=verbose)
-    task, root, model = (
-        (COHORT_TASK, cohort_orchestrator(), cohort_model())
-        if cohort
-        else (DEMO_TASK, demo_agent(), demo_model())
-    )
-    run = asyncio.run(run_embedded(settings, task, root, llm=model, on_event=printer, timeout_s=60))
+
+    async def ask(view: ProposalView) -> Decision:
+        if sys.stdin.isatty():
+            return await asyncio.to_thread(proposal.ask, console, view)
+        console.print(proposal.card(view))
+        console.print("[bold green]✓ approved automatically[/] (not a terminal)")
+        return Approve()
+
+    if solo or cohort:
+        task, root, model = (
+            (COHORT_TASK, cohort_orchestrator(), cohort_model())
+            if cohort
+            else (DEMO_TASK, demo_agent(), demo_model())
+        )
+        run = asyncio.run(run_embedded(settings, task, root, llm=model, on_event=printer))
+    else:
+        say = lambda m: console.print(f"[dim]{escape(m)}[/]")  # noqa: E731
+        run = asyncio.run(run_demo(settings, ask, on_event=printer, on_message=say))
+    if run.status.value == "rejected":
+        return
     if run.status.value != "completed" or printer.tools_called == 0:
         raise typer.Exit(1)
 
@@ -186,6 +205,23 @@ def worker(
 
 
 @app.command()
+def keeper(
+    loglevel: str = typer.Option("info", "--loglevel", "-l", help="debug, info, warning, error."),
+) -> None:
+    """Make the workers' model calls (llm.keeper): an answer in flight outlives a worker
+    that dies. One per host, beside `caramba worker`."""
+    from core.process.keeper_main import configure_logging, serve
+
+    settings = _settings()
+    configure_logging(loglevel)
+    try:
+        asyncio.run(serve(settings))
+    except CarambaError as exc:
+        console.print(f"[bold red]configuration error:[/] {exc}")
+        raise typer.Exit(2) from None
+
+
+@app.command()
 def slack(
     host: str = typer.Option("0.0.0.0", "--host", help="Interface to listen on."),
     port: int = typer.Option(3000, "--port", help="Port for Slack's requests (/slack/events)."),
@@ -230,9 +266,10 @@ def tools() -> None:
     """List every tool agents may use (built-in and from MCP servers) with its category
     and what it may touch, and why any configured tool is unavailable."""
     from bots.console.tools import tools_table
-    from core.tools.defaults import default_registry
+    from core.process.tools_start import all_tools
 
-    registry = default_registry(_settings())
+    # The MCP servers are started to list their tools, then stopped.
+    registry = asyncio.run(all_tools(_settings()))
     console.print(tools_table(registry))
     if registry.unavailable:
         console.print(

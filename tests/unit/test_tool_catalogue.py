@@ -111,3 +111,22 @@ def test_caramba_tools_lists_tools_and_why_one_is_unavailable(monkeypatch) -> No
     assert result.exit_code == 0, result.output
     assert "read_file" in result.output and "files" in result.output
     assert "days_between" in result.output and "switched off in config" in result.output
+
+
+@pytest.mark.integration
+def test_caramba_tools_lists_an_mcp_servers_tools_and_a_server_that_is_down(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    import sys
+    from pathlib import Path
+
+    fake = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
+    servers = {
+        "fake": {"command": sys.executable, "args": [fake], "read_only": ["add"]},
+        "gone": {"command": "/nonexistent/mcp-server"},
+    }
+    monkeypatch.setenv("CARAMBA_MCP__SERVERS", json.dumps(servers))
+    result = CliRunner().invoke(app, ["tools"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "fake__add" in result.output and "MCP server fake" in result.output
+    assert "gone__*" in result.output and "unavailable" in result.output

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, TextIO
 
 import httpx2
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CONNECTION_CLOSED
 
@@ -60,9 +62,12 @@ async def open_client(
         statuses: list[int] = []
         transport: Any
         if server.transport == "stdio":
-            transport = StdioServerParameters(
+            params = StdioServerParameters(
                 command=server.command, args=list(server.args), env={**server.env, **secret}
             )
+            # The server's stderr goes to the process's own (a file descriptor), not to
+            # whatever sys.stderr is now (a test runner's or a CLI runner's buffer has none).
+            transport = stdio_client(params, errlog=_server_log())
         else:
 
             async def record(response: httpx2.Response) -> None:
@@ -82,6 +87,17 @@ async def open_client(
         except Exception as exc:
             raise McpServerError(name, start_failure(name, server, exc, statuses)) from exc
         yield client
+
+
+def _server_log() -> TextIO:
+    log = sys.__stderr__
+    if log is not None:
+        try:
+            log.fileno()
+            return log
+        except (OSError, ValueError):
+            pass
+    return open(os.devnull, "w")  # lives as long as the server
 
 
 def start_failure(name: str, server: McpServer, exc: BaseException, statuses: list[int]) -> str:
