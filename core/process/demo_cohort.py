@@ -1,5 +1,6 @@
-"""The offline cohort demo: an orchestrator runs a competition between two teams and a
-judge, over the real bus and turn loop, with scripted "brains" standing in for the model."""
+"""The offline cohort demo (``caramba demo --cohort``): agents creating agents at run time —
+an orchestrator runs a competition between two teams and a judge it creates, over the real
+bus and turn loop, with scripted "brains" standing in for the model."""
 
 from __future__ import annotations
 
@@ -7,24 +8,12 @@ from collections.abc import Callable
 
 from core.llm.base import LLMRequest
 from core.llm.scripted import SCRIPTED_MODEL, Reply, ScriptedModel, call
+from core.process.demo_reading import called as _called
+from core.process.demo_reading import delivered as _delivered
 from core.types.agent import AgentSpec
 
 COHORT_TASK = "How many seconds are in a leap year? Two teams compete; a judge picks."
 Brain = Callable[[LLMRequest], Reply]
-
-
-def _delivered(request: LLMRequest, prefix: str) -> list[str]:
-    return [
-        m.content or ""
-        for m in request.messages
-        if m.role == "user" and (m.content or "").startswith(prefix)
-    ]
-
-
-def _called(request: LLMRequest, tool: str) -> int:
-    return sum(
-        c.name == tool for m in request.messages if m.role == "assistant" for c in m.tool_calls
-    )
 
 
 def _orchestrator(r: LLMRequest) -> Reply:

@@ -10,8 +10,57 @@ from bots.cli import app
 runner = CliRunner()
 
 
-def test_demo_runs_offline_calls_tools_and_finishes() -> None:
-    result = runner.invoke(app, ["demo"])
+def test_demo_plans_proposes_approves_and_runs_a_team_offline() -> None:
+    """The product's main job with no service: router → planner and prompt creator → the
+    card → approval (automatic: not a terminal) → five agents over the bus → the result."""
+    result = runner.invoke(app, ["demo"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "scripted offline model" in out
+    assert "router (1 call): plan" in out and "planner (1 call): 5 agents" in out
+    assert "prompt creator (15 calls)" in out  # draft, critique, refine × 5
+    card, run = out.split("approved automatically (not a terminal)")
+    assert "Proposal for console: Budget our 3-night team offsite" in card
+    for i, name in enumerate(("Orchestrator", "Budget lead", "Trains", "Rooms", "Meals"), 1):
+        assert f"│ {i} │ {name} " in card
+    assert "Budget lead: fan_out" in card and "scripted/offline" in card
+    assert "Approved by console." in run
+    for member, amount in (("Trains", "1068"), ("Rooms", "2520"), ("Meals", "1980")):
+        assert f"✉ Budget lead → {member}: Your part" in run  # fan-out
+        assert f"✓ {member} calculate(" in run
+        assert f"✉ {member} → Budget lead: {member}: €{amount}" in run  # fan-in
+    assert "✉ Budget lead → Orchestrator: budget.md is written" in run
+    assert "✓ Budget lead write_file(" in run and "✓ Orchestrator read_file(" in run
+    assert "completed ·" in run and "Total: €5568" in run
+    assert "Checked: the parts add up to the total (€5568)." in run
+
+
+async def test_the_demo_flow_takes_edits_like_any_proposal() -> None:
+    """At a terminal a person may edit the card: a member removed, the lead does its part."""
+    from core.process.demo_flow import run_demo
+    from core.runs.approval import Approve, Decision, ProposalView
+    from core.runs.edits import AgentEdit, Edit
+    from tests.conftest import make_settings
+
+    shown: list[list[str]] = []
+
+    async def ask(view: ProposalView) -> Decision:
+        shown.append([a.name for a in view.agents])
+        if len(shown) == 1:
+            trains = next(a for a in view.agents if a.name == "Trains")
+            return Edit(agents=(AgentEdit(agent_id=trains.id, remove=True),))
+        return Approve()
+
+    said: list[str] = []
+    run = await run_demo(make_settings(), ask, on_message=said.append, timeout_s=20)
+    assert shown[1] == ["Orchestrator", "Budget lead", "Rooms", "Meals"]
+    assert run.status.value == "completed" and run.result is not None
+    assert "Trains: €1068" in run.result and "Total: €5568" in run.result
+    assert said[-1] == "Approved by console."
+
+
+def test_solo_demo_runs_one_agent_with_its_tools() -> None:
+    result = runner.invoke(app, ["demo", "--solo"])
     assert result.exit_code == 0, result.output
     out = result.output
     assert "scripted offline model" in out

@@ -1,0 +1,99 @@
+"""The offline demo of the product's main job: a request → the router → the planner and
+the prompt creator → the proposal → a decision → a cohort at work over the bus → the
+result. The real planning and run code (core.planning.plan, embedded.run_proposal, as
+``caramba run`` uses them); only the model is scripted (core/process/demo_planning.py,
+demo_team.py), and nothing is kept: the run's workspace and library live in a scratch
+folder removed at the end.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from core.config import Settings
+from core.llm.base import LLMRequest
+from core.llm.scripted import SCRIPTED_MODEL, Reply, ScriptedModel, call
+from core.planning import PlanOutcome, plan
+from core.process.demo_planning import planning
+from core.process.demo_team import LEAD, PARTS, TEAM_TASK, lead, member, orchestrator
+from core.process.embedded import Decider, EventCallback, embedded_services, run_proposal
+from core.types.run import RunState
+
+
+def team_model() -> ScriptedModel:
+    """The scripted model answering the planning stages and every agent of the demo."""
+    brains = {"Orchestrator": orchestrator, LEAD: lead, **{p.member: member for p in PARTS}}
+
+    def respond(r: LLMRequest) -> Reply:
+        planned = planning(r)
+        if planned is not None:
+            return planned
+        brain = brains.get(r.agent_name)
+        if brain is None:  # an agent the demo does not know: end it plainly
+            return Reply(calls=(call("finish", {"result": "(nothing to do)"}),))
+        return brain(r)
+
+    return ScriptedModel(responder=respond)
+
+
+def offline_settings(settings: Settings, scratch: Path) -> Settings:
+    """``settings`` for the demo: every role on the scripted model; the workspace and the
+    library (with the deterministic embedder: nothing is kept to search) in ``scratch``."""
+    return settings.model_copy(
+        update={
+            "llm": settings.llm.model_copy(update={"model": SCRIPTED_MODEL, "models": {}}),
+            "workspace": settings.workspace.model_copy(update={"dir": scratch / "workspaces"}),
+            "library": settings.library.model_copy(
+                update={"index_dir": scratch / "library", "embedder": "hashing"}
+            ),
+        }
+    )
+
+
+def planning_lines(outcome: PlanOutcome, model: ScriptedModel) -> list[str]:
+    """What planning did, stage by stage, in plain words."""
+    calls = Counter(r.agent_name for r in model.requests)
+    lines = [f"router ({calls['router']} call): {outcome.path} — {outcome.decision.reason}"]
+    cohort = outcome.cohort
+    if cohort is not None:
+        teams = ", ".join(f"{t.name} ({t.pattern})" for t in cohort.teams)
+        lines += [
+            f"planner ({calls['planner']} call): {len(cohort.agents)} agents, "
+            f"{len(cohort.steps)} steps, team {teams or 'none'}",
+            f"prompt creator ({calls['prompt_creator']} calls): a system prompt per agent, "
+            "drafted, critiqued and refined",
+        ]
+    return lines
+
+
+async def run_demo(
+    settings: Settings,
+    ask: Decider,
+    *,
+    on_event: EventCallback | None = None,
+    on_message: Callable[[str], None] = print,
+    requested_by: str = "console",
+    timeout_s: float = 60,
+) -> RunState:
+    """Plan :data:`TEAM_TASK`, let ``ask`` decide on the proposal, run it; the final state."""
+    model = team_model()
+    with tempfile.TemporaryDirectory(prefix="caramba-demo-") as scratch:
+        offline = offline_settings(settings, Path(scratch))
+        async with embedded_services(offline, model) as svc:
+            outcome = await plan(offline, svc.llm, svc.tools, TEAM_TASK, prompts=svc.prompts)
+            for line in planning_lines(outcome, model):
+                on_message(line)
+            assert outcome.cohort is not None, "the demo's router always plans"
+            return await run_proposal(
+                svc,
+                TEAM_TASK,
+                outcome.cohort,
+                ask,
+                on_event=on_event,
+                on_message=on_message,
+                requested_by=requested_by,
+                timeout_s=timeout_s,
+            )
