@@ -1,4 +1,5 @@
-"""``caramba worker``: keep N worker processes running; stop them together on a signal.
+"""``caramba worker``: keep N worker processes running (and the call keeper, when
+``llm.keeper`` is on); stop them together on a signal.
 
 One worker process per core (each with many turn threads) is the measured best fit for
 I/O-bound turns. A worker that dies (an out-of-memory kill, a crash) is started again
@@ -6,7 +7,9 @@ after a back-off; its unacknowledged turns go to the other workers after the bro
 visibility timeout. SIGTERM or SIGINT is passed on to every worker once (warm shutdown:
 running turns finish); the workers run in their own process group so a Ctrl-C in the
 terminal reaches them only through here, and they stop by themselves if this process
-is killed outright.
+is killed outright. The call keeper (``keeper_command``), one per host, is supervised the
+same way, and stopped with the workers: it finishes the calls under way, and the workers
+call the model themselves once it is gone.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import FrameType
 
 log = logging.getLogger(__name__)
@@ -31,6 +35,8 @@ _HEALTHY_AFTER_S = 60.0  # a worker that lived this long restarts without back-o
 @dataclass
 class _Slot:
     index: int
+    label: str  # "worker 0", "call keeper": for the logs
+    command: Callable[[], Sequence[str]]
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     backoff_s: float = 0.0
@@ -53,6 +59,17 @@ def worker_command(
     ]
 
 
+def keeper_command(*, loglevel: str, parent_pid: int | None = None) -> list[str]:
+    """The command line of the host's call keeper (``core.process.keeper_main``)."""
+    return [
+        sys.executable,
+        "-m",
+        "core.process.keeper_main",
+        f"--loglevel={loglevel}",
+        f"--parent-pid={parent_pid or os.getpid()}",
+    ]
+
+
 def describe_exit(code: int) -> str:
     if code < 0:
         try:
@@ -63,7 +80,8 @@ def describe_exit(code: int) -> str:
 
 
 class Supervisor:
-    """Runs ``count`` copies of a command, restarting any that die, until signalled."""
+    """Runs ``count`` copies of a command (and ``keeper``, a call keeper's command, if
+    given), restarting any that die, until signalled."""
 
     def __init__(
         self,
@@ -72,28 +90,30 @@ class Supervisor:
         *,
         env: dict[str, str] | None = None,
         restart_delay_s: float = 1.0,
+        keeper: Sequence[str] | None = None,
     ) -> None:
-        self.slots = [_Slot(i) for i in range(count)]
-        self._command = command
+        self.slots = [_Slot(i, f"worker {i}", partial(command, i)) for i in range(count)]
+        if keeper is not None:
+            self.slots.append(_Slot(count, "call keeper", lambda: keeper))
         self._env = env
         self._restart_delay_s = restart_delay_s
         self._stopping = 0  # how many stop signals were received
 
     def _spawn(self, slot: _Slot) -> None:
-        slot.proc = subprocess.Popen(
-            list(self._command(slot.index)), env=self._env, process_group=0
-        )
+        slot.proc = subprocess.Popen(list(slot.command()), env=self._env, process_group=0)
         slot.started_at = time.monotonic()
         slot.restart_at = None
-        log.info("worker %d started (pid %d)", slot.index, slot.proc.pid)
+        log.info("%s started (pid %d)", slot.label, slot.proc.pid)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._stopping += 1
+        workers = sum(slot.label.startswith("worker") for slot in self.slots)
         log.info(
-            "%s: %s shutdown of %d workers",
+            "%s: %s shutdown of %d workers%s",
             signal.Signals(signum).name,
             "warm" if self._stopping == 1 else "cold",
-            len(self.slots),
+            workers,
+            "" if workers == len(self.slots) else " and the call keeper",
         )
         for slot in self.slots:
             if slot.proc is not None and slot.proc.poll() is None:
@@ -131,7 +151,7 @@ class Supervisor:
             slot.exits.append(code)
             slot.proc = None
             if self._stopping:
-                log.info("worker %d stopped (%s)", slot.index, describe_exit(code))
+                log.info("%s stopped (%s)", slot.label, describe_exit(code))
                 continue
             lived = now - slot.started_at
             slot.backoff_s = (
@@ -141,8 +161,8 @@ class Supervisor:
             )
             slot.restart_at = now + slot.backoff_s
             log.warning(
-                "worker %d %s after %.0f s; restarting in %.0f s",
-                slot.index,
+                "%s %s after %.0f s; restarting in %.0f s",
+                slot.label,
                 describe_exit(code),
                 lived,
                 slot.backoff_s,

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import sys
+import textwrap
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -179,35 +182,6 @@ async def test_a_model_error_reaches_the_turn_as_the_gateways_error(
     assert not [k async for k in real_redis.scan_iter(match=f"{keys.prefix}:*llm-result*")]
 
 
-async def test_a_killed_keepers_call_is_taken_over_by_another_keeper(
-    llm_server: ThreadedFakeLLMServer, keeper_settings: Settings, real_redis: Any, worker_services
-) -> None:
-    llm_server.latency_s = 1.0
-    llm_server.set_responder(lambda _body: FakeReply(content="answered by the second keeper"))
-    svc = worker_services()
-    env = worker_env(
-        redis__url=REDIS_URL,
-        redis__key_prefix=real_redis.test_prefix,
-        llm__model=MODEL,
-        llm__api_base=llm_server.base_url,
-        llm__keeper="true",
-        llm__keeper_claim_idle_s="1",
-    )
-    first = Process([sys.executable, "-m", "core.process.keeper_main"], env, "keeper-first")
-    try:
-        await asyncio.to_thread(first.wait_for, " ready.", 60)
-        call = asyncio.create_task(calls.complete(svc, turn_request(), 6, None))
-        await until(lambda: len(llm_server.requests) == 1)
-        first.kill()  # kill -9 while the model thinks: its answer is lost with it
-        async with running_keeper(svc.settings, real_redis) as second:
-            response, reused = await asyncio.wait_for(call, 15)
-    finally:
-        first.cleanup()
-    assert (response.content, reused) == ("answered by the second keeper", False)
-    assert second.asked == 1 and len(llm_server.requests) == 2
-    assert (await saved_answer(svc, 6)) is not None
-
-
 async def test_with_no_keeper_alive_the_turn_calls_the_model_itself(
     llm_server: ThreadedFakeLLMServer, keeper_settings: Settings, real_redis: Any, worker_services
 ) -> None:
@@ -217,3 +191,55 @@ async def test_with_no_keeper_alive_the_turn_calls_the_model_itself(
     assert (response.content, reused) == ("direct", False)
     assert (await saved_answer(svc, 7)) is not None
     assert not await real_redis.exists(svc.store.keys.llm_call(RUN, AGENT, 7))
+
+
+SUPERVISE = textwrap.dedent(
+    """
+    import logging, sys
+    from tasks.supervisor import Supervisor, keeper_command
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    worker = [sys.executable, "-c", "import time; time.sleep(60)"]
+    keeper = keeper_command(loglevel="info")
+    sys.exit(Supervisor(1, lambda i: worker, restart_delay_s=0.1, keeper=keeper).run())
+    """
+)
+
+
+async def test_a_killed_keepers_call_is_taken_over_by_the_keeper_started_again(
+    llm_server: ThreadedFakeLLMServer, keeper_settings: Settings, real_redis: Any, worker_services
+) -> None:
+    """``caramba worker``'s supervisor keeps a real keeper process beside its workers;
+    killed (-9) while the model thinks, it is started again, and the new keeper takes
+    the call over once idle for llm.keeper_claim_idle_s (1 s here)."""
+    llm_server.latency_s = 1.0
+    llm_server.set_responder(lambda _body: FakeReply(content="answered by the next keeper"))
+    svc = worker_services()
+    env = worker_env(
+        redis__url=REDIS_URL,
+        redis__key_prefix=real_redis.test_prefix,
+        llm__model=MODEL,
+        llm__api_base=llm_server.base_url,
+        llm__keeper="true",
+        llm__keeper_claim_idle_s="1",
+    )
+    heartbeat = svc.store.keys.llm_keepers()
+    supervisor = Process([sys.executable, "-c", SUPERVISE], env, "supervisor")
+    try:
+        await asyncio.to_thread(supervisor.wait_for, " ready.", 60)
+        first = int(supervisor.output().split("call keeper started (pid ")[1].split(")")[0])
+        call = asyncio.create_task(calls.complete(svc, turn_request(), 6, None))
+        await until(lambda: len(llm_server.requests) == 1)
+        os.kill(first, signal.SIGKILL)  # its answer is lost with it
+        await asyncio.to_thread(supervisor.wait_for, "call keeper killed by SIGKILL", 10)
+        response, reused = await asyncio.wait_for(call, 30)
+        assert "took over call" in supervisor.output()
+        assert await asyncio.to_thread(supervisor.stop, 15) == 0
+        out = supervisor.output()
+    finally:
+        supervisor.cleanup()
+    assert (response.content, reused) == ("answered by the next keeper", False)
+    assert len(llm_server.requests) == 2
+    assert (await saved_answer(svc, 6)) is not None
+    assert "SIGTERM: warm shutdown of 1 workers and the call keeper" in out, out
+    assert "call keeper stopped (exited with code 0)" in out, out
+    assert not await real_redis.get(heartbeat)  # a keeper that stops says so
