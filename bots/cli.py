@@ -108,6 +108,7 @@ def run(
 
     async def go() -> RunState:
         async with embedded_services(settings, build_llm(settings)) as svc:
+            printer.show_outputs(svc)  # the files the agents made, under the result
             library = await svc.library()
             if cohort:
                 entry = await library.get_by_name(cohort)
