@@ -2,12 +2,15 @@
 processes are killed (SIGKILL) and restarted, or while Redis restarts.
 
     .venv/bin/python bench/chaos.py [--runs 20] [--seed 12] [--kill-min-s 1] [--kill-max-s 4]
-                                    [--latency-ms 500] [--kills N] [--no-control]
+                                    [--latency-ms 500] [--kills N] [--no-control] [--no-keeper]
     .venv/bin/python bench/chaos.py --redis-restart [--redis-restarts 2]
 
 The production path: real ``python -m tasks.worker`` processes (two, 32 turn slots each,
 ``celery.visibility_timeout_s`` = 3 s as in tests/integration/test_worker_crash.py, chains
-of at most 4 turns / 1 s), real Redis (db 14 of 127.0.0.1:6379 under a key prefix of
+of at most 4 turns / 1 s), one call keeper process (``python -m core.process.keeper_main``,
+``llm.keeper`` on for the workers: the turns' model calls are made there, so an answer in
+flight outlives a killed worker; it is not a worker and never killed; ``--no-keeper``: the
+workers call the model themselves), real Redis (db 14 of 127.0.0.1:6379 under a key prefix of
 the bench's, removed afterwards), litellm against the OpenAI-compatible fake
 (tests/fakes/llm_server.py) at ``--latency-ms``. Other settings are production's
 (``limits.max_deliveries``, the bus's redelivery cap); the library's embedder is the
@@ -53,6 +56,8 @@ The figures (read from Redis and from the fake's request log once the workers st
   whose answer no saved turn kept — turns killed after asking the model, turns run twice
   at once (a broker redelivery after the visibility timeout), retries.
 - ``kills``: SIGKILLs sent to worker processes.
+- ``reasks_in_flight_at_kill`` / ``reasks_other`` (details line): the extra calls by cause
+  (the turn's earlier request was in flight when a worker was killed, or not).
 
 The last line is ``bench chaos: runs=… completed=… stuck=… lost_messages=…
 duplicate_effects=… extra_llm_calls=… turns=… kills=…`` (the control's, before it, is
@@ -65,7 +70,8 @@ started again on the same port and data) between run starts. Last line
 ``bench chaos_redis: runs=… completed=… workers_alive=…`` (workers_alive: worker
 processes still running at the end, of the two started).
 
-Worker logs: the WARNING/ERROR lines (and exception lines) of every worker process,
+Worker logs: the WARNING/ERROR lines (and exception lines) of every worker process (and
+of the keeper),
 grouped with ids and numbers masked, are printed before the figures; ``--logs DIR``
 keeps the whole logs.
 """
@@ -276,6 +282,8 @@ class ChaosConfig:
     settle_s: float = 10.0
     workers: int = 2
     concurrency: int = 32
+    # One call keeper process beside the workers, and llm.keeper on for them.
+    keeper: bool = True
     redis_url: str = URL
     # With a RedisServer of our own: how often it is restarted between run starts.
     redis_restarts: int = 0
@@ -394,6 +402,7 @@ async def run_phase(
         scheduler__background_interval_s="0.1",
         library__embedder="hashing",
         library__index_dir=library_dir,
+        llm__keeper="true" if cfg.keeper else "false",
     )
     settings = load_settings(
         redis={"url": url, "key_prefix": prefix},
@@ -405,6 +414,12 @@ async def run_phase(
         Process.worker(env, f"{tag}-w{i}", concurrency=cfg.concurrency) for i in range(cfg.workers)
     ]
     procs = list(slots)  # every process started, killed ones included (for their logs)
+    keeper = (
+        Process([sys.executable, "-m", "core.process.keeper_main"], env, f"{tag}-keeper")
+        if cfg.keeper
+        else None
+    )
+    started = [*slots, *([keeper] if keeper is not None else [])]
     app = make_app(settings)
     publisher = CeleryScheduler(app, settings)
     redis = Redis.from_url(url, decode_responses=True)
@@ -415,7 +430,7 @@ async def run_phase(
     expected: dict[str, str] = {}  # run id → the result it must end with
     numbers: dict[str, int] = {}  # run id → its number in the task ("[tag #n]")
     try:
-        await asyncio.gather(*(asyncio.to_thread(p.wait_for, " ready.", 120) for p in slots))
+        await asyncio.gather(*(asyncio.to_thread(p.wait_for, " ready.", 120) for p in started))
         restart_at = {
             round(cfg.runs * (j + 1) / (cfg.redis_restarts + 1)) for j in range(cfg.redis_restarts)
         }
@@ -484,8 +499,12 @@ async def run_phase(
         report.wall_s = time.monotonic() - t0
         await _settle(redis, keys, cfg.settle_s)
         report.workers_alive = sum(p.returncode is None for p in slots)
-        # Stopped (running turns finish) before counting: no model call comes after.
+        # Stopped (running turns finish) before counting: no model call comes after. The
+        # keeper last: the workers' last turns may wait for it.
         await asyncio.gather(*(asyncio.to_thread(p.stop) for p in procs))
+        if keeper is not None:
+            await asyncio.to_thread(keeper.stop)
+            procs.append(keeper)
         asked = _asked(server.requests, tag)
         await _measure(redis, keys, run_ids, expected, numbers, asked, report)
         report.llm_requests = sum(asked.values())
@@ -498,6 +517,8 @@ async def run_phase(
             for p in procs:
                 (cfg.log_dir / f"{p.name}.log").write_text(p.output())
     finally:
+        if keeper is not None and keeper not in procs:
+            procs.append(keeper)
         await asyncio.gather(*(asyncio.to_thread(p.cleanup) for p in procs))
         await publisher.aclose()
         app.close()
@@ -755,12 +776,13 @@ async def main(args: argparse.Namespace) -> None:
         chaos_s=args.chaos_s,
         deadline_s=args.deadline_s,
         log_dir=args.logs,
+        keeper=not args.no_keeper,
     )
     lines: list[str] = []
     print(
         f"model: {MODEL} (litellm) against the OpenAI-compatible fake at {cfg.latency_ms:g} ms; "
         f"{cfg.workers} workers × {cfg.concurrency} slots; visibility timeout "
-        f"{VISIBILITY_TIMEOUT_S} s; seed {cfg.seed}",
+        f"{VISIBILITY_TIMEOUT_S} s; seed {cfg.seed}; call keeper {'on' if cfg.keeper else 'off'}",
         flush=True,
     )
     with ThreadedFakeLLMServer() as server:
@@ -809,6 +831,9 @@ if __name__ == "__main__":
     )
     parser.add_argument("--victims", choices=("any", "ready"), default="any")
     parser.add_argument("--no-control", action="store_true", help="skip the run without kills")
+    parser.add_argument(
+        "--no-keeper", action="store_true", help="no call keeper: workers call the model"
+    )
     parser.add_argument("--stagger-s", type=float, default=1.0, help="between run starts")
     parser.add_argument("--chaos-s", type=float, default=60.0, help="longest chaos")
     parser.add_argument("--deadline-s", type=float, default=120.0, help="after the chaos")
