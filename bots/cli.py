@@ -65,7 +65,9 @@ def demo(
             if cohort
             else (DEMO_TASK, demo_agent(), demo_model())
         )
-        run = asyncio.run(run_embedded(settings, task, root, llm=model, on_event=printer))
+        run = asyncio.run(
+            run_embedded(settings, task, root, llm=model, on_event=printer, timeout_s=60)
+        )
     else:
         say = lambda m: console.print(f"[dim]{escape(m)}[/]")  # noqa: E731
         run = asyncio.run(run_demo(settings, ask, on_event=printer, on_message=say))
