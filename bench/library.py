@@ -1,11 +1,24 @@
-"""The agent library's local index and ONNX embedder: query latency, ingest rate, top-1.
+"""The agent library: reuse on a hard evaluation set; the local index's query latency,
+ingest rate and paraphrase top-1.
 
-    .venv/bin/python bench/library.py [--n 100000] [--sample 2000] [--queries 300]
+    .venv/bin/python bench/library.py [--reuse-only] [--calibrate] [--n 100000] ...
 
-Last line: ``bench library: n=… query_p50_ms=… query_p99_ms=… ingest_per_s=… top1=…``
+Last line: ``bench reuse: set=… top1=… r10=… direct_right=… direct_wrong=…``; the line
+before it: ``bench library: n=… query_p50_ms=… query_p99_ms=… ingest_per_s=… top1=…``.
 
-* **top1** — the paraphrase set of the tests (tests/data/paraphrases.toml, 60 pairs): each
-  task is stored, each paraphrase searched; the share whose own task comes first.
+* **bench reuse** — the evaluation set tests/data/library_{agents,queries}.toml (85 stored
+  agents, many in near-miss pairs, and 207 chat-style requests: paraphrases, indirect
+  asks, near-misses, jobs nobody stored, bigger jobs) through the Library with the ONNX
+  MiniLM embedder and the ``[library]`` settings of config.toml (tests/library_eval.py):
+  top1 / r10 = the expected agent first / in the first ten (``find_agents``);
+  direct_right / direct_wrong = stored cohorts proposed as is (``find_reusable_cohort``)
+  where that is right / wrong. Lines before it: the same with the library as it was before
+  (description only, threshold 0.6, no margin) and with other field scorings; top-1 per
+  kind of request. ``--calibrate`` lists the (threshold, margin) pairs with no wrong
+  direct reuse within 0.02 of them. Goals: top1 ≥ 0.85, r10 ≥ 0.98, direct_wrong = 0.
+* **top1** (bench library) — the paraphrase set of the tests (tests/data/paraphrases.toml,
+  60 pairs): each task is stored, each paraphrase searched; the share whose own task
+  comes first.
 * **ingest_per_s** — texts per second through the whole write path: ONNX embedding of
   ``--sample`` generated task texts plus their upsert into the local index (including
   the write to disk). Embedding dominates (2 cores), so embedding 100,000 texts would
@@ -23,6 +36,7 @@ import argparse
 import asyncio
 import random
 import statistics
+import sys
 import tempfile
 import time
 import tomllib
@@ -30,10 +44,13 @@ from pathlib import Path
 
 import numpy as np
 
-from core.config import PROJECT_ROOT
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from core.config import PROJECT_ROOT, LibrarySettings, load_settings
 from core.library.index import IndexItem
 from core.library.local_index import LocalIndex
-from core.library.onnx_minilm import DIM, embed_sync
+from core.library.onnx_minilm import DIM, MiniLMEmbedder, embed_sync
+from tests.library_eval import EvalSet, calibrate, figures, search, stored_library
 
 PARAPHRASES = PROJECT_ROOT / "tests" / "data" / "paraphrases.toml"
 KINDS = ("agent", "cohort")
@@ -76,7 +93,61 @@ def sample_texts(pairs: list[tuple[str, str]], count: int, rng: random.Random) -
     return [f"{rng.choice(pool)} {rng.choice(CONTEXTS)} (#{i})" for i in range(count)]
 
 
-async def main(n: int, sample: int, queries: int) -> None:
+async def reuse(calibrating: bool) -> str:
+    """The evaluation set's figures; returns the ``bench reuse`` line."""
+    data = EvalSet.load()
+    settings = load_settings().library
+    library = await stored_library(data, MiniLMEmbedder(), settings)
+    variants: list[tuple[str, LibrarySettings]] = [
+        (
+            "before (description only, threshold 0.6, no margin)",
+            settings.model_copy(
+                update={
+                    "weight_prompt": 0.0,
+                    "weight_name": 0.0,
+                    "reuse_threshold": 0.6,
+                    "reuse_margin": 0.0,
+                }
+            ),
+        ),
+        ("best field (max)", settings.model_copy(update={"field_scoring": "max"})),
+        (
+            "description only",
+            settings.model_copy(update={"weight_prompt": 0.0, "weight_name": 0.0}),
+        ),
+        (
+            "prompt only",
+            settings.model_copy(update={"weight_description": 0.0, "weight_name": 0.0}),
+        ),
+    ]
+    for label, tried in variants:
+        library.settings = tried
+        f = figures(await search(library, data), tried)
+        print(
+            f"reuse {label}: top1={f.top1:.3f} r10={f.r10:.3f} "
+            f"direct_right={f.direct_right} direct_wrong={f.direct_wrong}"
+        )
+    library.settings = settings
+    outcomes = await search(library, data)
+    f = figures(outcomes, settings)
+    weights = f"{settings.weight_description}/{settings.weight_prompt}/{settings.weight_name}"
+    print(
+        f"reuse as configured ({settings.field_scoring} {weights}, threshold "
+        f"{settings.reuse_threshold}, margin {settings.reuse_margin}): top1 by kind "
+        + " ".join(f"{k}={v:.3f}" for k, v in f.by_kind.items())
+        + f"; direct reuse right in {f.direct_right} of {f.direct_possible} where it would be"
+    )
+    if calibrating:
+        for right, threshold, margin in calibrate(outcomes, settings)[:15]:
+            print(f"calibrate: threshold={threshold:.2f} margin={margin:.2f} right={right} wrong=0")
+    return f.line(data.name)
+
+
+async def main(n: int, sample: int, queries: int, *, reuse_only: bool, calibrating: bool) -> None:
+    reuse_line = await reuse(calibrating)
+    if reuse_only:
+        print(reuse_line)
+        return
     rng = random.Random(42)
     pairs = load_pairs()
     embed_sync(["warm-up"])  # load the model outside the timings
@@ -133,6 +204,7 @@ async def main(n: int, sample: int, queries: int) -> None:
         f"bench library: n={size} query_p50_ms={statistics.median(plain):.2f} "
         f"query_p99_ms={pct(plain, 0.99):.2f} ingest_per_s={ingest_per_s:.0f} top1={top1:.3f}"
     )
+    print(reuse_line)
 
 
 if __name__ == "__main__":
@@ -140,5 +212,15 @@ if __name__ == "__main__":
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--sample", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--reuse-only", action="store_true", help="only the evaluation set")
+    parser.add_argument("--calibrate", action="store_true", help="list threshold/margin pairs")
     args = parser.parse_args()
-    asyncio.run(main(args.n, args.sample, args.queries))
+    asyncio.run(
+        main(
+            args.n,
+            args.sample,
+            args.queries,
+            reuse_only=args.reuse_only,
+            calibrating=args.calibrate,
+        )
+    )

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from core.errors import ConfigError, MissingSecretError
 
@@ -181,7 +181,16 @@ class LibrarySettings(_Section):
     # Relative paths are taken from the config file's folder.
     index_dir: Path = Path(".caramba/library")
     top_k: int = Field(5, ge=1, le=100)
-    reuse_threshold: float = Field(0.6, ge=-1, le=1)
+    # Each entry is embedded per field and scored by a weighted mean or the best field:
+    # core/library/fields.py.
+    field_scoring: Literal["weighted", "max"] = "weighted"
+    weight_description: float = Field(0.3, ge=0)
+    weight_prompt: float = Field(0.6, ge=0)
+    weight_name: float = Field(0.1, ge=0)
+    # Direct reuse of a cohort: its similarity at least reuse_threshold, at least
+    # reuse_margin above the runner-up's, its record quality at least reuse_min_quality.
+    reuse_threshold: float = Field(0.55, ge=-1, le=1)
+    reuse_margin: float = Field(0.18, ge=0, le=2)
     reuse_min_quality: float = Field(0.6, ge=0, le=1)
     # Ranking formula: core/library/records.py.
     record_weight: float = Field(0.5, ge=0, le=1)
@@ -195,6 +204,13 @@ class LibrarySettings(_Section):
     embedding_api_key_env: str = ""
     embedding_dim: int = Field(1536, ge=1)
 
+    @field_validator("weight_name")
+    @classmethod
+    def _some_weight(cls, value: float, info: ValidationInfo) -> float:
+        if value + info.data.get("weight_description", 0) + info.data.get("weight_prompt", 0) <= 0:
+            raise ValueError("at least one of library.weight_* must be above 0")
+        return value
+
 
 class PlanningSettings(_Section):
     """Router, planner and prompt creator (core/planning); see config.toml."""
@@ -203,7 +219,7 @@ class PlanningSettings(_Section):
     planner_attempts: int = Field(3, ge=1, le=10)
     reflection_rounds: int = Field(1, ge=0, le=5)
     prompt_concurrency: int = Field(4, ge=1, le=64)
-    library_top_k: int = Field(3, ge=0, le=20)
+    library_top_k: int = Field(8, ge=0, le=20)
     timeout_s: float = Field(300.0, gt=0, le=3600)
     # How long a request may wait for a worker to start planning it.
     pickup_s: float = Field(60.0, ge=0, le=3600)

@@ -13,6 +13,7 @@ from core.library._settings import embedding_api_key, library_dir, pinecone_api_
 from core.library.embedder import Embedder
 from core.library.index import VectorIndex
 from core.library.library import Library
+from core.library.upgrade import ensure_format
 
 
 def build_embedder(settings: LibrarySettings) -> Embedder:
@@ -53,7 +54,17 @@ async def build_index(settings: Settings, embedder: Embedder) -> VectorIndex:
 
 
 async def open_library(settings: Settings, redis: Any) -> Library:
-    """The library the settings describe, on ``redis`` (the caller closes it: aclose)."""
+    """The library the settings describe, on ``redis`` (the caller closes it: aclose);
+    entries stored in an older index format are re-embedded first (upgrade.py)."""
     embedder = build_embedder(settings.library)
     index = await build_index(settings, embedder)
-    return Library(redis, index, embedder, settings.library, key_prefix=settings.redis.key_prefix)
+    library = Library(
+        redis,
+        index,
+        embedder,
+        settings.library,
+        key_prefix=settings.redis.key_prefix,
+        common_tools=settings.agents.base_tools,
+    )
+    await ensure_format(library)
+    return library

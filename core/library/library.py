@@ -2,31 +2,40 @@
 
 Where things live:
 
-* the **vector index** (local file or Pinecone) holds one vector per entry — the
-  embedding of a cohort's task or an agent's description — with metadata ``kind``;
-* **Redis** holds the entry itself (the spec or cohort as JSON, its name, the embedded
+* the **vector index** (local file or Pinecone) holds three vectors per entry, one per
+  field (description, prompt, name: see ``fields.py``), with metadata ``kind``, ``field``
+  and ``entry``;
+* **Redis** holds the entry itself (the spec or cohort as JSON, its name, its description
   text) and its **track record**, one hash per entry, plus a hash of names → ids.
 
 Records live in Redis, not in index metadata, because outcomes arrive from many workers
 at once: ``HINCRBY`` / ``HINCRBYFLOAT`` update a counter atomically, where index metadata
 would need a read-modify-write of the whole item (and Pinecone's metadata is eventually
 consistent). An index hit whose entry is gone from Redis is skipped.
+
+A search queries each field for its best ``OVERSAMPLE × k`` hits and combines, per entry
+found, the three cosines; a field where an entry was not among the hits counts as the
+lowest cosine returned for it (an upper bound, so such entries are not buried unfairly).
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+from collections.abc import Collection
 from typing import Any
 
 from core.config import LibrarySettings
 from core.errors import UsageError
 from core.library.embedder import Embedder
+from core.library.fields import FIELDS, Field, agent_fields, cohort_fields, combine
 from core.library.index import IndexItem, VectorIndex
 from core.library.records import (
     EntryKind,
     LibraryEntry,
     LibraryMatch,
     TrackRecord,
+    entry_from_row,
+    pick_reusable,
     rank_score,
     scaled_rating,
 )
@@ -34,9 +43,13 @@ from core.types import AgentSpec
 from core.types._base import now
 from core.types.cohort import Cohort
 
-# Candidates fetched from the index per requested result, before re-ranking by record.
+# Candidates fetched from the index per field and requested result, before re-ranking.
 OVERSAMPLE = 4
-_COUNTERS = ("runs", "successes", "approvals", "rejections", "ratings")
+
+
+def vector_id(entry_id: str, field: Field) -> str:
+    """The index id of one field's vector of an entry."""
+    return f"{entry_id}#{field}"
 
 
 class EntryNotFoundError(UsageError):
@@ -73,12 +86,15 @@ class Library:
         settings: LibrarySettings,
         *,
         key_prefix: str = "caramba",
+        common_tools: Collection[str] = (),
     ) -> None:
         self.redis = redis
         self.index = index
         self.embedder = embedder
         self.settings = settings
-        self._prefix = f"{key_prefix}:library"
+        # Tools every agent has (agents.base_tools): left out of the texts embedded.
+        self.common_tools = frozenset(common_tools)
+        self.prefix = f"{key_prefix}:library"
 
     async def aclose(self) -> None:
         """Close the index (the local one writes itself out). Redis is the caller's."""
@@ -89,54 +105,78 @@ class Library:
     async def save_cohort(
         self, cohort: Cohort, *, name: str | None = None, replace: bool = False
     ) -> LibraryEntry:
-        """Store ``cohort`` (keyed by its id, found by its task); optionally under ``name``."""
-        return await self._save("cohort", cohort.id, cohort.task, cohort, name, replace)
+        """Store ``cohort`` (keyed by its id, found by its task and agents); optionally
+        under ``name``."""
+        return await self._save("cohort", cohort.id, cohort, name, replace)
 
     async def save_agent(
-        self, spec: AgentSpec, *, name: str | None = None, replace: bool = False
+        self,
+        spec: AgentSpec,
+        *,
+        name: str | None = None,
+        replace: bool = False,
+        source_run: str | None = None,
     ) -> LibraryEntry:
-        """Store an agent spec, found by its description (else its name and prompt)."""
-        text = spec.description or f"{spec.name}: {spec.system_prompt[:1000]}"
-        return await self._save("agent", spec.id, text, spec, name, replace)
+        """Store an agent spec, found by its description, prompt, name and tools;
+        ``source_run`` = the run it is kept from."""
+        return await self._save("agent", spec.id, spec, name, replace, source_run)
+
+    def fields_of(self, item: AgentSpec | Cohort) -> dict[Field, str]:
+        """The texts ``item`` is found by."""
+        if isinstance(item, Cohort):
+            return cohort_fields(item, self.common_tools)
+        return agent_fields(item, self.common_tools)
 
     async def _save(
         self,
         kind: EntryKind,
         entry_id: str,
-        text: str,
         item: AgentSpec | Cohort,
         name: str | None,
         replace: bool,
+        source_run: str | None = None,
     ) -> LibraryEntry:
-        key = self._entry_key(entry_id)
+        key = self.entry_key(entry_id)
         owner = previous = None
         if name is not None:
             owner = await self.redis.hget(self._names_key, name)
             if owner not in (None, entry_id) and not replace:
                 raise NameTakenError(name, owner)
             previous = await self.redis.hget(key, "name")
-        (vector,) = await self.embedder.embed([text])
-        fields = {"kind": kind, "text": text, "payload": item.model_dump_json()}
+        texts = self.fields_of(item)
+        fields = {"kind": kind, "text": texts["description"], "payload": item.model_dump_json()}
+        if source_run is not None:
+            fields["run"] = source_run
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hset(key, mapping=fields)
             pipe.hsetnx(key, "created_at", repr(now()))
             if name is not None:
                 if owner not in (None, entry_id):  # the name moves: its old entry loses it
-                    pipe.hdel(self._entry_key(owner), "name")
+                    pipe.hdel(self.entry_key(owner), "name")
                 if previous not in (None, name):  # one name per entry
                     pipe.hdel(self._names_key, previous)
                 pipe.hset(key, "name", name)
                 pipe.hset(self._names_key, name, entry_id)
             await pipe.execute()
-        await self.index.upsert([IndexItem(entry_id, vector, {"kind": kind})])
+        await self.embed(entry_id, kind, texts)
         return await self.get(entry_id)
+
+    async def embed(self, entry_id: str, kind: EntryKind, texts: dict[Field, str]) -> None:
+        """(Re)write the entry's vectors in the index, one per field."""
+        vectors = await self.embedder.embed([texts[f] for f in FIELDS])
+        await self.index.upsert(
+            [
+                IndexItem(vector_id(entry_id, f), v, {"kind": kind, "field": f, "entry": entry_id})
+                for f, v in zip(FIELDS, vectors, strict=True)
+            ]
+        )
 
     async def delete(self, entry_id: str) -> None:
         """Forget an entry: its vector, its record and its name."""
         entry = await self.get(entry_id)
-        await self.index.delete([entry_id])
+        await self.index.delete([vector_id(entry_id, f) for f in FIELDS])
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.delete(self._entry_key(entry_id))
+            pipe.delete(self.entry_key(entry_id))
             if entry.name is not None:
                 pipe.hdel(self._names_key, entry.name)
             await pipe.execute()
@@ -152,31 +192,42 @@ class Library:
         return await self._find("agent", text, top_k)
 
     async def find_reusable_cohort(self, task: str) -> LibraryMatch | None:
-        """The best cohort similar enough to reuse as is, with a good enough record."""
-        for match in await self.find_cohorts(task):
-            if (
-                match.similarity >= self.settings.reuse_threshold
-                and match.quality >= self.settings.reuse_min_quality
-            ):
-                return match
-        return None
+        """The stored cohort to propose again as is for ``task``, if any (pick_reusable)."""
+        return pick_reusable(await self.find_cohorts(task), self.settings)
 
     async def _find(self, kind: EntryKind, text: str, top_k: int | None) -> list[LibraryMatch]:
-        k = top_k or self.settings.top_k
+        k = max(top_k or self.settings.top_k, 2)  # the runner-up counts for direct reuse
         (vector,) = await self.embedder.embed([text])
-        hits = await self.index.query(vector, k * OVERSAMPLE, {"kind": kind})
-        entries = await self._load_many([hit.id for hit in hits])
+        per_field = await asyncio.gather(
+            *(self.index.query(vector, k * OVERSAMPLE, {"kind": kind, "field": f}) for f in FIELDS)
+        )
+        cosines: dict[str, dict[Field, float]] = {}
+        floor: dict[Field, float] = {}
+        for field, hits in zip(FIELDS, per_field, strict=True):
+            floor[field] = min((h.score for h in hits), default=0.0)
+            for hit in hits:
+                entry_id = str(hit.metadata.get("entry", ""))
+                cosines.setdefault(entry_id, {})[field] = hit.score
+        ids = list(cosines)
         matches = []
-        for hit, entry in zip(hits, entries, strict=True):
+        for entry_id, entry in zip(ids, await self._load_many(ids), strict=True):
             if entry is None:  # the index outlived Redis (embedded mode restarted)
                 continue
+            scores = {f: cosines[entry_id].get(f, floor[f]) for f in FIELDS}
+            similarity = combine(scores, self.settings)
             quality = entry.record.quality(self.settings.prior_mean, self.settings.prior_weight)
-            score = rank_score(hit.score, quality, self.settings.record_weight)
+            score = rank_score(similarity, quality, self.settings.record_weight)
             matches.append(
-                LibraryMatch(entry=entry, similarity=hit.score, quality=quality, score=score)
+                LibraryMatch(
+                    entry=entry,
+                    similarity=similarity,
+                    quality=quality,
+                    score=score,
+                    fields=dict(scores),
+                )
             )
         matches.sort(key=lambda m: m.score, reverse=True)
-        return matches[:k]
+        return matches[: top_k or self.settings.top_k]
 
     async def get(self, entry_id: str) -> LibraryEntry:
         """The entry with this id (raises EntryNotFoundError)."""
@@ -210,7 +261,7 @@ class Library:
         return await self._bump(entry_id, ratings=1, rating_sum=value)
 
     async def _bump(self, entry_id: str, **deltas: float) -> TrackRecord:
-        key = self._entry_key(entry_id)
+        key = self.entry_key(entry_id)
         if not await self.redis.exists(key):
             raise EntryNotFoundError(entry_id)
         async with self.redis.pipeline(transaction=True) as pipe:
@@ -226,35 +277,20 @@ class Library:
 
     @property
     def _names_key(self) -> str:
-        return f"{self._prefix}:names"
+        return f"{self.prefix}:names"
 
-    def _entry_key(self, entry_id: str) -> str:
-        return f"{self._prefix}:entry:{entry_id}"
+    def entry_key(self, entry_id: str) -> str:
+        return f"{self.prefix}:entry:{entry_id}"
+
+    async def exists(self, entry_id: str) -> bool:
+        """Whether an entry with this id is stored."""
+        return bool(await self.redis.exists(self.entry_key(entry_id)))
 
     async def _load_many(self, ids: list[str]) -> list[LibraryEntry | None]:
         if not ids:
             return []
         async with self.redis.pipeline(transaction=False) as pipe:
             for entry_id in ids:
-                pipe.hgetall(self._entry_key(entry_id))
+                pipe.hgetall(self.entry_key(entry_id))
             rows = await pipe.execute()
-        return [_entry(i, row) if row else None for i, row in zip(ids, rows, strict=True)]
-
-
-def _entry(entry_id: str, row: dict[str, str]) -> LibraryEntry:
-    payload = json.loads(row["payload"])
-    kind: EntryKind = "cohort" if row["kind"] == "cohort" else "agent"
-    record = TrackRecord(
-        **{name: int(row.get(name, 0)) for name in _COUNTERS},
-        rating_sum=float(row.get("rating_sum", 0.0)),
-    )
-    return LibraryEntry(
-        id=entry_id,
-        kind=kind,
-        name=row.get("name"),
-        text=row["text"],
-        agent=AgentSpec.model_validate(payload) if kind == "agent" else None,
-        cohort=Cohort.model_validate(payload) if kind == "cohort" else None,
-        record=record,
-        created_at=float(row.get("created_at", 0.0)),
-    )
+        return [entry_from_row(i, row) if row else None for i, row in zip(ids, rows, strict=True)]

@@ -52,8 +52,12 @@ def embed_sync(texts: list[str], batch_size: int = 64) -> Any:
 
     tokenizer, session = _load()
     out = np.empty((len(texts), DIM), dtype=np.float32)
+    # Batches of similar lengths: each batch is padded to its longest text, so mixing
+    # short queries with long prompts would cost the long ones' time for every text.
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     for start in range(0, len(texts), batch_size):
-        encodings = tokenizer.encode_batch(texts[start : start + batch_size])
+        rows = order[start : start + batch_size]
+        encodings = tokenizer.encode_batch([texts[i] for i in rows])
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
@@ -61,7 +65,7 @@ def embed_sync(texts: list[str], batch_size: int = 64) -> Any:
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        out[start : start + len(encodings)] = pooled / np.clip(norms, 1e-12, None)
+        out[rows] = pooled / np.clip(norms, 1e-12, None)
     return out
 
 

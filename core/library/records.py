@@ -18,15 +18,18 @@ than several do: a single thumbs-down does not bury an entry that ran well ten t
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from pydantic import Field
 
+from core.config import LibrarySettings
 from core.types import AgentSpec
 from core.types._base import Frozen
 from core.types.cohort import Cohort
 
 EntryKind = Literal["agent", "cohort"]
+_COUNTERS = ("runs", "successes", "approvals", "rejections", "ratings")
 
 
 class TrackRecord(Frozen):
@@ -51,10 +54,21 @@ class TrackRecord(Frozen):
         """Mean rating on 0..1, or None before the first one."""
         return self.rating_sum / self.ratings if self.ratings else None
 
+    @property
+    def mean_stars(self) -> float | None:
+        """Mean rating in stars (1..5; a thumbs up counts 5, down 1), or None before any."""
+        mean = self.mean_rating
+        return None if mean is None else 1.0 + 4.0 * mean
+
 
 def rank_score(similarity: float, quality: float, record_weight: float = 0.5) -> float:
     """Similarity weighted by track record (see the module docstring)."""
     return similarity * (1.0 - record_weight + 2.0 * record_weight * quality)
+
+
+def rated_down(*, thumbs_up: bool | None = None, stars: int | None = None) -> bool:
+    """A thumbs down or one or two stars."""
+    return thumbs_up is False or (stars is not None and stars <= 2)
 
 
 def scaled_rating(*, thumbs_up: bool | None = None, stars: int | None = None) -> float:
@@ -79,12 +93,55 @@ class LibraryEntry(Frozen):
     cohort: Cohort | None = None
     record: TrackRecord = TrackRecord()
     created_at: float = 0.0
+    # The run it was first kept from (agents kept from runs), if any.
+    source_run: str | None = None
 
 
 class LibraryMatch(Frozen):
     """An entry found for a query, with how it was ranked."""
 
     entry: LibraryEntry
+    # The fields' cosines combined (core/library/fields.py).
     similarity: float
     quality: float
     score: float
+    # Cosine per field (description, prompt, name).
+    fields: dict[str, float] = Field(default_factory=dict)
+
+
+def pick_reusable(matches: list[LibraryMatch], settings: LibrarySettings) -> LibraryMatch | None:
+    """The best match if it may be proposed again as is: similar enough
+    (``reuse_threshold``), clearly ahead of the runner-up (``reuse_margin``: a near-miss
+    close behind means the request may be the other job) and with a good enough record."""
+    if not matches:
+        return None
+    best = matches[0]
+    runner_up = max((m.similarity for m in matches[1:]), default=-1.0)
+    if (
+        best.similarity >= settings.reuse_threshold
+        and best.similarity - runner_up >= settings.reuse_margin
+        and best.quality >= settings.reuse_min_quality
+    ):
+        return best
+    return None
+
+
+def entry_from_row(entry_id: str, row: dict[str, str]) -> LibraryEntry:
+    """An entry from its Redis hash."""
+    payload = json.loads(row["payload"])
+    kind: EntryKind = "cohort" if row["kind"] == "cohort" else "agent"
+    record = TrackRecord(
+        **{name: int(row.get(name, 0)) for name in _COUNTERS},
+        rating_sum=float(row.get("rating_sum", 0.0)),
+    )
+    return LibraryEntry(
+        id=entry_id,
+        kind=kind,
+        name=row.get("name"),
+        text=row["text"],
+        agent=AgentSpec.model_validate(payload) if kind == "agent" else None,
+        cohort=Cohort.model_validate(payload) if kind == "cohort" else None,
+        record=record,
+        created_at=float(row.get("created_at", 0.0)),
+        source_run=row.get("run"),
+    )
