@@ -36,8 +36,10 @@ class AgentDesign(BaseModel):
     model: str | None = None
     max_tokens: int | None = Field(None, ge=1)
     max_turns: int | None = Field(None, ge=1)
-    # The id of a library agent to reuse as is (its prompt and tools).
+    # The id of a library agent to reuse (its prompt and tools come along).
     reuse: str | None = None
+    # With reuse: true = its prompt is rewritten for this task (adapted), false = as is.
+    adapt: bool = False
 
 
 class TeamDesign(BaseModel):
@@ -218,7 +220,11 @@ def to_cohort(task: str, design: CohortDesign, rules: DesignRules) -> Cohort:
             )
         )
         if a.reuse is not None:
-            reused.append(rules.reusable[a.reuse].model_copy(update={"agent_id": ids[a.name]}))
+            reused.append(
+                rules.reusable[a.reuse].model_copy(
+                    update={"agent_id": ids[a.name], "adapt": a.adapt}
+                )
+            )
     return Cohort(
         task=task,
         steps=tuple(

@@ -72,8 +72,8 @@ async def plan(
     cohort = await design_cohort(
         settings, llm, registry, prompts, task, library=library, meter=meter, files=files
     )
-    if cohort.reused_from is None:
-        cohort = await PromptCreator(settings, llm, registry, prompts, meter).write_all(cohort)
+    # New agents get a prompt; a reused cohort's and adapted agents' are rewritten.
+    cohort = await PromptCreator(settings, llm, registry, prompts, meter).write_all(cohort)
     return PlanOutcome(
         task=task,
         path="plan",

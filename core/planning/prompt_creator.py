@@ -2,9 +2,15 @@
 
 Per agent: one draft, then up to ``planning.reflection_rounds`` rounds of critique and
 refinement (0 = off); a critique that starts with ``LGTM`` ends the rounds early. Agents
-are written concurrently, at most ``planning.prompt_concurrency`` at a time. Agents that
-already have a prompt (reused from the library) are left as they are. The text becomes
-``AgentSpec.system_prompt``, appended to the role's template when the agent starts.
+are written concurrently, at most ``planning.prompt_concurrency`` at a time. The text
+becomes ``AgentSpec.system_prompt``, appended to the role's template when the agent starts.
+
+Agents reused from the library keep their prompt when the planner reused them as is. The
+agents of a cohort proposed again (``cohort.reused_from``) and agents the planner adapted
+have it rewritten for the new task in one call each (``prompt_adapt.j2``): a stored brief
+names its old run's data, audience and deliverable in its own words, rarely the old task
+verbatim, so replacing the task's text would leave them. Should that call answer nothing,
+the old task is replaced where it appears and the new one stated first.
 """
 
 from __future__ import annotations
@@ -45,11 +51,18 @@ class PromptCreator:
         """The cohort with every agent lacking a prompt given one."""
         limit = asyncio.Semaphore(self.settings.planning.prompt_concurrency)
 
+        reused = cohort.reused_from
+        adapted = {r.agent_id for r in cohort.reused if r.adapt}
+
         async def one(spec: AgentSpec) -> AgentSpec:
-            if spec.system_prompt:
+            adapt = bool(spec.system_prompt) and (reused is not None or spec.id in adapted)
+            if spec.system_prompt and not adapt:
                 return spec
             async with limit:
-                text = await self.write(cohort, spec)
+                if adapt:
+                    text = await self.adapt(cohort, spec, reused.task if reused else "")
+                else:
+                    text = await self.write(cohort, spec)
             return spec.model_copy(update={"system_prompt": text})
 
         agents = await asyncio.gather(*(one(a) for a in cohort.agents))
@@ -68,6 +81,19 @@ class PromptCreator:
             )
             draft = refined or draft
         return draft
+
+    async def adapt(self, cohort: Cohort, spec: AgentSpec, previous_task: str = "") -> str:
+        """The stored prompt of ``spec`` rewritten for ``cohort.task`` (``previous_task``:
+        the task it was written for, when known)."""
+        context = self._context(cohort, spec)
+        text = await self._ask(
+            spec,
+            "planning/prompt_adapt.j2",
+            context,
+            previous_task=previous_task,
+            stored=spec.system_prompt,
+        )
+        return text or replace_task(spec.system_prompt, previous_task, cohort.task)
 
     async def _ask(
         self, spec: AgentSpec, template: str, context: dict[str, Any], **extra: str
@@ -105,3 +131,11 @@ class PromptCreator:
             ],
             "steps": [s.title for s in cohort.steps],
         }
+
+
+def replace_task(prompt: str, previous_task: str, task: str) -> str:
+    """The least rewriting of a stored prompt: the old task replaced where it appears,
+    the new one stated first."""
+    if previous_task:
+        prompt = prompt.replace(previous_task, task)
+    return f"The task now: {task}\n\n{prompt}"

@@ -1,4 +1,4 @@
-"""Learning from runs: cohorts people approved and that went well are kept and reused.
+"""Learning from runs: cohorts and agents that went well are kept and reused.
 
 Three moments count: a decision about a proposal (``approval.decide`` records it), a
 rating of a result (:func:`rate`, called by whoever shows the result to people), and
@@ -7,6 +7,12 @@ recorded once per run by whichever process gets to it first: the background loop
 worker (:func:`learn_ended`), or whoever needs the record at once (:func:`learn`). The
 library entry of a run is the stored cohort it reused, else the run's own cohort (saved
 when it first ends, so every cohort that ran has a record; ranking lets the good ones rise).
+
+Agents: every agent of a run that completed and that finished its own work (planned, or
+created while the run went) is kept as an agent entry with the run's outcome, unless it
+is a library agent already (reused by the planner, or part of a reused cohort), whose
+record counts the run instead. A rating counts for the cohort and for these agents; a
+rating down (thumbs down, one or two stars) forgets the agents this run was first to keep.
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from core.library import EntryNotFoundError, Library
+from core.library.records import rated_down
+from core.types import AgentSpec
+from core.types.agent import AgentStatus
 from core.types.run import RunState, RunStatus
 
 if TYPE_CHECKING:
@@ -57,8 +66,17 @@ async def decided(svc: Services, run: RunState, *, approved: bool) -> None:
         await after_decision(await svc.library(), run, approved=approved)
 
 
-async def after_run(library: Library, run: RunState) -> None:
-    """A run ended: keep its cohort (if new) and count the outcome for it and its reuses."""
+def _agents_key(library: Library, run_id: str) -> str:
+    """The library agents a run counted for (kept or reused), for its ratings."""
+    return f"{library.prefix}:run:{run_id}:agents"
+
+
+async def after_run(
+    library: Library, run: RunState, agents: list[tuple[AgentSpec, bool]] | None = None
+) -> None:
+    """A run ended: keep its cohort (if new) and its agents (if it went well), and count
+    the outcome for them and what it reused. ``agents``: every agent of the run and
+    whether it finished its work (default: the cohort's, finished if the run completed)."""
     cohort, entry_id = run.cohort, _entry_id(run)
     if cohort is None or entry_id is None or not run.status.terminal:
         return
@@ -66,17 +84,60 @@ async def after_run(library: Library, run: RunState) -> None:
     if cohort.reused_from is None:
         await library.save_cohort(cohort)
     await library.record_run(entry_id, success=success)
-    for reused in cohort.reused:
-        await library.record_run(reused.entry_id, success=success)
+    if agents is None:
+        agents = [(spec, success) for spec in cohort.agents]
+    reused = {r.agent_id: r.entry_id for r in cohort.reused if r.agent_id}
+    counted = [r.entry_id for r in cohort.reused if r.agent_id not in {a.id for a, _ in agents}]
+    for spec, finished in agents:
+        agent_entry = reused.get(spec.id, spec.id)
+        if not await library.exists(agent_entry):
+            if not (success and finished):
+                continue
+            await library.save_agent(spec, source_run=run.id)
+        counted.append(agent_entry)
+    for counted_id in dict.fromkeys(counted):
+        try:
+            await library.record_run(counted_id, success=success)
+        except EntryNotFoundError:  # a reused agent deleted since
+            counted.remove(counted_id)
+    if counted:
+        key = _agents_key(library, run.id)
+        async with library.redis.pipeline(transaction=True) as pipe:
+            pipe.sadd(key, *counted)
+            pipe.expire(key, _LEARNED_TTL_S)
+            await pipe.execute()
+
+
+async def _run_agents(svc: Services, run: RunState) -> list[tuple[AgentSpec, bool]] | None:
+    """Every agent the run had and whether it finished its work (None: none stored)."""
+    agents = []
+    for agent_id in await svc.store.agent_ids(run.id):
+        loaded = await svc.store.load_spec(run.id, agent_id)
+        if loaded is not None:
+            agents.append((loaded[0], loaded[1] is AgentStatus.FINISHED))
+    return agents or None
 
 
 async def feedback(
     library: Library, run: RunState, *, thumbs_up: bool | None = None, stars: int | None = None
 ) -> None:
-    """A person rated the run's result: it counts for the cohort's library entry."""
+    """A person rated the run's result: it counts for the cohort's library entry and for
+    the agents the run counted for; a rating down forgets the agents it was first to keep
+    (an agent that has run elsewhere since, or was named, keeps the rating instead)."""
     entry_id = _entry_id(run)
     if entry_id is not None:
         await library.record_feedback(entry_id, thumbs_up=thumbs_up, stars=stars)
+    down = rated_down(thumbs_up=thumbs_up, stars=stars)
+    agent_ids: Any = await library.redis.smembers(_agents_key(library, run.id))
+    for agent_entry in sorted(agent_ids):
+        try:
+            entry = await library.get(agent_entry)
+            if down and entry.source_run == run.id and entry.record.runs <= 1 and not entry.name:
+                await library.delete(agent_entry)
+            else:
+                await library.record_feedback(agent_entry, thumbs_up=thumbs_up, stars=stars)
+        except EntryNotFoundError:  # deleted meanwhile
+            continue
 
 
 async def rate(
@@ -84,8 +145,10 @@ async def rate(
 ) -> None:
     """A person rated the run's result. A rating given before any process recorded the
     run's end records it first (or waits for the process recording it), so every rated
-    cohort has an entry to count for."""
+    cohort and agent has an entry to count for."""
     library = await svc.library()
+    if await svc.redis.sismember(svc.store.keys.ended_runs(), run.id):
+        await learn(svc, run.id, library, wait_s=10)
     try:
         await feedback(library, run, thumbs_up=thumbs_up, stars=stars)
     except EntryNotFoundError:
@@ -122,7 +185,7 @@ async def learn(
         run = await svc.store.get_run(run_id)
         # A proposal that never ran (rejected, expired) counts as a decision, not a run.
         if run.cohort is not None and run.started_at is not None:
-            await after_run(library or await svc.library(), run)
+            await after_run(library or await svc.library(), run, await _run_agents(svc, run))
     except Exception:
         await svc.redis.sadd(ended, run_id)  # for the next try
         await svc.redis.hdel(claims, run_id)

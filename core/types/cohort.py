@@ -37,9 +37,14 @@ class ReusedEntry(Frozen):
     approvals: int = 0
     rejections: int = 0
     ratings: int = 0
+    # The mean rating in stars, 1..5 (a thumbs up counts 5, down 1).
     mean_rating: float | None = None
     # For an agent: the id it has in this cohort.
     agent_id: str | None = None
+    # For an agent: its brief is rewritten for this task (the planner adapted it).
+    adapt: bool = False
+    # For a cohort: the task it was kept for (its briefs are rewritten for the new one).
+    task: str = ""
 
 
 class Cohort(Frozen):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import fakeredis
 import pytest
@@ -11,9 +12,21 @@ from core.config import LibrarySettings
 from core.library import Library
 from core.library.local_index import LocalIndex
 from core.library.onnx_minilm import MiniLMEmbedder
-from core.planning import plan
+from core.llm.scripted import Reply, ScriptedModel
+from core.planning import PromptCreator, plan
+from core.runs.approval import view
 from core.types import AgentSpec, Cohort
-from tests.planning_helpers import REGISTRY, as_json, calls_of, design, model, settings
+from core.types.run import RunState
+from tests.planning_helpers import (
+    REGISTRY,
+    as_json,
+    calls_of,
+    design,
+    model,
+    prompt_writer,
+    prompts_for,
+    settings,
+)
 
 STORED_TASK = "Summarise the quarterly sales report for the board"
 PARAPHRASE = "Write a short summary of the sales figures of the last quarter for the board members"
@@ -60,9 +73,26 @@ async def stored_cohort(library: Library, *, good: bool) -> str:
     return entry.id
 
 
-async def test_a_well_rated_cohort_is_proposed_again_without_planning(library: Library) -> None:
+def adapting_model() -> ScriptedModel:
+    """The planning model, whose prompt creator also answers adaptation requests."""
+    m = model()
+
+    def respond(request: Any) -> Reply:
+        text = request.messages[-1].content or ""
+        if "comes from the library" in text:
+            name = text.split("The agent: ", 1)[1].split(",", 1)[0]
+            return Reply(content=f"Adapted prompt for {name}.")
+        return prompt_writer(request)
+
+    m.responder = respond
+    return m
+
+
+async def test_a_clear_well_rated_match_is_proposed_again_with_its_briefs_rewritten(
+    library: Library,
+) -> None:
     entry_id = await stored_cohort(library, good=True)
-    m = model()  # only the router is scripted: any planning call would get a finish reply
+    m = adapting_model()
     outcome = await plan(settings(), m, REGISTRY, PARAPHRASE, library=library)
     assert outcome.path == "plan" and outcome.reused
     cohort = outcome.cohort
@@ -75,11 +105,39 @@ async def test_a_well_rated_cohort_is_proposed_again_without_planning(library: L
         3,
         1,
     )
-    assert reused.mean_rating == 1.0 and reused.similarity >= 0.6 and reused.quality >= 0.6
+    assert reused.similarity >= 0.55 and reused.quality >= 0.6 and reused.task == STORED_TASK
+    # Rated 5 stars once: the card says so (it said "rated 1.0/5").
+    assert reused.mean_rating == 5.0
+    run = RunState(id="run_1", task=PARAPHRASE, cohort=cohort)
+    card = view(settings(), run)
+    assert card.reused_from is not None and "rated 5.0/5 (1×)" in card.reused_from
+    # No planner call; one call per agent rewrote its brief for the new task, given the
+    # stored brief and the task it was written for.
     stored = (await library.get(entry_id)).cohort
-    assert stored is not None and cohort.agents == stored.agents and cohort.id != stored.id
-    assert not calls_of(m, "planner") and not calls_of(m, "prompt_creator")
-    assert outcome.llm_calls == 1
+    assert stored is not None and not calls_of(m, "planner")
+    adapt_calls = calls_of(m, "prompt_creator")
+    assert len(adapt_calls) == len(stored.agents) and outcome.llm_calls == 1 + len(stored.agents)
+    for request, old in zip(adapt_calls, stored.agents, strict=True):
+        text = request.messages[0].content or ""
+        assert old.system_prompt in text and STORED_TASK in text and PARAPHRASE in text
+    assert [a.system_prompt for a in cohort.agents] == [
+        f"Adapted prompt for {a.name}." for a in stored.agents
+    ]
+    assert [a.id for a in cohort.agents] == [a.id for a in stored.agents]
+    assert cohort.id != stored.id
+
+
+async def test_without_an_answer_the_old_task_is_replaced_in_every_brief() -> None:
+    lead = (
+        board_cohort()
+        .agents[0]
+        .model_copy(update={"system_prompt": f"Deliver: {STORED_TASK}. Keep it short."})
+    )
+    cohort = Cohort(task=PARAPHRASE, agents=(lead,))
+    m = ScriptedModel(responder=lambda r: Reply(content=""))
+    creator = PromptCreator(settings(), m, REGISTRY, prompts_for(settings()))
+    text = await creator.adapt(cohort, lead, STORED_TASK)
+    assert text == f"The task now: {PARAPHRASE}\n\nDeliver: {PARAPHRASE}. Keep it short."
 
 
 async def test_a_badly_rated_cohort_is_not_proposed_again(library: Library) -> None:
@@ -90,7 +148,8 @@ async def test_a_badly_rated_cohort_is_not_proposed_again(library: Library) -> N
     (request,) = calls_of(m, "planner")
     # The planner still sees it, with its poor record.
     text = request.messages[0].content or ""
-    assert "Similar cohorts that ran before" in text and "3 runs, 0 successful" in text
+    assert "From the library" in text and "3 runs, 0 successful" in text
+    assert "rated 1.0/5 by 1" in text  # one thumbs down
 
 
 async def test_the_planner_may_reuse_a_stored_agent(library: Library) -> None:
