@@ -35,6 +35,7 @@ class Parts(Protocol):
     def tools(self) -> ToolRegistry: ...
 
 
+JUDGE = "judge"
 ROLE_TITLES = {
     "orchestrator": "the orchestrator",
     "lead": "a team lead",
@@ -113,6 +114,11 @@ def created_event(svc: Parts, state: AgentState) -> AgentCreated:
     )
 
 
+def _listed(spec: AgentSpec) -> dict[str, str]:
+    """An agent as a playbook lists it."""
+    return {"name": spec.name, "id": spec.id, "description": spec.description}
+
+
 def require_known_tools(svc: Parts, spec: AgentSpec) -> None:
     """Refuse an agent that names tools the registry lacks, listing the ones it has."""
     unknown = svc.tools.unknown(spec.tools)
@@ -130,8 +136,8 @@ async def spawn_cohort(
 
     Each agent gets its place in the tree (depth, children), its brief (the task for the
     root, its description from its parent for the others) and, for a team's lead, its
-    team's playbook with the members already named. Every agent's first message lists
-    the files attached to the request.
+    team's playbook with the members already named (a judge apart from them). Every
+    agent's first message lists the files attached to the request.
     """
     files = (await svc.store.get_run(run_id)).files
     by_id = {a.id: a for a in cohort.agents}
@@ -156,7 +162,9 @@ async def spawn_cohort(
             playbook = svc.prompts.render(
                 f"patterns/{patterns[spec.id].pattern}.md.j2",
                 team_name=spec.name,
-                members=[{"name": m.name, "id": m.id, "description": m.description} for m in team],
+                # A judge under a lead judges its team's work; it is not one of the team.
+                members=[_listed(m) for m in team if m.role != JUDGE],
+                judges=[_listed(m) for m in team if m.role == JUDGE],
                 brief=spec.description,
                 max_rounds=svc.settings.agents.discussion_rounds,
             )

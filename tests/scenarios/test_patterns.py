@@ -11,7 +11,14 @@ from typing import Any
 
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.process.demo_reading import body, called, delivered, playbook_members, tool_results
+from core.process.demo_reading import (
+    body,
+    called,
+    delivered,
+    playbook_members,
+    system_text,
+    tool_results,
+)
 from core.runs import control
 from core.runs.approval import Approve, decide
 from core.types import AgentSpec, Cohort, TeamSpec
@@ -222,6 +229,16 @@ async def test_competition_keeps_teams_apart_and_the_judge_picks(make_services, 
         "Judge": judge,
     }
     events, traffic, model = await _run(make_services, any_redis, cohort, brains)
+
+    # The playbook tells the judge apart: not among the competitors, named as the judge.
+    first = next(q for q in model.requests if q.agent_name == "Contest lead")
+    assert playbook_members(first) == ["Solver B", "Solver A"]
+    playbook = system_text(first).split("## Playbook:", 1)[1]
+    competitors, judging = playbook.split("The judge (not a competitor", 1)
+    assert "Judge" not in competitors.split("Competitors", 1)[1]
+    judge_id = next(a.id for a in cohort.agents if a.name == "Judge")
+    assert f"Judge: Judge (id {judge_id}): Pick the most correct answer." in judging
+    assert "create_agent" not in playbook  # everyone exists already: nobody to create
 
     # Independent teams: nobody sends a solver anything, and solvers talk only upwards.
     assert not [t for t in traffic if t[1].startswith("Solver")]
