@@ -35,6 +35,8 @@ from core.config_sections import (
     RedisSettings,
     SchedulerSettings,
     SlackSettings,
+    TelemetrySettings,
+    WebUISettings,
 )
 from core.config_tools import (
     ImageSettings,
@@ -79,6 +81,8 @@ class Settings(BaseSettings):
     images: ImageSettings = ImageSettings()
     mcp: McpSettings = McpSettings()
     tools: ToolsSettings = ToolsSettings()
+    web_ui: WebUISettings = WebUISettings()
+    telemetry: TelemetrySettings = TelemetrySettings()
     config_file: Path | None = None
 
     @classmethod
