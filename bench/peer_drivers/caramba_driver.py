@@ -1,0 +1,166 @@
+"""The workload on Caramba: ``--mode inline`` (embedded mode's scheduler in this process,
+real Redis) or ``--mode celery`` (one ``caramba worker`` process; this process only
+proposes and approves runs, like a chat bot, and the worker's CPU and memory are
+measured). A parent delegates with ``create_agent`` (×3) and ``wait_for_messages``;
+its children's results wake it (a wake-up with fewer than 3 results waits again: an
+extra model call Caramba makes and the peers do not); agents end by calling ``finish``.
+Each agent is a run's root (``flat``) or the cohort's orchestrator is (``cohort``)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import common
+from redis.asyncio import Redis
+
+from core.config import Settings, load_settings
+from core.types.agent import AgentSpec
+
+URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
+MODEL = os.environ.get("CARAMBA_BENCH_MODEL", "hosted_vllm/fake-model")
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def spec(name: str) -> AgentSpec:
+    if name == "Orchestrator":
+        tools: tuple[str, ...] = ("create_agent", "wait_for_messages", "finish", "calculate")
+        return AgentSpec(name=name, role="orchestrator", tools=tools)
+    return AgentSpec(name=name, role="solo", tools=("calculate", "finish"))
+
+
+class Waiter:
+    """Ends runs' waits with one pipelined poll for all of them (not one poller each)."""
+
+    def __init__(self, redis: Redis, prefix: str) -> None:
+        self.redis, self.prefix = redis, prefix
+        self.pending: dict[str, asyncio.Future[None]] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    async def wait(self, run_id: str) -> None:
+        future = asyncio.get_running_loop().create_future()
+        self.pending[run_id] = future
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._poll())
+        await future
+
+    async def _poll(self) -> None:
+        while self.pending:
+            await asyncio.sleep(0.02 if len(self.pending) < 20 else 0.25)
+            ids = list(self.pending)
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for run_id in ids:
+                    pipe.get(f"{self.prefix}:run:{run_id}:head")
+                heads = await pipe.execute()
+            for run_id, head in zip(ids, heads, strict=True):
+                if head and any(
+                    f'"status":"{s}"' in head for s in ("completed", "failed", "cancelled")
+                ):
+                    self.pending.pop(run_id).set_result(None)
+
+
+def settings(prefix: str, base_url: str, queue: str, slots: int) -> Settings:
+    return load_settings(
+        redis={"url": URL, "key_prefix": prefix},
+        llm={"model": MODEL, "api_base": base_url},
+        celery={"queue": queue},
+        limits={"stall_repeats": 50},
+        scheduler={"inline_concurrency": slots},
+    )
+
+
+async def inline(base_url: str, slots: int) -> None:
+    from core.process.embedded import embedded_services
+    from core.runs.control import start_run
+
+    prefix = f"peers-{uuid.uuid4().hex[:6]}"
+    redis = Redis.from_url(URL, decode_responses=True)
+    try:
+        async with embedded_services(settings(prefix, base_url, "unused", slots)) as svc:
+            waiter = Waiter(redis, prefix)
+
+            async def one(name: str) -> None:
+                await waiter.wait(await start_run(svc, "bench", spec(name), requested_by="bench"))
+
+            await common.measure(one, lambda: one("Orchestrator"))
+    finally:
+        await _clean(redis, prefix)
+
+
+def _proc_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _proc_peak_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def celery(base_url: str, slots: int) -> None:
+    from core.llm.scripted import ScriptedModel
+    from core.process.wiring import build_services
+    from core.runs.control import approve_run, propose_run
+    from tasks.app import make_app
+    from tasks.scheduler import CeleryScheduler
+    from tests.integration.processes import Process, worker_env
+
+    prefix, queue = f"peers-{uuid.uuid4().hex[:6]}", f"peers-{uuid.uuid4().hex[:6]}"
+    env = worker_env(
+        redis__url=URL,
+        redis__key_prefix=prefix,
+        celery__queue=queue,
+        llm__model=MODEL,
+        llm__api_base=base_url,
+        limits__stall_repeats="50",
+    )
+    worker = Process.worker(env, "peers-worker", concurrency=slots)
+    redis = Redis.from_url(URL, decode_responses=True)
+    conf = settings(prefix, base_url, queue, slots)
+    app = make_app(conf)
+    publisher = CeleryScheduler(app, conf)
+    svc = build_services(conf, publisher, llm=ScriptedModel(), redis=redis)
+    try:
+        worker.wait_for(" ready.", timeout=120)
+        waiter = Waiter(redis, prefix)
+
+        async def one(name: str) -> None:
+            run_id = await propose_run(svc, "bench", spec(name), requested_by="bench")
+            await approve_run(svc, run_id, "bench")
+            await waiter.wait(run_id)
+
+        await common.measure(
+            one,
+            lambda: one("Orchestrator"),
+            cpu=lambda: _proc_cpu_s(worker.pid),
+            rss=lambda: _proc_peak_mb(worker.pid),
+        )
+    finally:
+        await publisher.aclose()
+        app.close()
+        worker.cleanup()
+        await _clean(redis, prefix)
+
+
+async def _clean(redis: Redis, prefix: str) -> None:
+    keys = [k async for k in redis.scan_iter(match=f"{prefix}:*", count=5000)]
+    for i in range(0, len(keys), 5000):
+        await redis.delete(*keys[i : i + 5000])
+    await redis.aclose()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    mode = sys.argv.pop(sys.argv.index("--mode") + 1)
+    sys.argv.remove("--mode")
+    base = sys.argv[sys.argv.index("--base-url") + 1]
+    n = int(sys.argv[sys.argv.index("--n") + 1]) if "--n" in sys.argv else 1000
+    asyncio.run((inline if mode == "inline" else celery)(base, max(64, n + 16)))
