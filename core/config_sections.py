@@ -253,6 +253,9 @@ class SlackSettings(_Section):
     # thread: at most this many, and this many bytes in all (a note lists the rest).
     outputs_max_files: int = Field(10, ge=0)
     outputs_max_bytes: int = Field(52_428_800, ge=0)
+    # Mentions by bots are ignored (two bots could keep each other planning), but by
+    # these bot ids (B…) or bot user ids (U…).
+    allow_bots: tuple[str, ...] = ()
 
 
 class WebUISettings(_Section):

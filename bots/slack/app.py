@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import Coroutine
 from typing import Any
 
@@ -23,6 +22,7 @@ from bots.slack.attachments import Attachments, refusal_text
 from bots.slack.context import SlackContext
 from bots.slack.decisions import Decisions
 from bots.slack.feedback import add_feedback_listeners
+from bots.slack.mentions import People, from_bot, task_text
 from bots.slack.relays import Relays
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape
@@ -33,7 +33,6 @@ from core.services import Services
 from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
-_MENTION = re.compile(r"<@[A-Z0-9]+>")
 # A Web API call that takes longer fails (a relay's is tried again: bots/slack/courier.py).
 API_TIMEOUT_S = 30
 HELP = "Mention me with a task, e.g. “@caramba compare the three cheapest flights to Berlin”."
@@ -64,6 +63,7 @@ class SlackBot:
         self.closed = False
         self.relays = Relays(svc, self.client, self.threads)
         self.attachments = Attachments(svc, self.client)
+        self.people = People(self.client)
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.context = SlackContext(app=self.app, svc=svc, client=self.client, spawn=self.spawn)
@@ -107,9 +107,14 @@ class SlackBot:
 
     # -- listeners: ack fast, hand over ------------------------------------------------
 
-    async def _on_mention(self, body: dict[str, Any], event: dict[str, Any]) -> None:
+    async def _on_mention(
+        self, body: dict[str, Any], event: dict[str, Any], context: dict[str, Any]
+    ) -> None:
+        if from_bot(event, self.svc.settings.slack.allow_bots):
+            log.info("ignored a mention by bot %s (not in slack.allow_bots)", event.get("bot_id"))
+            return
         if await self.threads.first_time(body.get("event_id") or event["ts"]):
-            self.spawn(self.handle_mention(event))
+            self.spawn(self.handle_mention(event, context.get("bot_user_id")))
 
     async def _on_message(
         self, body: dict[str, Any], event: dict[str, Any], context: dict[str, Any]
@@ -140,15 +145,17 @@ class SlackBot:
             # Only assistant threads have a status; elsewhere the reaction is enough.
             log.debug("no assistant thread status in %s", channel)
 
-    async def handle_mention(self, event: dict[str, Any]) -> None:
-        """Record the request (a worker plans it) and follow its run in the thread."""
+    async def handle_mention(self, event: dict[str, Any], bot_user_id: str | None = None) -> None:
+        """Record the request (a worker plans it) and follow its run in the thread. The
+        task is the mention's text without the bot's mention, people's kept as names; a
+        mention with no task gets the help, and no sign that anything is being planned."""
         channel, ts = event["channel"], event["ts"]
         thread = event.get("thread_ts") or ts
-        self.spawn(self.acknowledge(channel, ts, thread))
-        task = _MENTION.sub("", event.get("text", "")).strip()
+        task = await task_text(event.get("text", ""), bot_user_id, self.people)
         if not task:
             await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=HELP)
             return
+        self.spawn(self.acknowledge(channel, ts, thread))
         run_id = new_run_id()
         try:
             # Attached files go into the run's workspace before its planning starts.

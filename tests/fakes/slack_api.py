@@ -65,6 +65,8 @@ class FakeSlackAPI:
     lose: dict[str, int] = field(default_factory=dict)
     # Files people attached (``host_file``): file id → (file object, bytes).
     hosted: dict[str, tuple[dict[str, Any], bytes]] = field(default_factory=dict)
+    # People ``users.info`` knows: user id → the user object (profile, name, is_bot).
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)
     url: str = ""
     # Socket Mode: envelopes to send to the connected app, and the app's acks.
     envelopes: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
@@ -167,6 +169,9 @@ class FakeSlackAPI:
             body |= {"files": files}
         elif method == "files.info":
             body = self._file_info(args.get("file", ""))
+        elif method == "users.info":
+            user = self.users.get(args.get("user", ""))
+            body = {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
         return body
 
     def _file_info(self, file_id: str) -> dict[str, Any]:
