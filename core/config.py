@@ -26,6 +26,7 @@ from core.config_sections import (
     ApprovalSettings,
     BusSettings,
     CelerySettings,
+    DiscordSettings,
     HumansSettings,
     LibrarySettings,
     LimitSettings,
@@ -75,6 +76,7 @@ class Settings(BaseSettings):
     library: LibrarySettings = LibrarySettings()
     planning: PlanningSettings = PlanningSettings()
     slack: SlackSettings = SlackSettings()
+    discord: DiscordSettings = DiscordSettings()
     workspace: WorkspaceSettings = WorkspaceSettings()
     sandbox: SandboxSettings = SandboxSettings()
     web: WebSettings = WebSettings()

@@ -99,11 +99,18 @@ def _reuse_line(r: ReusedEntry) -> str:
 
 
 def may_decide(
-    settings: Settings, run: RunState, user: str, who: Callable[[str], str] = str
+    settings: Settings,
+    run: RunState,
+    user: str,
+    who: Callable[[str], str] = str,
+    *,
+    approver: bool = False,
 ) -> str | None:
     """None if ``user`` may decide about ``run``; else the refusal to show them, naming
-    people with ``who`` (an adapter shows a user id as the person's name)."""
-    if user == run.requested_by or user in settings.approval.approvers:
+    people with ``who`` (an adapter shows a user id as the person's name). ``approver``:
+    the adapter found ``user`` to be an approver by the platform's own means (a Discord
+    role named in ``[discord]``)."""
+    if approver or user == run.requested_by or user in settings.approval.approvers:
         return None
     return (
         f"Only {who(run.requested_by)}, who asked, or one of the approvers your admin named "
@@ -167,15 +174,17 @@ async def decide(
     user: str,
     decision: Decision,
     who: Callable[[str], str] = str,
+    *,
+    approver: bool = False,
 ) -> Outcome:
     """Apply a person's decision about a proposal, or say why it was not applied.
 
     Approve and reject are one atomic step on the run as it is (who may decide and the
     status are checked inside it); a decision counts for the library entries the proposal
-    reused (``learning.decided``)."""
+    reused (``learning.decided``). ``approver``: as for :func:`may_decide`."""
 
     def guard(run: RunState) -> str | None:
-        refusal = may_decide(svc.settings, run, user, who)
+        refusal = may_decide(svc.settings, run, user, who, approver=approver)
         if refusal is None and run.status is not RunStatus.PROPOSED:
             refusal = _already(svc, run, who)
         return refusal

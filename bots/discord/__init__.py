@@ -1,0 +1,1 @@
+"""The Discord adapter: a discord.py gateway bot over core (``caramba discord``)."""

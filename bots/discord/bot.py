@@ -1,0 +1,140 @@
+"""The Discord bot: a discord.py gateway client whose listeners validate, acknowledge and
+hand the work over (``front``: requests and replies; ``decisions``: the card's buttons,
+the edit form, Cancel; ``feedback``: 👍/👎), and whose runs are shown by the chat layer's
+relays with the Discord renderer and transport.
+
+Intents: guilds (threads, roles), guild messages (mentions, replies in a run's thread),
+guild message reactions (votes on results), and Message Content when
+``discord.message_content`` (replies that do not mention the bot). Nothing the bot sends
+pings anyone (``allowed_mentions`` none, on the client and on every call)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from bots.chat.ports import Adapter, Limits, Place
+from bots.discord.context import DiscordContext
+from bots.discord.decisions import Decisions
+from bots.discord.feedback import Feedback
+from bots.discord.front import Front
+from bots.discord.interim import InterimRelays
+from bots.discord.links import Links
+from bots.discord.renderer import DiscordRenderer
+from bots.discord.text import MESSAGE_LIMIT, NO_PINGS
+from bots.discord.transport import DiscordTransport
+from bots.discord.views import DYNAMIC_ITEMS
+from core.services import Services
+
+log = logging.getLogger(__name__)
+COMMAND = "caramba"
+
+
+def intents(message_content: bool) -> discord.Intents:
+    wanted = discord.Intents.none()
+    wanted.guilds = wanted.guild_messages = wanted.guild_reactions = True
+    wanted.message_content = message_content
+    return wanted
+
+
+class CarambaBot(discord.Client):
+    """One Discord application's bot over ``svc``. ``sync``: sync the slash command when
+    it starts (``discord.sync_commands``, or ``caramba discord --sync``)."""
+
+    def __init__(self, svc: Services, *, sync: bool = False, **options: Any) -> None:
+        settings = svc.settings.discord
+        super().__init__(
+            intents=intents(settings.message_content), allowed_mentions=NO_PINGS, **options
+        )
+        self.svc = svc
+        self.sync = sync or settings.sync_commands
+        self.tree = app_commands.CommandTree(self)
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.links = Links(svc.redis, svc.settings.redis.key_prefix)
+        self.adapter = Adapter(
+            "discord",
+            "Discord",
+            DiscordRenderer(),
+            DiscordTransport(self, svc.workspace, self.links),
+            Limits.of(settings, message_chars=MESSAGE_LIMIT),
+        )
+        self.relays = InterimRelays(svc, self.adapter)
+        self.ctx = DiscordContext(
+            client=self, svc=svc, links=self.links, follow=self._follow, spawn=self.spawn
+        )
+        # The persistent components' handlers (bots.discord.views.handlers finds them).
+        self.handlers = Decisions(self.ctx)
+        self.front = Front(self.ctx)
+        self.feedback = Feedback(self.ctx)
+        self._add_command()
+
+    def _add_command(self) -> None:
+        @app_commands.command(name=COMMAND, description="Give Caramba a task")
+        @app_commands.describe(task="What the agents should do")
+        async def caramba(interaction: discord.Interaction, task: str) -> None:
+            await self.front.slash(interaction, task)
+
+        self.tree.add_command(caramba)
+
+    async def _follow(self, run_id: str, place: Place) -> None:
+        await self.relays.follow(run_id, place)
+
+    # -- background work ---------------------------------------------------------------
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` after the listener returned; errors are logged, never lost."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("discord background work failed")
+
+        task = asyncio.create_task(guarded())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def drain(self) -> None:
+        """Wait for the listeners' work (not for the relays: they last as long as runs)."""
+        while self.tasks:
+            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+
+    # -- life ----------------------------------------------------------------------------
+
+    async def setup_hook(self) -> None:
+        """Before the gateway connects: the persistent components (cards posted before a
+        restart keep working), the slash command, the runs earlier processes left."""
+        self.add_dynamic_items(*DYNAMIC_ITEMS)
+        if self.sync:
+            await self.sync_commands()
+        resumed = await self.relays.start()
+        log.info("the Discord bot starts; %d runs taken up", resumed)
+
+    async def sync_commands(self) -> list[app_commands.AppCommand]:
+        """Publish ``/caramba``: to ``discord.command_guild`` (at once) or globally."""
+        guild_id = self.svc.settings.discord.command_guild
+        if guild_id:
+            guild = discord.Object(int(guild_id))
+            self.tree.copy_global_to(guild=guild)
+            return await self.tree.sync(guild=guild)
+        return await self.tree.sync()
+
+    async def close(self) -> None:
+        """Finish the listeners' work, stop the relays (they give their runs up), then
+        disconnect."""
+        await self.drain()
+        await self.relays.aclose()
+        await super().close()
+
+    # -- gateway events ------------------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.front.on_message(message)
+
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        await self.feedback.on_reaction(payload)

@@ -1,0 +1,28 @@
+"""What the bot's listener modules (decisions, edit, feedback, front) work with, handed
+over by the bot (``bots.discord.bot``) so that they need not know it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+import discord
+
+from bots.chat.ports import Place
+from bots.discord.links import Links
+from core.services import Services
+
+
+@dataclass(frozen=True)
+class DiscordContext:
+    """One bot's parts: the discord.py ``client``, the core ``svc``, what it keeps in
+    Redis (``links``), ``follow`` to show a run in a thread from now on (the chat
+    layer's relays), and ``spawn`` to run work after an event was acknowledged (errors
+    logged)."""
+
+    client: discord.Client
+    svc: Services
+    links: Links
+    follow: Callable[[str, Place], Awaitable[None]]
+    spawn: Callable[[Coroutine[Any, Any, None]], None]

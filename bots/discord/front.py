@@ -1,0 +1,174 @@
+"""Requests and replies: a mention of the bot in a channel, or ``/caramba task:<text>``,
+becomes a run (``core.runs.requests.request_run``, a worker plans it) shown in a thread
+opened from the message; a message in a run's thread answers an agent's open question,
+or else reaches the run's top agent. Each is acknowledged at once (👀 on a mention,
+Discord's "thinking…" for the command) and the work is done after."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import discord
+
+from bots.chat.ports import Place
+from bots.discord.attachments import Attachments, refusal_text
+from bots.discord.context import DiscordContext
+from bots.discord.text import NO_PINGS, escape, truncate
+from core.agent.questions import answer_question, follow_up, open_questions
+from core.runs.requests import new_run_id, request_run
+from core.types.run import RunStatus
+
+log = logging.getLogger(__name__)
+HELP = "Mention me with a task, e.g. “@Caramba compare the three cheapest flights to Berlin”."
+THREAD_NAME_LIMIT = 100
+_HINTS = {
+    RunStatus.PLANNING: "I am still planning this request; wait for the proposal.",
+    RunStatus.PROPOSED: "The agents start once the proposal is approved; to change it, "
+    "use Edit on the card.",
+}
+
+
+class Front:
+    def __init__(self, ctx: DiscordContext) -> None:
+        self.ctx = ctx
+        self.attachments = Attachments(ctx.svc)
+
+    def _heard(self, message: discord.Message) -> bool:
+        """Not the bot's own messages; other bots' only if allowed."""
+        me = self.ctx.client.user
+        if me is None or message.author.id == me.id:
+            return False
+        allowed = self.ctx.svc.settings.discord.allow_bots
+        return not message.author.bot or str(message.author.id) in allowed
+
+    def _task(self, message: discord.Message) -> str:
+        me = self.ctx.client.user
+        assert me is not None
+        return re.sub(rf"<@!?{me.id}>", "", message.content).strip()
+
+    async def on_message(self, message: discord.Message) -> None:
+        """A mention starts a request; a message in a run's thread goes to the run."""
+        if not self._heard(message) or message.guild is None:
+            return
+        me = self.ctx.client.user
+        mentioned = me is not None and any(u.id == me.id for u in message.mentions)
+        run_id = None
+        if isinstance(message.channel, discord.Thread):
+            run_id = await self.ctx.links.run_in(message.channel.id)
+        if run_id is None and not mentioned:
+            return
+        if not await self.ctx.links.first_time(f"message:{message.id}"):
+            return  # another bot process took it
+        if run_id is not None:
+            self.ctx.spawn(self.reply(message, run_id))
+        else:
+            self.ctx.spawn(self.mention(message))
+
+    # -- requests ------------------------------------------------------------------------
+
+    async def mention(self, message: discord.Message) -> None:
+        """👀, a thread opened from the message (or the thread it is in), the request."""
+        try:
+            await message.add_reaction("👀")
+        except discord.HTTPException:
+            log.warning("could not acknowledge message %s with a reaction", message.id)
+        task = self._task(message)
+        if isinstance(message.channel, discord.Thread):
+            thread = message.channel
+        else:
+            name = truncate(task or "Caramba", THREAD_NAME_LIMIT)
+            thread = await message.create_thread(name=name)
+        if not task:
+            await thread.send(HELP, allowed_mentions=NO_PINGS)
+            return
+        await self.request(task, message.author, thread, message.attachments)
+
+    async def slash(self, interaction: discord.Interaction, task: str) -> None:
+        """``/caramba task:<text>``: deferred at once ("thinking…"), then the request shown
+        as the command's answer, with a thread opened from it."""
+        await interaction.response.defer(thinking=True)
+        said = f"{escape(interaction.user.display_name)} asked: {escape(task)}"
+        await interaction.followup.send(truncate(said, 2000), wait=True, allowed_mentions=NO_PINGS)
+        if isinstance(interaction.channel, discord.Thread):
+            thread = interaction.channel
+        else:
+            # Not followup.send's WebhookMessage: discord.py gives it no guild.
+            original = await interaction.original_response()
+            thread = await original.create_thread(name=truncate(task, THREAD_NAME_LIMIT))
+        await self.request(task, interaction.user, thread, [])
+
+    async def request(
+        self,
+        task: str,
+        user: discord.abc.User,
+        thread: discord.Thread,
+        files: list[discord.Attachment],
+    ) -> None:
+        """Record the request (its files in the run's workspace first) and show its run
+        in ``thread``."""
+        svc = self.ctx.svc
+        await self.ctx.links.remember_name(user.id, user.display_name)
+        run_id = new_run_id()
+        try:
+            fetched = await self.attachments.fetch(run_id, files)
+            if not fetched.refused:
+                await request_run(
+                    svc, task, requested_by=str(user.id), run_id=run_id, files=fetched.kept
+                )
+        except Exception as exc:
+            log.exception("could not record the request in thread %s", thread.id)
+            text = (
+                f"❌ I could not take this request ({type(exc).__name__}); "
+                "please ask me again in a minute."
+            )
+            await thread.send(text, allowed_mentions=NO_PINGS)
+            return
+        if fetched.refused:
+            await svc.workspace.clear(run_id)
+            text = refusal_text(fetched.refused, started=False)
+            await thread.send(truncate(text, 2000), allowed_mentions=NO_PINGS)
+            return
+        await self.ctx.links.link(thread.id, run_id)
+        place = Place(channel=str(thread.parent_id or thread.id), thread=str(thread.id))
+        await self.ctx.follow(run_id, place)
+
+    # -- replies in a run's thread -------------------------------------------------------
+
+    async def _with_files(self, message: discord.Message, run_id: str, text: str) -> str:
+        """``text``, and a list of the files attached once they are in the run's
+        workspace (taken only while the run runs: agents read them)."""
+        svc = self.ctx.svc
+        run = await svc.store.get_run(run_id) if message.attachments else None
+        if run is None or run.status not in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
+            return text
+        fetched = await self.attachments.fetch(run_id, message.attachments)
+        if fetched.refused:
+            note = truncate(refusal_text(fetched.refused, started=True), 2000)
+            await message.channel.send(note, allowed_mentions=NO_PINGS)
+        if fetched.kept:
+            listed = [f.describe() for f in fetched.kept]
+            text += "\n\n" + svc.prompts.render("bus/attached.j2", attached=listed)
+        return text.strip()
+
+    async def reply(self, message: discord.Message, run_id: str) -> None:
+        """The answer to an agent's open question, else a follow-up for the run's top
+        agent; ✅ when delivered, else (once per person and run) why not."""
+        svc, user = self.ctx.svc, str(message.author.id)
+        text = await self._with_files(message, run_id, self._task(message))
+        if not text:
+            return
+        if await open_questions(svc, run_id):
+            step = await answer_question(svc, run_id, text, by=user)
+        else:
+            step = await follow_up(svc, run_id, text, by=user)
+        if step.ok:
+            await message.add_reaction("✅")
+            return
+        if not await self.ctx.links.first_time(f"hint:{run_id}:{user}"):
+            return
+        hint = _HINTS.get(
+            step.run.status,
+            f"Not delivered: {step.reason}. Mention me to start a new request.",
+        )
+        await message.reply(escape(hint), mention_author=False, allowed_mentions=NO_PINGS)

@@ -1,0 +1,52 @@
+"""``caramba discord``: the Discord bot's process, with the services the settings call for
+(``tasks.services.chat_services``: Celery workers, or everything in this process)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+
+from bots.discord.bot import CarambaBot
+from core.config import Settings, load_settings
+from core.errors import MissingSecretError
+from tasks.services import chat_services
+
+log = logging.getLogger(__name__)
+TOKEN_VARIABLE = "DISCORD_BOT_TOKEN"
+
+
+def discord_token() -> str:
+    """The bot's token, from the environment only."""
+    token = os.environ.get(TOKEN_VARIABLE, "")
+    if not token:
+        raise MissingSecretError(
+            TOKEN_VARIABLE, "the Discord bot (its token, Developer Portal → Bot)"
+        )
+    return token
+
+
+async def run_discord(settings: Settings, token: str, sync: bool) -> None:
+    """Run the bot until SIGTERM or SIGINT; ``sync``: publish ``/caramba`` on start even
+    if ``discord.sync_commands`` is off. It stops its relays (their runs given up for the
+    next process) before it returns."""
+    async with chat_services(settings) as svc:
+        bot = CarambaBot(svc, sync=sync)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, lambda: asyncio.ensure_future(bot.close()))
+        log.info("the Discord bot connects (pid %d)", os.getpid())
+        async with bot:
+            await bot.start(token)
+
+
+def discord_main(sync: bool = False) -> None:
+    """``caramba discord [--sync]``: settings and token read, the bot run until stopped.
+    Raises ``core.errors.CarambaError`` (e.g. MissingSecretError) for the CLI to show."""
+    settings = load_settings()
+    token = discord_token()
+    logging.getLogger("bots").setLevel(logging.INFO)
+    asyncio.run(run_discord(settings, token, sync))

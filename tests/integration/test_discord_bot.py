@@ -1,0 +1,136 @@
+"""The Discord bot end to end, offline: a real discord.py client connected to the local
+Discord (tests/fakes/discord_api.py: gateway, REST, CDN), real Redis, the scripted model,
+turns run by the inline scheduler."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from bots.discord.bot import CarambaBot
+from core.library.library import EntryNotFoundError
+from core.services import Services
+from core.types.run import RunStatus
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.discord_records import Request
+from tests.integration.test_slack_http import quick_library, scripted
+from tests.planning_helpers import design
+from tests.planning_helpers import settings as planning_settings
+
+pytestmark = pytest.mark.integration
+Json = dict[str, Any]
+
+
+class Harness:
+    def __init__(self, fake: FakeDiscord, bot: CarambaBot) -> None:
+        self.fake, self.bot = fake, bot
+
+    @property
+    def svc(self) -> Services:
+        return self.bot.svc
+
+    def cards(self) -> list[Request]:
+        """The proposal cards posted (messages with an Approve button)."""
+        return [
+            r
+            for r in self.fake.requests("create_message")
+            if "caramba:approve:" in json.dumps(r.json.get("components"))
+        ]
+
+    async def card(self, timeout_s: float = 10) -> tuple[Json, str]:
+        """The one proposal card once posted, and its run's id."""
+        await self.fake.wait_until(lambda: bool(self.cards()), timeout_s)
+        (posted,) = self.cards()
+        card = self.fake.message(posted.answer["id"])
+        button = card["components"][0]["components"][0]["custom_id"]
+        return card, button.rsplit(":", 1)[1]
+
+    async def runs_end(self, timeout_s: float = 20) -> None:
+        await self.bot.drain()
+        await self.bot.relays.wait(timeout_s)
+        assert not self.bot.relays, "a run did not end in time"
+
+    def thread_texts(self, thread_id: str) -> list[str]:
+        return [m["content"] for m in self.fake.channel_messages(thread_id)]
+
+
+def discord_settings(s: Any, **discord: Any) -> Any:
+    wanted = {"approver_roles": ("approver",), "status_interval_s": 0.0, **discord}
+    return s.model_copy(update={"discord": s.discord.model_copy(update=wanted)})
+
+
+@contextlib.asynccontextmanager
+async def harness(
+    make_services: Any, redis: Any, plan: Json | None = None, **discord: Any
+) -> AsyncIterator[Harness]:
+    folder = tempfile.mkdtemp(prefix="caramba-lib-")
+    s = discord_settings(quick_library(planning_settings(), folder), **discord)
+    svc = make_services(s, scripted(plan or design()), redis=redis)
+    try:
+        async with FakeDiscord.serving() as fake:
+            bot = CarambaBot(svc, guild_ready_timeout=0.05)
+            async with fake.running(bot):
+                yield Harness(fake, bot)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def test_mention_thread_card_role_approval_progress_result_feedback(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis) as h:
+        fake = h.fake
+        asked = await fake.mention("general", "alice", "Compare the three cheapest flights.")
+        card, run_id = await h.card()
+        thread = fake.thread_of(asked)
+        assert thread is not None and card["channel_id"] == thread["id"]
+        assert fake.requests("add_reaction")[0].params["emoji"] == "👀"
+        embed = card["embeds"][0]
+        assert "Find fares" in embed["description"] and "Scout A" in json.dumps(embed["fields"])
+
+        click = await fake.click(card["id"], f"caramba:approve:{run_id}", "bob")
+        assert (await fake.wait_ack(click)).json["type"] == 6
+        await h.runs_end()
+        run = await h.svc.store.get_run(run_id)
+        assert run.status is RunStatus.COMPLETED
+        approved = [t.by for t in run.history if t.to_status is RunStatus.APPROVED]
+        assert approved == [fake.person("bob").id]
+        decided = fake.message(card["id"])
+        assert decided["components"] == []
+        assert "Approved by Bob." in decided["embeds"][0]["description"]
+        texts = h.thread_texts(thread["id"])
+        assert any("Run completed" in t for t in texts), texts
+        assert "Orchestrator says: 3 flights" in texts[-1]
+        status_edits = [
+            r for r in fake.requests("edit_message") if r.params["message_id"] != card["id"]
+        ]
+        assert len(status_edits) >= 2
+        result = fake.channel_messages(thread["id"])[-1]
+        assert [r["emoji"]["name"] for r in result["reactions"]] == ["👍", "👎"]
+        # Carol's 👍 (twice: once counted) and Alice's 👎 reach the library.
+        for emoji, who in (("👍", "carol"), ("👍", "carol"), ("👎", "alice")):
+            await fake.react(result["id"], emoji, who)
+        library = await h.svc.library()
+        assert run.cohort is not None
+
+        async def ratings() -> int:
+            await h.bot.drain()
+            try:
+                return (await library.get(run.cohort.id)).record.ratings
+            except EntryNotFoundError:  # kept by the first vote
+                return 0
+
+        for _ in range(100):
+            if await ratings() == 2:
+                break
+            await asyncio.sleep(0.05)
+        record = (await library.get(run.cohort.id)).record
+        assert (record.ratings, record.rating_sum) == (2, 1.0)
+    assert fake.pinged() == [] and fake.unguarded_mentions() == []
