@@ -181,12 +181,19 @@ def worker(
         help="Turn slots (threads) per process (default celery.concurrency).",
     ),
     loglevel: str = typer.Option("info", "--loglevel", "-l", help="debug, info, warning, error."),
+    keeper: bool = typer.Option(
+        True,
+        "--keeper/--no-keeper",
+        help="With llm.keeper on: run this host's call keeper beside the workers "
+        "(--no-keeper: it runs elsewhere, e.g. `caramba keeper` as its own service).",
+    ),
 ) -> None:
-    """Run agent turns for production mode: Celery workers on the Redis of redis.url."""
+    """Run agent turns for production mode: Celery workers on the Redis of redis.url
+    (and the host's call keeper, when llm.keeper is on)."""
     import os
 
     from tasks.app import require_redis
-    from tasks.supervisor import Supervisor, worker_command
+    from tasks.supervisor import Supervisor, keeper_command, worker_command
     from tasks.worker import configure_logging, run_worker
 
     settings = _settings()
@@ -199,10 +206,14 @@ def worker(
     count = count or os.cpu_count() or 1
     slots = concurrency or settings.celery.concurrency
     configure_logging(loglevel)
-    if count == 1:
+    # With llm.keeper on, the host's call keeper runs beside the workers, supervised too.
+    keeps = settings.llm.keeper and keeper
+    if count == 1 and not keeps:
         raise typer.Exit(run_worker(settings, concurrency=slots, loglevel=loglevel))
     supervisor = Supervisor(
-        count, lambda i: worker_command(i, concurrency=slots, loglevel=loglevel)
+        count,
+        lambda i: worker_command(i, concurrency=slots, loglevel=loglevel),
+        keeper=keeper_command(loglevel=loglevel) if keeps else None,
     )
     raise typer.Exit(supervisor.run())
 
