@@ -16,6 +16,7 @@ import pytest
 
 from bots.discord.bot import CarambaBot
 from core.library.library import EntryNotFoundError
+from core.llm.scripted import ScriptedModel
 from core.services import Services
 from core.types.run import RunStatus
 from tests.fakes.discord_api import FakeDiscord
@@ -68,13 +69,22 @@ def discord_settings(s: Any, **discord: Any) -> Any:
 
 @contextlib.asynccontextmanager
 async def harness(
-    make_services: Any, redis: Any, plan: Json | None = None, **discord: Any
+    make_services: Any,
+    redis: Any,
+    plan: Json | None = None,
+    *,
+    fake: FakeDiscord | None = None,
+    model: ScriptedModel | None = None,
+    **discord: Any,
 ) -> AsyncIterator[Harness]:
+    """A bot over new services connected to ``fake`` (else to a new local Discord)."""
     folder = tempfile.mkdtemp(prefix="caramba-lib-")
     s = discord_settings(quick_library(planning_settings(), folder), **discord)
-    svc = make_services(s, scripted(plan or design()), redis=redis)
+    svc = make_services(s, model or scripted(plan or design()), redis=redis)
     try:
-        async with FakeDiscord.serving() as fake:
+        async with contextlib.AsyncExitStack() as stack:
+            if fake is None:
+                fake = await stack.enter_async_context(FakeDiscord.serving())
             bot = CarambaBot(svc, guild_ready_timeout=0.05)
             async with fake.running(bot):
                 yield Harness(fake, bot)
