@@ -21,6 +21,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from core.config_observe import TelemetrySettings, WebUISettings
 from core.config_sections import (
     AgentsSettings,
     ApprovalSettings,
@@ -36,8 +37,6 @@ from core.config_sections import (
     RedisSettings,
     SchedulerSettings,
     SlackSettings,
-    TelemetrySettings,
-    WebUISettings,
 )
 from core.config_tools import (
     ImageSettings,

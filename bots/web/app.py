@@ -22,7 +22,9 @@ from starlette.staticfiles import StaticFiles
 
 from bots.web.access import Signer, run_path
 from bots.web.live import Live
-from bots.web.view import age, list_runs, run_page, short, timeline_line
+from bots.web.runs import list_runs
+from bots.web.timeline import short, timeline_line
+from bots.web.view import age, run_page
 from core.config import Settings
 from core.errors import RunError, WorkspaceError
 from core.state.store import Store

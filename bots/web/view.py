@@ -6,35 +6,24 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, assert_never
 
+from bots.web.timeline import Line, timeline_line
 from core.state.store import Store
-from core.types.agent import AgentState, EndReason
+from core.types.agent import AgentState
 from core.types.chat import Usage
 from core.types.events import (
-    AgentCreated,
-    AgentFinished,
     BudgetReached,
-    ChatPosted,
-    ErrorRaised,
     LLMCalled,
-    MessageSent,
-    Notified,
     QuestionAsked,
     QuestionClosed,
     RunEvent,
-    RunFinished,
-    RunStarted,
-    RunStatusChanged,
     ToolCalled,
-    TurnStarted,
 )
-from core.types.run import RunState, RunStatus
+from core.types.run import RunState
 from core.workspace import FileInfo, Workspace
 
 # Events read for one page at most (the stream itself is capped at redis.events_maxlen).
 MAX_EVENTS = 20_000
-PREVIEW_CHARS = 240
 
 
 @dataclass
@@ -80,21 +69,6 @@ class AgentView:
 
 
 @dataclass
-class Line:
-    """One row of the timeline."""
-
-    id: str
-    at: float
-    kind: str
-    who: str
-    text: str
-    # "private" | "team" | "broadcast" for messages; "ok" | "error" | "" otherwise.
-    tag: str = ""
-    target: str = ""
-    detail: str = ""
-
-
-@dataclass
 class Question:
     id: str
     agent: str
@@ -124,24 +98,6 @@ class RunPage:
         return self.usage.cost_usd + planning
 
 
-@dataclass
-class RunRow:
-    id: str
-    task: str
-    status: str
-    requested_by: str
-    channel: str
-    created_at: float
-    tokens: int
-    cost_usd: float
-
-
-def short(text: str | None, limit: int = PREVIEW_CHARS) -> str:
-    if not text:
-        return ""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def age(at: float, now: float | None = None) -> str:
     """``3 min``: how long ago, as people read it."""
     s = max(0, int((now or time.time()) - at))
@@ -149,63 +105,6 @@ def age(at: float, now: float | None = None) -> str:
         if s >= size:
             return f"{s // size} {unit}"
     return f"{s} s"
-
-
-async def list_runs(store: Store, limit: int, platforms: tuple[str, ...]) -> list[RunRow]:
-    """The newest ``limit`` runs, newest first."""
-    ids: Any = await store.redis.zrevrange(store.keys.runs_index(), 0, limit - 1)
-    if not ids:
-        return []
-    async with store.redis.pipeline(transaction=False) as pipe:
-        for run_id in ids:
-            pipe.get(store.keys.run(run_id))
-            pipe.hgetall(store.keys.run_usage(run_id))
-            for platform in platforms:
-                pipe.hget(f"{store.keys.prefix}:{platform}:relays", run_id)
-        replies: list[Any] = await pipe.execute()
-    step = 2 + len(platforms)
-    rows = []
-    for i in range(len(ids)):
-        raw, usage_raw, *shown = replies[i * step : (i + 1) * step]
-        if raw is None:
-            continue
-        run = RunState.model_validate_json(raw)
-        usage = _usage(usage_raw)
-        planning = run.planning or Usage()
-        rows.append(
-            RunRow(
-                id=run.id,
-                task=run.task,
-                status=run.status.value,
-                requested_by=run.requested_by,
-                channel=_channel(platforms, shown),
-                created_at=run.created_at,
-                tokens=usage.total_tokens + planning.total_tokens,
-                cost_usd=usage.cost_usd + planning.cost_usd,
-            )
-        )
-    return rows
-
-
-def _channel(platforms: tuple[str, ...], shown: list[Any]) -> str:
-    """Where a chat adapter shows the run (while it relays it), as ``slack #C123``."""
-    import json
-
-    for platform, raw in zip(platforms, shown, strict=True):
-        if raw:
-            try:
-                return f"{platform} {json.loads(raw).get('channel', '')}".strip()
-            except ValueError:
-                continue
-    return ""
-
-
-def _usage(raw: dict[str, str]) -> Usage:
-    return Usage(
-        prompt_tokens=int(raw.get("prompt_tokens", 0) or 0),
-        completion_tokens=int(raw.get("completion_tokens", 0) or 0),
-        cost_usd=float(raw.get("cost_usd", 0) or 0),
-    )
 
 
 async def read_all_events(store: Store, run_id: str) -> list[tuple[str, RunEvent]]:
@@ -334,69 +233,3 @@ def _tree(agents: list[AgentView]) -> list[AgentView]:
     for root in roots:
         roll(root)
     return roots
-
-
-def audience(recipient: str) -> str:
-    if recipient.startswith("team:"):
-        return "team"
-    if recipient == "all" or recipient.startswith("all:"):
-        return "broadcast"
-    return "private"
-
-
-def timeline_line(
-    entry_id: str, event: RunEvent, names: dict[str, str], teams: dict[str, str]
-) -> Line | None:
-    """One timeline row for an event, or None for events the timeline leaves out (each
-    model call and tool call is shown with its agent's turns instead)."""
-    who = names.get(event.agent_id or "", event.agent_id or "")
-
-    def line(
-        text: str, *, tag: str = "", target: str = "", detail: str = "", by: str | None = None
-    ) -> Line:
-        return Line(entry_id, event.at, event.kind, by or who, text, tag, target, detail)
-
-    match event:
-        case MessageSent():
-            tag = audience(event.recipient)
-            if tag == "team":
-                team = event.recipient.removeprefix("team:")
-                target = f"team {teams.get(team, team)}"
-            elif tag == "broadcast":
-                target = "everyone"
-            else:
-                target = names.get(event.recipient, event.recipient)
-            return line(event.preview, tag=tag, target=target)
-        case RunStarted():
-            return line("the run started")
-        case AgentCreated():
-            return line(f"created as {event.role} ({event.model})", by=event.name)
-        case AgentFinished():
-            tag = "ok" if event.reason is EndReason.FINISHED else "error"
-            return line(
-                f"ended: {event.reason.value}", tag=tag, detail=short(event.result or event.detail)
-            )
-        case RunFinished():
-            tag = "ok" if event.status is RunStatus.COMPLETED else "error"
-            return line(
-                f"the run {event.status.value}", tag=tag, detail=short(event.result or event.error)
-            )
-        case ErrorRaised():
-            return line(event.message, tag="error", detail=event.hint)
-        case ChatPosted():
-            return line(f"posted to the chat: {event.text}", detail=event.filename or "")
-        case Notified():
-            return line(f"notified {event.who}: {event.text}")
-        case QuestionAsked():
-            return line(f"asked: {event.question}", tag="question")
-        case QuestionClosed():
-            text = "the question timed out" if event.timed_out else f"{event.by} answered"
-            return line(text, detail=event.answer or "", tag="question")
-        case BudgetReached():
-            return line(f"paused at its {event.what} budget", tag="error", detail=event.detail)
-        case RunStatusChanged():
-            return line(f"the run is {event.status.value}", by=event.by, detail=event.note)
-        case TurnStarted() | LLMCalled() | ToolCalled():
-            return None
-        case _:
-            assert_never(event)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 
+from core import telemetry
 from core.agent import calls, faults, limits, questions, responses
 from core.agent.lease import turn_lease
 from core.agent.lifecycle import end_agent
@@ -36,7 +37,8 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
         if not held:
             log.info("turn %s: another delivery is running it; dropped", job)
             return TurnOutcome.DROPPED
-        return await _run(svc, job)
+        with telemetry.turn(job.run_id, job.agent_id, job.seq) as traced:
+            return traced.outcome(await _run(svc, job))
 
 
 async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
@@ -44,6 +46,7 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     state, run, deliveries, run_usage, raw_saved = await store.turn_start(
         job.run_id, job.agent_id, job.seq
     )
+    telemetry.turn_read(run.traceparent, state)
     if state is None:
         log.warning("turn %s: unknown agent, dropped", job)
         return TurnOutcome.DROPPED
@@ -121,6 +124,7 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     request = request.model_copy(
         update={"max_tokens": max(budget.max_tokens, calls.MIN_ANSWER_TOKENS)}
     )
+    called_at = telemetry.clock()
     try:
         response, reused = await calls.complete(svc, request, job.seq, saved)
     except LLMError as exc:
@@ -128,6 +132,7 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     except TimeoutError:
         detail = f"the model did not answer within {calls.llm_deadline(svc):.0f} s (with retries)"
         return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, detail)
+    telemetry.model_called(request, response, called_at, reused)
     if reused:
         log.info("turn %s: reused the answer an earlier delivery saved", job)
     await faults.point(svc, "after_llm")
@@ -170,9 +175,11 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     for call in response.tool_calls:
         stalled = limits.note_call(state.recent_calls, call, repeats) or stalled
         state.recent_calls = state.recent_calls[-repeats:]
+        called_at = telemetry.clock()
         result = await svc.tools.execute(
             ctx, call, allowed, svc.prompts, svc.settings.limits.tool_result_chars
         )
+        telemetry.tool_called(call, result.ok, result.content, called_at)
         state.thread.append(
             ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=result.content)
         )

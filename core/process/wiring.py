@@ -9,6 +9,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
+from core import telemetry
 from core.agent.keeper_client import KeptLLM
 from core.config import Settings
 from core.effects.intents import default_processors
@@ -66,6 +67,7 @@ def build_services(
 ) -> Services:
     """Services for this process; ``llm``, ``redis`` and ``tools`` replace the
     configured ones (tests, the demo)."""
+    telemetry.setup(settings.telemetry)
     client = redis if redis is not None else connect_redis(settings)
     keys = Keys(settings.redis.key_prefix)
     store = Store(client, keys, settings.redis.events_maxlen)

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
 
+from core import telemetry
 from core.errors import RunError, UsageError
 from core.state.keys import Keys
 from core.state.records import agent_fields, parse_head, parse_usage, set_run
@@ -52,6 +53,7 @@ class Store:
     # --- runs ---------------------------------------------------------------------------
 
     async def create_run(self, run: RunState) -> None:
+        run.traceparent = run.traceparent or telemetry.new_traceparent()
         if not await self.redis.set(self.keys.run(run.id), run.model_dump_json(), nx=True):
             raise UsageError(f"run {run.id} already exists", hint="use a new run id")
         await self.redis.set(self.keys.run_head(run.id), run.head().model_dump_json())

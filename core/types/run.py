@@ -100,6 +100,8 @@ class RunHead(Frozen):
     paused: str | None = None
     budget: RunBudget | None = None
     deadline_at: float | None = None
+    # The run's trace context (W3C traceparent) when tracing is on (core.telemetry).
+    traceparent: str | None = None
 
 
 class RunState(BaseModel):
@@ -128,6 +130,9 @@ class RunState(BaseModel):
     created_at: float = Field(default_factory=now)
     started_at: float | None = None
     deadline_at: float | None = None
+    # The run's span in its trace (W3C traceparent), set when it is recorded with tracing
+    # on: every worker continues the run's trace from it (core.telemetry).
+    traceparent: str | None = None
 
     def head(self) -> RunHead:
         return RunHead(
@@ -136,4 +141,5 @@ class RunState(BaseModel):
             paused=self.paused,
             budget=self.budget,
             deadline_at=self.deadline_at,
+            traceparent=self.traceparent,
         )

@@ -1,0 +1,46 @@
+"""The settings for seeing runs from outside: ``caramba web`` (``[web_ui]``) and
+OpenTelemetry traces (``[telemetry]``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class WebUISettings(_Section):
+    """``caramba web``: the run inspector (bots/web). Its signing secret comes only from
+    the variable named by ``secret_env``."""
+
+    # The address people reach the server at, for the links the chat threads carry
+    # (https://caramba.example.com); "" = no links are made.
+    base_url: str = ""
+    host: str = "127.0.0.1"
+    port: int = Field(8400, ge=1, le=65535)
+    # The variable holding the key that signs the pages' tokens (32 characters or more).
+    secret_env: str = "CARAMBA_WEB_SECRET"
+    # A run's link works this long; an operator's link to the runs list this long.
+    link_ttl_s: float = Field(7 * 86_400, gt=0)
+    operator_ttl_s: float = Field(12 * 3600, gt=0)
+    # The newest runs the runs list shows.
+    runs_shown: int = Field(100, ge=1, le=10_000)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url.strip())
+
+
+class TelemetrySettings(_Section):
+    """OpenTelemetry traces (core/telemetry): a span per run, agent, turn, model call and
+    tool call, sent with OTLP over HTTP. Off unless ``enabled``."""
+
+    enabled: bool = False
+    # The OTLP/HTTP traces endpoint (http://127.0.0.1:4318/v1/traces); "" = the
+    # exporter's own default and the standard OTEL_EXPORTER_OTLP_* variables.
+    otlp_endpoint: str = ""
+    service_name: str = "caramba"
+    # Tool arguments and results and the model's text on the spans (they may hold
+    # people's data): off by default.
+    capture_content: bool = False
