@@ -1,0 +1,171 @@
+"""``caramba doctor``: check the configuration and the services, say what to fix."""
+
+from __future__ import annotations
+
+import os
+
+from core.config import Settings
+from core.errors import CarambaError
+from core.llm.gateway import import_litellm
+from core.process.doctor_discord import check_discord
+from core.process.doctor_live import check_library, check_model_call
+from core.process.doctor_sandbox import check_sandbox
+from core.process.doctor_types import Check, Level
+from core.prompts import PromptLibrary
+
+# Chat platforms: which variables each needs (all optional until that adapter is used).
+# Discord's token is checked with Discord itself (core.process.doctor_discord).
+CHAT_TOKENS: dict[str, tuple[str, ...]] = {
+    "Slack": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"),
+}
+
+
+async def run_checks(settings: Settings) -> list[Check]:
+    checks = [
+        Check("config", Level.OK, f"loaded {settings.config_file or 'built-in defaults'}"),
+        _check_prompts(settings),
+        await _check_redis(settings),
+        *_check_model(settings),
+        check_library(settings),
+        check_sandbox(settings),
+        _check_web_search(settings),
+    ]
+    for platform, names in CHAT_TOKENS.items():
+        missing = [n for n in names if not os.environ.get(n)]
+        if missing:
+            checks.append(
+                Check(
+                    f"{platform} tokens",
+                    Level.WARN,
+                    f"not set: {', '.join(missing)} ({platform} adapter disabled)",
+                    f"export {' '.join(f'{n}=...' for n in missing)} to use {platform}",
+                )
+            )
+        else:
+            checks.append(Check(f"{platform} tokens", Level.OK, "present"))
+    checks.append(await check_discord(settings))
+    if not any(c.level is Level.FAIL for c in checks if c.name in ("model", "api key")):
+        checks.append(await check_model_call(settings))
+    return checks
+
+
+def _check_web_search(settings: Settings) -> Check:
+    from core.tools.web.search import SearchUnavailable, check_backend
+
+    web = settings.web
+    try:
+        check_backend(web)
+    except SearchUnavailable as exc:
+        return Check(
+            "web search",
+            Level.WARN,
+            f"web_search is not offered: {exc}",
+            "configure [web] in config.toml (fetch_url and download work without it)",
+        )
+    where = f" at {web.search_url}" if web.search_url else ""
+    return Check("web search", Level.OK, f"{web.search_backend}{where}")
+
+
+def _check_prompts(settings: Settings) -> Check:
+    try:
+        library = PromptLibrary(settings.prompts_dir)
+        names = library.names()
+    except CarambaError as exc:
+        return Check(
+            "prompts",
+            Level.FAIL,
+            str(exc),
+            'point prompts.dir at a folder of templates, or set prompts.dir = "" '
+            "for the packaged ones",
+        )
+    missing = [f"{role} → {t}" for role, t in settings.prompts.roles.items() if t not in names]
+    if missing:
+        return Check(
+            "prompts",
+            Level.FAIL,
+            f"templates not found: {', '.join(missing)}",
+            f"add them to {library.source} or fix [prompts.roles]",
+        )
+    return Check("prompts", Level.OK, f"{len(names)} templates in {library.source}")
+
+
+async def _check_redis(settings: Settings) -> Check:
+    if settings.redis.embedded:
+        return Check(
+            "redis",
+            Level.WARN,
+            "redis.url is empty: embedded mode (in-process, nothing survives a restart)",
+            "export CARAMBA_REDIS__URL=redis://127.0.0.1:6379/0 for production",
+        )
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(settings.redis.url, socket_connect_timeout=2, socket_timeout=2)
+    try:
+        await client.ping()
+        info = await client.info("server")
+    except Exception as exc:
+        return Check(
+            "redis",
+            Level.FAIL,
+            f"{settings.redis.url} not reachable: {exc}",
+            "start Redis (redis-server --daemonize yes) or fix CARAMBA_REDIS__URL",
+        )
+    finally:
+        await client.aclose()
+    version = str(info.get("redis_version", "?"))
+    if tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) < (6, 2):
+        return Check(
+            "redis", Level.FAIL, f"Redis {version} lacks XAUTOCLAIM", "use Redis 6.2 or newer"
+        )
+    return Check("redis", Level.OK, f"{settings.redis.url} answers (Redis {version})")
+
+
+def _check_model(settings: Settings) -> list[Check]:
+    llm = settings.llm
+    out = [
+        Check(
+            "model",
+            Level.OK,
+            f"{llm.model}"
+            + (f" via {llm.api_base}" if llm.api_base else "")
+            + (f"; per role: {dict(llm.models)}" if llm.models else ""),
+        )
+    ]
+    if llm.api_key_env:
+        if os.environ.get(llm.api_key_env):
+            out.append(Check("api key", Level.OK, f"{llm.api_key_env} is set"))
+        else:
+            out.append(
+                Check(
+                    "api key",
+                    Level.FAIL,
+                    f"{llm.api_key_env} is not set",
+                    f"export {llm.api_key_env}=...",
+                )
+            )
+        return out
+    if llm.api_base:
+        out.append(Check("api key", Level.OK, "custom api_base; no provider key required"))
+        return out
+    litellm = import_litellm()
+    missing: list[str] = []
+    for model in {llm.model, *llm.models.values()}:
+        try:
+            report = litellm.validate_environment(model=model)
+        except Exception as exc:
+            out.append(Check("api key", Level.WARN, f"cannot tell what {model} needs: {exc}"))
+            continue
+        missing += [k for k in report.get("missing_keys", []) if k not in missing]
+    if missing:
+        out.append(
+            Check(
+                "api key",
+                Level.FAIL,
+                f"not set: {', '.join(missing)}",
+                f"export {' '.join(f'{k}=...' for k in missing)} (or set "
+                "llm.api_base to a local OpenAI-compatible server)",
+            )
+        )
+    else:
+        out.append(Check("api key", Level.OK, "provider keys present"))
+    return out
