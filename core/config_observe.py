@@ -3,7 +3,14 @@ OpenTelemetry traces (``[telemetry]``)."""
 
 from __future__ import annotations
 
+import os
+
 from pydantic import BaseModel, ConfigDict, Field
+
+from core.errors import ConfigError, MissingSecretError
+
+# The shortest signing key `caramba web` takes.
+MIN_SECRET_CHARS = 32
 
 
 class _Section(BaseModel):
@@ -30,6 +37,20 @@ class WebUISettings(_Section):
     @property
     def configured(self) -> bool:
         return bool(self.base_url.strip())
+
+    def signing_key(self) -> str:
+        """The key from ``$secret_env``; ``MissingSecretError`` when it is not set,
+        ``ConfigError`` when it is too short to be a key."""
+        value = os.environ.get(self.secret_env)
+        if not value:
+            raise MissingSecretError(self.secret_env, "signing the links to `caramba web`'s pages")
+        if len(value) < MIN_SECRET_CHARS:
+            raise ConfigError(
+                f"{self.secret_env} holds {len(value)} characters; a signing key needs "
+                f"{MIN_SECRET_CHARS} or more",
+                hint=f"export {self.secret_env}=$(openssl rand -hex 32)",
+            )
+        return value
 
 
 class TelemetrySettings(_Section):

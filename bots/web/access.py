@@ -13,16 +13,14 @@ import base64
 import hashlib
 import hmac
 import json
-import os
 import time
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from core.config import Settings
-from core.errors import ConfigError, MissingSecretError
+from core.errors import ConfigError
 
 OPERATOR = "operator"
-MIN_SECRET_CHARS = 32
 _CONTEXT = b"caramba-web-token.v1."
 
 
@@ -74,24 +72,10 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def secret(settings: Settings) -> str | None:
-    """The signing key from the environment, or None when its variable is not set."""
-    return os.environ.get(settings.web_ui.secret_env) or None
-
-
 def signer(settings: Settings) -> Signer:
     """The signer for these settings; ``MissingSecretError`` or ``ConfigError`` when the
     variable is missing or too short to be a key."""
-    name = settings.web_ui.secret_env
-    value = secret(settings)
-    if value is None:
-        raise MissingSecretError(name, "signing the links to `caramba web`'s pages")
-    if len(value) < MIN_SECRET_CHARS:
-        raise ConfigError(
-            f"{name} holds {len(value)} characters; a signing key needs {MIN_SECRET_CHARS} or more",
-            hint=f"export {name}=$(openssl rand -hex 32)",
-        )
-    return Signer(value.encode())
+    return Signer(settings.web_ui.signing_key().encode())
 
 
 def run_path(signer: Signer, run_id: str, ttl_s: float) -> str:

@@ -11,6 +11,7 @@ from core.process.doctor_discord import check_discord
 from core.process.doctor_live import check_library, check_model_call
 from core.process.doctor_sandbox import check_sandbox
 from core.process.doctor_types import Check, Level
+from core.process.doctor_web import check_web_ui
 from core.prompts import PromptLibrary
 
 # Chat platforms: which variables each needs (all optional until that adapter is used).
@@ -29,6 +30,7 @@ async def run_checks(settings: Settings) -> list[Check]:
         check_library(settings),
         check_sandbox(settings),
         _check_web_search(settings),
+        *check_web_ui(settings),
     ]
     for platform, names in CHAT_TOKENS.items():
         missing = [n for n in names if not os.environ.get(n)]
