@@ -30,7 +30,7 @@ def _agent(a: AgentCard, excerpt: int) -> tuple[str, str]:
     value += "".join(f"⚠️ {escape(r)}\n" for r in a.risks)
     if excerpt:
         value += "> " + escape(a.prompt_excerpt[:excerpt]).replace("\n", " ")
-    name = f"{a.name} — {a.role}{under}"
+    name = f"{escape(a.name)} — {escape(a.role)}{under}"
     return truncate(name, TITLE_LIMIT), truncate(value, FIELD_LIMIT)
 
 
