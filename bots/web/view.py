@@ -91,6 +91,8 @@ class RunPage:
     files: list[FileInfo]
     # The stream id of the last event read: live updates start after it.
     last_event: str
+    # Agent id → name, for who took a step ("by agt_…").
+    names: dict[str, str] = field(default_factory=dict)
 
     @property
     def cost_usd(self) -> float:
@@ -153,6 +155,7 @@ async def run_page(store: Store, workspace: Workspace, run_id: str, default_mode
         pauses=[e for _i, e in events if isinstance(e, BudgetReached)],
         files=files,
         last_event=events[-1][0] if events else "0-0",
+        names=names,
     )
 
 
