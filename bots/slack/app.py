@@ -18,22 +18,23 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.chat.relays import Relays
+from bots.chat.threads import Shown
+from bots.slack.adapter import slack_adapter, slack_threads
 from bots.slack.attachments import Attachments, refusal_text
 from bots.slack.context import SlackContext
 from bots.slack.decisions import Decisions
 from bots.slack.feedback import add_feedback_listeners
 from bots.slack.mentions import People, from_bot, task_text
-from bots.slack.relays import Relays
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape
-from bots.slack.threads import Shown, Threads
 from core.agent.questions import answer_question, follow_up, open_questions
 from core.runs.requests import new_run_id, request_run
 from core.services import Services
 from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
-# A Web API call that takes longer fails (a relay's is tried again: bots/slack/courier.py).
+# A Web API call that takes longer fails (a relay's is tried again: bots/chat/courier.py).
 API_TIMEOUT_S = 30
 HELP = "Mention me with a task, e.g. “@caramba compare the three cheapest flights to Berlin”."
 
@@ -58,10 +59,10 @@ class SlackBot:
             retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=3)],
         )
         self.app = AsyncApp(client=self.client, signing_secret=secrets.signing_secret)
-        self.threads = Threads(svc.redis, svc.settings.redis.key_prefix)
+        self.threads = slack_threads(svc)
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
-        self.relays = Relays(svc, self.client, self.threads)
+        self.relays = Relays(svc, slack_adapter(svc, self.client), self.threads)
         self.attachments = Attachments(svc, self.client)
         self.people = People(self.client)
         self.app.event("app_mention")(self._on_mention)

@@ -3,10 +3,10 @@ unreachable, overloaded or rate-limiting), or never (Slack refused the call itse
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackRequestError
+
+from bots.chat.ports import Failure
 
 # ``ok: false`` errors worth another try (Slack's own trouble, not the call's). Not
 # ``fatal_error``: Slack says part of the call may have been done, so it is not repeated.
@@ -15,18 +15,8 @@ TRANSIENT_ERRORS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class Failure:
-    """``retry``: worth another try; ``answered``: Slack answered (an HTTP error rather
-    than no connection at all); ``wait_s``: how long Slack asked to wait (Retry-After)."""
-
-    retry: bool
-    answered: bool = True
-    wait_s: float = 0.0
-    why: str = ""
-
-
 def classify(exc: BaseException) -> Failure:
+    """What ``exc``, raised by a Web API call (or an upload), means for the outbox."""
     why = f"{type(exc).__name__}: {exc}"[:300]
     if isinstance(exc, SlackApiError):
         response = exc.response

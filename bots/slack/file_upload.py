@@ -5,7 +5,7 @@ URL per file), the bytes posted to that URL, and ``files.completeUploadExternal`
 shares the files in the thread as one message (images shown inline). The courier may try
 an entry again (Slack unreachable, or its answer lost) and another bot process may take
 the run over halfway, so every step's outcome is kept in Redis under the entry
-(``…:slack:outbox:{run}:upload:{entry id}``):
+(``…:slack:outbox:{run}:upload:{entry id}``, the key of ``Files``):
 
 - a file whose bytes went up keeps its file id, and is not sent again;
 - the completion is marked before it is asked for; a try after a marked completion asks
@@ -25,8 +25,9 @@ import aiohttp
 from slack_sdk.errors import SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.chat.outbox import Outbox
+from bots.chat.ports import Files, Place
 from bots.slack.failures import classify
-from bots.slack.outbox import Entry, Outbox
 from core.workspace.base import Workspace
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,8 @@ _UPLOAD_TIMEOUT_S = 120
 
 
 class FileSender:
-    """Sends ``files`` entries with ``client``; reads the bytes from ``workspace``."""
+    """Sends a run's :class:`Files` with ``client``, keeping its progress beside the
+    run's ``outbox``; reads the bytes from ``workspace``."""
 
     def __init__(
         self, outbox: Outbox, client: AsyncWebClient, workspace: Workspace, keep_s: float
@@ -44,19 +46,20 @@ class FileSender:
         # How long an upload's progress is kept (it outlives the entry's last try).
         self.keep_s = max(60, int(keep_s) + 3600)
 
-    def _key(self, entry: Entry) -> str:
-        return f"{self.prefix}:{entry.run}:upload:{entry.id}"
+    def _key(self, files: Files) -> str:
+        return f"{self.prefix}:{files.run}:upload:{files.key}"
 
-    async def send(self, entry: Entry, channel: str, thread: str) -> dict[str, Any]:
-        """Upload ``entry.files`` into ``channel``/``thread`` unless done before; what
-        Slack answered (or a note that it was done before)."""
+    async def send(self, entry: Files, place: Place) -> dict[str, Any]:
+        """Upload ``entry.files`` into ``place`` unless done before; what Slack answered
+        (or a note that it was done before)."""
+        channel, thread = place.channel, place.thread
         key = self._key(entry)
         state: dict[str, str] = await self.redis.hgetall(key) or {}
         if state.get("done"):
             return {"ok": True, "done_before": True}
         ids = [await self._put(key, state, i, entry) for i in range(len(entry.files))]
         if state.get("completing") and await self._shared(ids[0], channel):
-            log.info("run %s: the %s were shared before; not again", entry.run, entry.what)
+            log.info("run %s: the output files were shared before; not again", entry.run)
             await self._mark(key, "done")
             return {"ok": True, "done_before": True}
         await self._mark(key, "completing")
@@ -64,16 +67,16 @@ class FileSender:
             files=[{"id": fid, "title": f.title} for fid, f in zip(ids, entry.files, strict=True)],
             channel_id=channel,
             thread_ts=thread,
-            initial_comment=entry.text or None,
+            initial_comment=entry.comment or None,
         )
         await self._mark(key, "done")
         return dict(answer.data) if isinstance(answer.data, dict) else {"ok": True}
 
-    async def forget(self, entry: Entry) -> None:
+    async def forget(self, entry: Files) -> None:
         """Drop what is kept of ``entry``'s upload (it is delivered or given up)."""
         await self.redis.delete(self._key(entry))
 
-    async def _put(self, key: str, state: dict[str, str], i: int, entry: Entry) -> str:
+    async def _put(self, key: str, state: dict[str, str], i: int, entry: Files) -> str:
         """File ``i``'s id, its bytes uploaded (now, or by an earlier try)."""
         field = f"file:{i}"
         if field in state:

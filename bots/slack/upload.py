@@ -1,10 +1,10 @@
 """A long result as a file in the run's thread, with a short preview pointing at it.
 
-Past ``slack.result_file_chars`` the whole text goes up with
-``AsyncWebClient.files_upload_v2(channel=, thread_ts=, **result_file(...))`` (it gets an
-upload URL, posts the bytes there and completes the upload into the thread) and the
-thread gets :func:`preview` only. If the upload fails, the relay posts the whole text in
-pieces instead: nothing is lost.
+Past ``slack.result_file_chars`` the relay has the whole text uploaded as a file
+(``bots.chat.relay.result_file``; ``files_upload_v2`` gets an upload URL, posts the bytes
+there and completes the upload into the thread) and the thread gets :func:`preview`
+only. If the upload fails, the relay posts the whole text in pieces instead: nothing is
+lost.
 """
 
 from __future__ import annotations
@@ -12,13 +12,6 @@ from __future__ import annotations
 from bots.slack.text import SECTION_LIMIT, truncate
 
 POINTER = "full result in the attached file"
-
-
-def result_file(run_id: str, text: str) -> dict[str, str]:
-    """``files_upload_v2`` arguments for the result ``text``, kept as is: a file is not
-    mrkdwn, so it needs no escaping."""
-    name = run_id or "run"
-    return {"content": text, "filename": f"result-{name}.md", "title": f"Result of {name}"}
 
 
 def preview(body: str) -> str:

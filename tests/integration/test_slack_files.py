@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 
-from bots.slack.courier import Courier
+from bots.chat.courier import Courier
+from bots.chat.outbox import Entry, Outbox
+from bots.chat.ports import OutFile, Place
+from bots.slack.adapter import slack_adapter
 from bots.slack.file_upload import FileSender
-from bots.slack.outbox import Entry, Outbox, OutFile
 from core.types.files import AttachedFile
 from core.types.run import RunStatus
 from tests.fakes.slack_api import FakeSlackAPI
@@ -251,7 +253,7 @@ async def test_a_bot_taking_an_upload_over_does_not_upload_again(make_services, 
             kind="files",
             files=tuple(OutFile(path=p, filename=n, title=n, size=k) for p, n, k in out),
         )
-        outbox = Outbox(svc.redis, svc.settings.redis.key_prefix)
+        outbox = Outbox(svc.redis, svc.settings.redis.key_prefix, "slack")
         first = FileSender(outbox, h.bot.client, svc.workspace, 60)
         real = h.bot.client.files_getUploadURLExternal
         asked = 0
@@ -266,7 +268,7 @@ async def test_a_bot_taking_an_upload_over_does_not_upload_again(make_services, 
         first.client = type(h.bot.client)(token="xoxb-test", base_url=slack.url)
         first.client.files_getUploadURLExternal = dies_at_the_second_file  # type: ignore[method-assign]
         with pytest.raises(_Killed):
-            await first.send(entry, CHANNEL, THREAD)
+            await first.send(entry.outgoing, Place(CHANNEL, THREAD))
         assert len(slack.uploads) == 1 and slack.shared == []
 
         # Another bot process's courier delivers the entry from the run's outbox.
@@ -274,9 +276,8 @@ async def test_a_bot_taking_an_upload_over_does_not_upload_again(make_services, 
             outbox.add(pipe, run_id, [entry])
             await pipe.execute()
         second = FileSender(outbox, h.bot.client, svc.workspace, 60)
-        courier = Courier(
-            outbox, h.bot.client, run_id, CHANNEL, THREAD, svc.settings.slack, files=second
-        )
+        adapter = slack_adapter(svc, h.bot.client, files=second)
+        courier = Courier(outbox, adapter, run_id, Place(CHANNEL, THREAD))
         await courier.attempt(await outbox.head(run_id))
         assert sharing(slack) == [("chart.png", CHANNEL, THREAD), ("notes.md", CHANNEL, THREAD)]
         assert len(slack.uploads) == 2, "the chart's bytes went up once"

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from bots.chat.threads import Shown, Threads
 from bots.slack.blocks import CANCEL, FEEDBACK_UP
-from bots.slack.threads import Shown, Threads
 from core.config import SlackSettings
 from core.state.keys import Keys
 from core.state.store import Store
@@ -112,7 +112,7 @@ async def a_run(redis: Any, **settings: str) -> AsyncIterator[tuple[Store, Bots]
     prefix = redis.test_prefix
     store = Store(redis, Keys(prefix), 10_000)
     await store.create_run(RunState(id=RUN, task="Compare flights", status=RunStatus.RUNNING))
-    await Threads(redis, prefix).link(Shown(run_id=RUN, channel=CHANNEL, thread=THREAD))
+    await Threads(redis, prefix, "slack").link(Shown(run_id=RUN, channel=CHANNEL, thread=THREAD))
     await store.emit(
         RunStarted(run_id=RUN, task="Compare flights"),
         *(

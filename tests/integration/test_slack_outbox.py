@@ -65,7 +65,7 @@ async def test_a_run_that_ends_while_slack_is_down_is_shown_in_full_afterwards(
         (status,) = [c for c in slack.of("chat.postMessage") if "agents" in c["text"]]
         before = len(slack.calls)
 
-        with caplog.at_level(logging.WARNING, logger="bots.slack.courier"):
+        with caplog.at_level(logging.WARNING, logger="bots.chat.courier"):
             await slack.go_down(how)
             down = time.monotonic()
             go.set()

@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 
+from bots.chat.courier import Courier
+from bots.chat.outbox import Outbox
+from bots.chat.ports import Place
+from bots.chat.relay import ThreadRelay
+from bots.slack.adapter import slack_adapter
 from bots.slack.app import SlackBot
 from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
-from bots.slack.courier import Courier
 from bots.slack.feedback import ALREADY, THANKS
-from bots.slack.outbox import Outbox
-from bots.slack.relay import ThreadRelay
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape, split
 from bots.slack.upload import POINTER
@@ -95,11 +97,11 @@ class Relayed:
     courier with the bot's client (its 429 retries included)."""
 
     def __init__(self, bot: SlackBot) -> None:
-        self.redis, run = bot.svc.redis, "run_r1"
-        self.relay = ThreadRelay(CHANNEL, THREAD, run)
-        self.outbox = Outbox(self.redis, bot.svc.settings.redis.key_prefix)
-        settings = bot.svc.settings.slack
-        self.courier = Courier(self.outbox, bot.client, run, CHANNEL, THREAD, settings)
+        self.redis, run, place = bot.svc.redis, "run_r1", Place(CHANNEL, THREAD)
+        slack = slack_adapter(bot.svc, bot.client)
+        self.relay = ThreadRelay(place, run, slack.renderer, slack.limits)
+        self.outbox = Outbox(self.redis, bot.svc.settings.redis.key_prefix, "slack")
+        self.courier = Courier(self.outbox, slack, run, place)
 
     async def on_event(self, event: RunEvent) -> None:
         """Fold ``event`` in, queue its posts, and return once they are delivered."""
@@ -136,8 +138,8 @@ def finished(result: str, status: RunStatus = RunStatus.COMPLETED) -> RunFinishe
 
 
 async def test_a_long_result_is_uploaded_as_a_file(make_services, real_redis) -> None:
-    assert len(LONG) > ThreadRelay.result_file_chars
     async with bot_relay(make_services, real_redis) as (relay, slack):
+        assert len(LONG) > relay.relay.limits.result_file_chars
         await relay.on_event(finished(LONG))
         methods = [c.method for c in slack.calls if c.method != "auth.test"]
         assert methods == [

@@ -9,9 +9,11 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackRequestError
 
+from bots.chat.ports import Limits, Place
+from bots.chat.relay import ThreadRelay
 from bots.slack.blocks import CANCEL, FEEDBACK_UP, proposal_blocks
 from bots.slack.failures import classify
-from bots.slack.relay import ThreadRelay
+from bots.slack.render import SlackRenderer
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import SECTION_LIMIT, escape, split, truncate
 from core.errors import MissingSecretError
@@ -97,13 +99,13 @@ def test_missing_secrets_name_the_variable(monkeypatch) -> None:
 
 
 async def test_the_relay_coalesces_status_and_queues_in_order() -> None:
-    relay = ThreadRelay("C1", "1.1", "r")
+    relay = ThreadRelay(Place("C1", "1.1"), "r", SlackRenderer(), Limits(message_chars=3000))
     relay.show_status(force=True)
     assert relay.take() == ([], None), "no status message before the run starts"
     await relay.on_event(RunStarted(run_id="r", task="t"))
     (status,), content = relay.take()
     assert status.kind == "status" and content is not None
-    assert CANCEL in json.dumps(content[1]), "Cancel while it runs"
+    assert CANCEL in json.dumps(content.payload), "Cancel while it runs"
     for seq in range(30):
         await relay.on_event(
             ToolCalled(
@@ -135,9 +137,9 @@ async def test_the_relay_coalesces_status_and_queues_in_order() -> None:
         ("result", 3000),
         ("result", 1000),
     ]
-    assert FEEDBACK_UP in json.dumps(entries[-1].blocks), "buttons on the last piece"
-    assert content is not None and "Run completed" in content[0]
-    assert "tool calls 30" in content[0] and CANCEL not in json.dumps(content[1])
+    assert FEEDBACK_UP in json.dumps(entries[-1].payload), "buttons on the last piece"
+    assert content is not None and "Run completed" in content.text
+    assert "tool calls 30" in content.text and CANCEL not in json.dumps(content.payload)
 
     relay.quiet = True  # replaying what an earlier process queued: nothing again
     await relay.on_event(RunFinished(run_id="r", status=RunStatus.COMPLETED, result="z"))

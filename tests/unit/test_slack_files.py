@@ -12,9 +12,11 @@ from typing import Any
 
 from rich.console import Console
 
+from bots.chat.outputs import output_entries
 from bots.console.render import EventPrinter
+from bots.slack.adapter import slack_limits
 from bots.slack.attachments import refusal_text, safe_name
-from bots.slack.outputs import output_entries
+from bots.slack.render import SlackRenderer
 from core.config import Settings, SlackSettings
 from core.runs.approval import Approve, decide
 from core.runs.requests import new_run_id, plan_request, request_run
@@ -78,7 +80,8 @@ def test_outputs_become_one_upload_within_the_caps() -> None:
         _info("outputs/big.bin", 5000),  # over the bytes left
         _info("outputs/z.txt", 10),  # over the number of files
     ]
-    upload, note = output_entries("run_1", files, slack)
+    limits, renderer = slack_limits(slack), SlackRenderer()
+    upload, note = output_entries("run_1", files, limits, renderer)
     assert upload.kind == "files" and upload.run == "run_1"
     assert [(f.path, f.filename, f.title) for f in upload.files] == [
         ("outputs/a.csv", "a.csv", "a.csv"),
@@ -91,7 +94,7 @@ def test_outputs_become_one_upload_within_the_caps() -> None:
         "Not uploaded (at most 2 files and 2.9 KB per run): outputs/big.bin (4.9 KB), "
         "outputs/z.txt (10 B)."
     )
-    assert output_entries("run_1", [_info("draft.md", 1)], slack) == []
+    assert output_entries("run_1", [_info("draft.md", 1)], limits, renderer) == []
 
 
 async def test_the_planner_and_every_agent_are_told_of_the_attached_files(

@@ -1,19 +1,22 @@
-"""A durable outbox of what a run's relay posts into its Slack thread, kept in Redis.
+"""A durable outbox of what a run's relay posts into its thread, kept in Redis.
 
-The relay never calls Slack: it adds its posts here (in the same transaction as its
-progress, so an event replayed after a restart adds nothing twice) and the run's courier
-(``bots.slack.courier``) delivers them, in order, retrying while Slack is unreachable.
+The relay never calls the chat platform: it adds its posts here (in the same transaction
+as its progress, so an event replayed after a restart adds nothing twice) and the run's
+courier (``bots.chat.courier``) delivers them, in order, retrying while the platform is
+unreachable.
 
-Keys, under ``{redis.key_prefix}:slack:outbox:{run_id}`` (one run, one thread):
+Keys, under ``{redis.key_prefix}:{platform}:outbox:{run_id}`` (one run, one thread; for
+Slack ``…:slack:outbox:…``, as before the chat layer was shared):
 
 - the key itself: a list of :class:`Entry` (JSON), oldest first. Only its head is
-  delivered; it is removed once Slack took it, so the thread gets them in order.
+  delivered; it is removed once the platform took it, so the thread gets them in order.
 - ``…:status``: a hash for the run's status message, posted once (an entry of kind
-  ``status``) and then updated in place: its latest content (``text``, ``blocks``),
-  ``version`` (counts the contents written), ``at`` (when the latest was written),
-  ``shown`` (the version Slack shows) and ``ts`` (the message, once posted; ``-`` if its
-  post was given up). Updates are not queued: the courier shows the latest content
-  whenever Slack shows an older one, so a long outage ends with one update.
+  ``status``) and then updated in place: its latest content (``text``, ``blocks``: the
+  payload as JSON, named so since Slack's blocks), ``version`` (counts the contents
+  written), ``at`` (when the latest was written), ``shown`` (the version the platform
+  shows) and ``ts`` (the message's id, once posted; ``-`` if its post was given up).
+  Updates are not queued: the courier shows the latest content whenever the platform
+  shows an older one, so a long outage ends with one update.
 
 Both keys go when the run's relay ends with everything delivered.
 """
@@ -27,9 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from redis.exceptions import WatchError
 
+from bots.chat.ports import Files, OutFile, Payload, Rendered, TextFile
 from core.types._base import Frozen
 
 # ``ts`` of a status message whose post was given up: its updates are dropped too.
@@ -37,34 +41,36 @@ GONE = "-"
 _WATCH_TRIES = 20
 
 
-class OutFile(Frozen):
-    """A file of the run's workspace to upload into the thread."""
-
-    path: str  # in the workspace, e.g. outputs/chart.png
-    filename: str
-    title: str
-    size: int
-
-
 class Entry(Frozen):
-    """One post of a relay (``kind`` post), its status message (``status``: the content is
-    read from the status hash when posted), a file (``upload``: ``file`` holds the
-    ``files_upload_v2`` arguments), or files of the run's workspace (``files``: uploaded
-    together, with ``text`` as their message; see ``bots.slack.file_upload``)."""
+    """One post of a relay (``kind`` post: ``text`` and ``payload``, rendered), its status
+    message (``status``: the content is read from the status hash when posted), a text
+    file (``upload``: ``file``), or files of the run's workspace (``files``: uploaded
+    together, with ``text`` as their message; ``Transport.send_files``)."""
 
     run: str
     what: str  # what it is, for the log: "milestone", "result", "proposal card", …
     kind: Literal["post", "status", "upload", "files"] = "post"
     text: str = ""
-    blocks: list[dict[str, Any]] | None = None
-    file: dict[str, str] | None = None
+    # Entries queued before the chat layer was shared call it ``blocks``.
+    payload: Payload = Field(None, validation_alias=AliasChoices("payload", "blocks"))
+    file: TextFile | None = None
     files: tuple[OutFile, ...] = ()
     # Posted in its place once it is delivered (an upload's preview) …
     then: tuple[Entry, ...] = ()
-    # … or if it cannot be (Slack refused it for good): a fallback, else nothing.
+    # … or if it cannot be (the platform refused it for good): a fallback, else nothing.
     instead: tuple[Entry, ...] = ()
     id: str = Field(default_factory=lambda: uuid.uuid4().hex[:12])
     at: float = Field(default_factory=time.time)
+
+    @classmethod
+    def post(cls, run: str, what: str, message: Rendered) -> Entry:
+        """A post of ``message``."""
+        return cls(run=run, what=what, text=message.text, payload=message.payload)
+
+    @property
+    def outgoing(self) -> Files:
+        """A ``files`` entry as the transport sends it (keyed by this entry's id)."""
+        return Files(run=self.run, key=self.id, files=self.files, comment=self.text)
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,7 @@ class Status:
     """The status hash of a run, read in one go."""
 
     text: str = ""
-    blocks: list[dict[str, Any]] | None = None
+    payload: Payload = None
     version: int = 0
     shown: int = 0
     at: float = 0.0
@@ -88,7 +94,7 @@ class Status:
         blocks = raw.get("blocks")
         return cls(
             text=raw.get("text", ""),
-            blocks=json.loads(blocks) if blocks else None,
+            payload=json.loads(blocks) if blocks else None,
             version=int(raw.get("version", 0)),
             shown=int(raw.get("shown", 0)),
             at=float(raw.get("at", 0.0)),
@@ -112,9 +118,11 @@ class Head:
 
 
 class Outbox:
-    def __init__(self, redis: Any, key_prefix: str) -> None:
+    """The outboxes of one platform's runs (``platform``: its part of the keys)."""
+
+    def __init__(self, redis: Any, key_prefix: str, platform: str) -> None:
         self.redis = redis
-        self.prefix = f"{key_prefix}:slack:outbox"
+        self.prefix = f"{key_prefix}:{platform}:outbox"
 
     def _queue(self, run_id: str) -> str:
         return f"{self.prefix}:{run_id}"
@@ -129,16 +137,16 @@ class Outbox:
         pipe: Any,
         run_id: str,
         entries: Sequence[Entry],
-        status: tuple[str, list[dict[str, Any]]] | None = None,
+        status: Rendered | None = None,
     ) -> None:
-        """Queue ``entries`` and write the status message's new content (text, blocks)
-        into the transaction ``pipe``."""
+        """Queue ``entries`` and write the status message's new content into the
+        transaction ``pipe``."""
         if entries:
             pipe.rpush(self._queue(run_id), *(e.model_dump_json() for e in entries))
         if status is not None:
-            text, blocks = status
             key = self._status(run_id)
-            pipe.hset(key, mapping={"text": text, "blocks": json.dumps(blocks), "at": time.time()})
+            blocks = json.dumps(status.payload)
+            pipe.hset(key, mapping={"text": status.text, "blocks": blocks, "at": time.time()})
             pipe.hincrby(key, "version", 1)
 
     def drop(self, pipe: Any, run_id: str) -> None:
@@ -190,5 +198,6 @@ class Outbox:
         raise WatchError(f"the outbox of {run_id} kept changing")
 
     async def shown(self, run_id: str, version: int) -> None:
-        """Slack shows the status message's content ``version`` (or it was given up)."""
+        """The platform shows the status message's content ``version`` (or it was given
+        up)."""
         await self.redis.hset(self._status(run_id), "shown", version)

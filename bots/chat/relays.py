@@ -1,10 +1,10 @@
-"""The runs one bot process relays into Slack: a task per run (its relay and the courier
+"""The runs one bot process relays into a chat platform: a task per run (its relay and the courier
 of its outbox), held by a lease so that of several bot processes exactly one relays each
 run, resumed where an earlier process stopped, and taken over from a process that died.
 
 A process that stops gracefully gives its leases up as it goes, so that another (or its
 successor) takes the runs at its next adoption round (every second); one that dies holds
-them until they lapse: ``slack.relay_lease_s``, renewed every third of it, so a dead
+them until they lapse: the platform's ``relay_lease_s``, renewed every third of it, so a dead
 process's runs move within the lease and a second.
 """
 
@@ -20,12 +20,12 @@ import uuid
 from collections.abc import Iterator
 
 from redis.asyncio.lock import Lock
-from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.slack.courier import Busy, stop_if_cancelled
-from bots.slack.outbox import Outbox
-from bots.slack.relay import relay_run
-from bots.slack.threads import Shown, Threads
+from bots.chat.busy import Busy, stop_if_cancelled
+from bots.chat.outbox import Outbox
+from bots.chat.ports import Adapter
+from bots.chat.relay import relay_run
+from bots.chat.threads import Shown, Threads
 from core.runs.requests import give_up_if_stuck, stuck_after
 from core.services import Services
 from core.state.event_hub import EventHub
@@ -40,18 +40,19 @@ ADOPT_EVERY_S = 1.0
 
 
 class Relays:
-    """Run id → the task relaying it in this process (iterable, ``in``, ``len``)."""
+    """Run id → the task relaying it into ``adapter``'s platform in this process
+    (iterable, ``in``, ``len``); ``threads``: that platform's threads."""
 
-    def __init__(self, svc: Services, client: AsyncWebClient, threads: Threads) -> None:
-        self.svc, self.client, self.threads = svc, client, threads
+    def __init__(self, svc: Services, adapter: Adapter, threads: Threads) -> None:
+        self.svc, self.adapter, self.threads = svc, adapter, threads
         self.hub = EventHub(svc.store, blocking=not svc.settings.redis.embedded)
-        self.outbox = Outbox(svc.redis, svc.settings.redis.key_prefix)
+        self.outbox = Outbox(svc.redis, svc.settings.redis.key_prefix, adapter.platform)
         self.tasks: dict[str, asyncio.Task[None]] = {}
         # Runs whose relay is posting an event right now (not stopped halfway).
         self.busy = Busy()
         # This process, as the holder of the leases on the runs it relays.
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self.lease_s = svc.settings.slack.relay_lease_s
+        self.lease_s = adapter.limits.relay_lease_s
         self.supervisor: asyncio.Task[None] | None = None
         self._claiming: set[str] = set()
         # This process's lease on each run it relays (renewed by the supervisor).
@@ -86,14 +87,14 @@ class Relays:
             watchdog = asyncio.create_task(self.watch_planning(run_id))
             try:
                 await relay_run(
-                    self.svc, self.hub, threads, self.outbox, self.client, shown, self.busy
+                    self.svc, self.hub, threads, self.outbox, self.adapter, shown, self.busy
                 )
             finally:
                 watchdog.cancel()
                 self.leases.pop(run_id, None)
                 await threads.release(lease)
 
-        task = asyncio.create_task(relay(), name=f"slack-relay-{run_id}")
+        task = asyncio.create_task(relay(), name=f"{self.adapter.platform}-relay-{run_id}")
         self.tasks[run_id] = task
         task.add_done_callback(lambda _t: self.tasks.pop(run_id, None))
         return True
@@ -122,7 +123,8 @@ class Relays:
         adopt the runs of processes that die; returns how many runs were taken up."""
         taken = await self.adopt()
         if self.supervisor is None:
-            self.supervisor = asyncio.create_task(self._supervise(), name="slack-relays")
+            name = f"{self.adapter.platform}-relays"
+            self.supervisor = asyncio.create_task(self._supervise(), name=name)
         return taken
 
     async def _supervise(self) -> None:

@@ -1,5 +1,5 @@
-"""Where each run is shown in Slack, kept in Redis: the thread of a run (replies there reach
-its agents), how far the run's relay got — a restarted bot resumes every relay where it
+"""Where each run is shown in a chat platform, kept in Redis: the thread of a run (replies
+there reach its agents), how far the run's relay got — a restarted bot resumes every relay where it
 stopped instead of losing the run's progress or posting it twice — and which bot process
 relays it (a lease — redis-py's ``Lock`` — so several processes never relay one run twice)."""
 
@@ -11,6 +11,7 @@ from typing import Any, Literal
 from redis.asyncio.lock import Lock
 from redis.exceptions import LockError, LockNotOwnedError
 
+from bots.chat.ports import Place
 from core.types._base import Frozen
 
 DEDUPE_TTL_S = 3600
@@ -33,13 +34,18 @@ return out
 
 
 class Shown(Frozen):
-    """A run being relayed into ``channel``/``thread``; ``last``: the last event relayed."""
+    """A run being relayed into ``channel``/``thread``; ``last``: the last event relayed;
+    ``status_ts``: the status message a relay from before the outbox posted."""
 
     run_id: str
     channel: str
     thread: str
     last: str = "0-0"
     status_ts: str | None = None
+
+    @property
+    def place(self) -> Place:
+        return Place(self.channel, self.thread)
 
 
 def after(entry_id: str, last: str) -> bool:
@@ -50,16 +56,18 @@ def after(entry_id: str, last: str) -> bool:
 
 
 class Threads:
-    def __init__(self, redis: Any, key_prefix: str) -> None:
+    """One platform's threads and relays, under ``{key_prefix}:{platform}:``."""
+
+    def __init__(self, redis: Any, key_prefix: str, platform: str) -> None:
         self.redis = redis
-        self.prefix = f"{key_prefix}:slack"
+        self.prefix = f"{key_prefix}:{platform}"
         self.relays_key = f"{self.prefix}:relays"
         # fakeredis (embedded mode) runs no Lua, which redis-py's Lock renews with.
         self.in_process = type(redis).__module__.partition(".")[0] == "fakeredis"
         self._renew_all: Any = None
 
     async def first_time(self, event_id: str) -> bool:
-        """True once per ``event_id``: Slack retries a slow delivery with the same id."""
+        """True once per ``event_id``: platforms retry a slow delivery with the same id."""
         key = f"{self.prefix}:event:{event_id}"
         return bool(await self.redis.set(key, "1", nx=True, ex=DEDUPE_TTL_S))
 

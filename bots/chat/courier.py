@@ -1,22 +1,23 @@
-"""Delivering one run's outbox (``bots.slack.outbox``) into its Slack thread.
+"""Delivering one run's outbox (``bots.chat.outbox``) into its thread.
 
 The courier of a run lives in the process holding the run's lease, beside the relay that
-fills the outbox: the relay never waits for Slack, and the courier sends the entries one
-at a time, oldest first, each removed once Slack took it. The status message is posted
-by its entry (so it comes before the milestones queued after it) and then updated in
-place with its latest content whenever Slack shows an older one.
+fills the outbox: the relay never waits for the platform, and the courier sends the
+entries one at a time, oldest first, each removed once the platform took it, with the
+platform's :class:`~bots.chat.ports.Transport`. The status message is posted by its
+entry (so it comes before the milestones queued after it) and then updated in place with
+its latest content whenever the platform shows an older one.
 
-A call that fails is tried again with exponential back-off (capped at
-``slack.outbox_retry_max_s``; a 429 waits at least its Retry-After) while the failure is
-Slack's (unreachable, 5xx, rate-limited); Slack refusing the call itself drops it (or
-posts its fallback). An entry still undelivered ``slack.outbox_max_age_s`` after it was
+A call that fails is tried again with exponential back-off (capped at the platform's
+``outbox_retry_max_s``; a 429 waits at least its Retry-After) while the failure is the
+platform's (unreachable, 5xx, rate-limited); the platform refusing the call itself drops
+it (or posts its fallback). An entry still undelivered ``outbox_max_age_s`` after it was
 queued is dropped, and the log says which run lost what.
 
 Delivered once: an entry is removed right after its call succeeded. A crash (or Redis
 failing) between the two leaves it queued, and the next courier sends it again: that
 one entry, at most, may appear twice — except the run's own files (``files`` entries),
-whose upload keeps its progress in Redis and is never made twice
-(``bots.slack.file_upload``).
+whose upload the transport keeps its progress of and makes once where the platform lets
+it (Slack: ``bots.slack.file_upload``).
 """
 
 from __future__ import annotations
@@ -27,76 +28,36 @@ import logging
 import random
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
-from slack_sdk.web.async_client import AsyncWebClient
-
-from bots.slack.failures import Failure, classify
-from bots.slack.file_upload import FileSender
-from bots.slack.outbox import GONE, Entry, Head, Outbox, Status
-from core.config import SlackSettings
+from bots.chat.busy import Busy, stop_if_cancelled
+from bots.chat.outbox import GONE, Entry, Head, Outbox, Status
+from bots.chat.ports import Adapter, Failure, Place
 
 log = logging.getLogger(__name__)
 # The first retry waits this long; each further one twice as long (up to the cap).
 FIRST_RETRY_S = 0.5
-# An upload that Slack answers with errors this many times is given up for its fallback
-# (the whole text in pieces): a broken upload service must not hold the thread up.
+# An upload that the platform answers with errors this many times is given up for its
+# fallback (the whole text in pieces): a broken upload service must not hold the thread up.
 UPLOAD_TRIES = 3
 # After Redis failed (reading or updating the outbox).
 REDIS_RETRY_S = 1.0
 
 
-def stop_if_cancelled() -> None:
-    """Raise CancelledError if this task was asked to stop. On Python 3.11,
-    ``asyncio.wait_for`` swallows a cancellation that comes as the awaited call ends, and
-    redis-py awaits every command's write with it (measured: a task cancelled during
-    ``redis.get`` returned normally about 7 times in 10); a loop checks here before it
-    waits again, or a stopping bot would wait for it forever."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
-        raise asyncio.CancelledError
-
-
-class Busy:
-    """Runs whose relay is queueing an event (or whose courier is calling Slack) right
-    now; ``idle`` is set when there are none (a stopping bot waits for it, so no relay
-    stops halfway through an event)."""
-
-    def __init__(self) -> None:
-        self.runs: set[str] = set()
-        self.idle = asyncio.Event()
-        self.idle.set()
-
-    def add(self, run_id: str) -> None:
-        self.runs.add(run_id)
-        self.idle.clear()
-
-    def discard(self, run_id: str) -> None:
-        self.runs.discard(run_id)
-        if not self.runs:
-            self.idle.set()
-
-
 class Courier:
-    """Delivers ``run_id``'s outbox into ``channel``/``thread`` with ``client``."""
+    """Delivers ``run_id``'s outbox into ``place`` with ``adapter``'s transport."""
 
     def __init__(
         self,
         outbox: Outbox,
-        client: AsyncWebClient,
+        adapter: Adapter,
         run_id: str,
-        channel: str,
-        thread: str,
-        settings: SlackSettings,
+        place: Place,
         busy: Busy | None = None,
-        files: FileSender | None = None,
     ) -> None:
-        self.outbox, self.client = outbox, client
-        # Uploads the run's own files (entries of kind "files"), once.
-        self.files = files
-        self.run_id, self.channel, self.thread = run_id, channel, thread
-        self.retry_max_s = settings.outbox_retry_max_s
-        self.max_age_s = settings.outbox_max_age_s
+        self.outbox, self.transport, self.platform = outbox, adapter.transport, adapter.name
+        self.run_id, self.place = run_id, place
+        self.retry_max_s = adapter.limits.outbox_retry_max_s
+        self.max_age_s = adapter.limits.outbox_max_age_s
         self.busy = busy
         # Set when the relay queued something (or ended): look at the outbox again.
         self.wake = asyncio.Event()
@@ -116,7 +77,7 @@ class Courier:
                     continue
                 delay = await self.attempt(head)
             except Exception:
-                log.exception("the Slack outbox of %s failed; retrying", self.run_id)
+                log.exception("the %s outbox of %s failed; retrying", self.platform, self.run_id)
                 delay = REDIS_RETRY_S
             stop_if_cancelled()
             if delay:
@@ -135,17 +96,18 @@ class Courier:
             return 0.0
         try:
             async with self._calling():
-                response = await self._send(entry, status)
+                message_id = await self._send(entry, status)
         except Exception as exc:
-            failure = classify(exc)
+            failure = self.transport.classify(exc)
             uploading = entry.kind in ("upload", "files")
             if failure.retry and not (
                 uploading and failure.answered and self.failures + 1 >= UPLOAD_TRIES
             ):
                 return self._retry(entry.what, failure)
             log.error(
-                "run %s: Slack refused the %s (%s); %s",
+                "run %s: %s refused the %s (%s); %s",
                 self.run_id,
+                self.platform,
                 entry.what,
                 failure.why,
                 "posting its fallback" if entry.instead else "dropped",
@@ -154,7 +116,7 @@ class Courier:
             return 0.0
         self._delivered(entry.what)
         if entry.kind == "status":
-            await self.outbox.sent(self.run_id, raw, ts=response["ts"], version=status.version)
+            await self.outbox.sent(self.run_id, raw, ts=message_id, version=status.version)
         elif entry.then:
             await self.outbox.replace(self.run_id, raw, entry.then)
         else:
@@ -163,33 +125,20 @@ class Courier:
         await self._forget(entry)
         return 0.0
 
-    async def _send(self, entry: Entry, status: Status) -> Any:
-        channel, thread = self.channel, self.thread
+    async def _send(self, entry: Entry, status: Status) -> str:
+        """Deliver ``entry``; the id of the message it posted (if it posted one)."""
+        transport, place = self.transport, self.place
         if entry.kind == "files":
-            if self.files is None:
-                raise RuntimeError("this courier cannot upload the run's files")
-            return await self.files.send(entry, channel, thread)
+            await transport.send_files(place, entry.outgoing)
+            return ""
         if entry.kind == "upload":
-            file = entry.file or {}
-            return await self.client.files_upload_v2(
-                channel=channel,
-                thread_ts=thread,
-                content=file.get("content"),
-                filename=file.get("filename"),
-                title=file.get("title"),
-            )
-        text, blocks = (
-            (status.text, status.blocks)
-            if entry.kind == "status"
-            else (
-                entry.text,
-                entry.blocks,
-            )
-        )
-        # blocks=None: the SDK leaves them out (a plain post).
-        return await self.client.chat_postMessage(
-            channel=channel, thread_ts=thread, text=text, blocks=blocks
-        )
+            if entry.file is None:
+                raise ValueError(f"the {entry.what} has no file")
+            await transport.upload(place, entry.file)
+            return ""
+        if entry.kind == "status":
+            return await transport.post(place, status.text, status.payload)
+        return await transport.post(place, entry.text, entry.payload)
 
     async def _update(self, status: Status) -> float:
         """Show the status message's latest content."""
@@ -202,14 +151,14 @@ class Courier:
         assert status.ts is not None  # stale: posted
         try:
             async with self._calling():
-                await self.client.chat_update(
-                    channel=self.channel, ts=status.ts, text=status.text, blocks=status.blocks
-                )
+                await self.transport.update(self.place, status.ts, status.text, status.payload)
         except Exception as exc:
-            failure = classify(exc)
+            failure = self.transport.classify(exc)
             if failure.retry:
                 return self._retry("status message's update", failure)
-            log.error("run %s: Slack refused the status update (%s)", self.run_id, failure.why)
+            log.error(
+                "run %s: %s refused the status update (%s)", self.run_id, self.platform, failure.why
+            )
             self.failures = 0
         else:
             self._delivered("status message's update")
@@ -217,8 +166,8 @@ class Courier:
         return 0.0
 
     async def _forget(self, entry: Entry) -> None:
-        if entry.kind == "files" and self.files is not None:
-            await self.files.forget(entry)
+        if entry.kind == "files":
+            await self.transport.forget_files(entry.outgoing)
 
     async def _give_up(self, entry: Entry, raw: str, status: Status) -> None:
         self.failures = 0
@@ -236,9 +185,10 @@ class Courier:
         level = logging.WARNING if self.failures == 1 else logging.DEBUG
         log.log(
             level,
-            "run %s: the %s did not reach Slack (%s); try %d again in %.1f s",
+            "run %s: the %s did not reach %s (%s); try %d again in %.1f s",
             self.run_id,
             what,
+            self.platform,
             failure.why,
             self.failures + 1,
             delay,
@@ -248,15 +198,18 @@ class Courier:
     def _delivered(self, what: str) -> None:
         if self.failures:
             tries = self.failures + 1
-            log.info("run %s: the %s reached Slack after %d tries", self.run_id, what, tries)
+            log.info(
+                "run %s: the %s reached %s after %d tries", self.run_id, what, self.platform, tries
+            )
         self.failures = 0
 
     def _lost(self, what: str, age: float, text: str) -> None:
         log.error(
-            "run %s: the %s was not delivered to Slack within slack.outbox_max_age_s "
+            "run %s: the %s was not delivered to %s within outbox_max_age_s "
             "(%.0f s, queued %.0f s ago); dropped: %.200r",
             self.run_id,
             what,
+            self.platform,
             self.max_age_s,
             age,
             text,
@@ -265,7 +218,7 @@ class Courier:
     @contextlib.asynccontextmanager
     async def _calling(self) -> AsyncIterator[None]:
         """A stopping bot waits (a little) for a call under way rather than cut it off:
-        a call cut off after Slack did it is made again by the next courier."""
+        a call cut off after the platform did it is made again by the next courier."""
         key = f"{self.run_id}:courier"
         if self.busy is not None:
             self.busy.add(key)

@@ -1,11 +1,12 @@
-"""A run's progress in its Slack thread: the proposal card once planning produced a
-cohort, one status message updated in place (at most about once per
-``slack.status_interval_s``), milestone replies, the final result.
+"""A run's progress in its thread, on any chat platform: the proposal card once planning
+produced a cohort, one status message updated in place (at most about once per the
+platform's ``status_interval_s``), milestone replies, the final result.
 
-The relay never calls Slack: what it posts goes into the run's outbox in Redis
-(``bots.slack.outbox``), in the transaction that saves how far it got, and the run's
-courier (``bots.slack.courier``) delivers it. Reading the run's events never waits for
-Slack, and nothing is lost while Slack is unreachable.
+The relay folds the run's events into intentions (``bots.chat.ports``) and has the
+platform's renderer turn them into messages. It never calls the platform: what it posts
+goes into the run's outbox in Redis (``bots.chat.outbox``), in the transaction that saves
+how far it got, and the run's courier (``bots.chat.courier``) delivers it. Reading the
+run's events never waits for the platform, and nothing is lost while it is unreachable.
 """
 
 from __future__ import annotations
@@ -13,20 +14,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from dataclasses import replace
 
-from slack_sdk.models.blocks import Block
-from slack_sdk.web.async_client import AsyncWebClient
-
-from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, status_blocks
-from bots.slack.courier import Busy, Courier, stop_if_cancelled
-from bots.slack.file_upload import FileSender
-from bots.slack.outbox import Entry, Outbox
-from bots.slack.outputs import queue_outputs
-from bots.slack.text import escape, split
-from bots.slack.threads import Shown, Threads, after
-from bots.slack.upload import preview, result_file
-from core.config import SlackSettings
+from bots.chat.busy import Busy, stop_if_cancelled
+from bots.chat.courier import Courier
+from bots.chat.outbox import Entry, Outbox
+from bots.chat.outputs import queue_outputs
+from bots.chat.ports import (
+    Adapter,
+    Card,
+    ChatPost,
+    Intention,
+    Limits,
+    Milestone,
+    Note,
+    Place,
+    Question,
+    Rendered,
+    Renderer,
+    Result,
+    StatusLine,
+    TextFile,
+)
+from bots.chat.threads import Shown, Threads, after
 from core.runs.approval import view
 from core.services import Services
 from core.state.event_hub import EventHub
@@ -45,84 +55,80 @@ from core.types.events import (
 from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
-NO_CARD = ":x: I could not post the proposal here; ask me again."
+NO_CARD = "I could not post the proposal here; ask me again."
 
 
-def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
-    return [b.to_dict() for b in blocks]
+def result_file(run_id: str, text: str) -> TextFile:
+    """The whole result ``text`` as a file, kept as is (a file is not markup)."""
+    name = run_id or "run"
+    return TextFile(content=text, filename=f"result-{name}.md", title=f"Result of {name}")
 
 
 class ThreadRelay:
-    """Folds one run's events into what to post into ``channel``/``thread_ts``: entries
-    for its outbox and the status message's content (taken with :meth:`take`); with
-    ``svc`` (where the run is read from), its proposal card too."""
-
-    # A longer final result is uploaded as a file (set from ``slack.result_file_chars``).
-    result_file_chars: int = SlackSettings.model_fields["result_file_chars"].default
+    """Folds one run's events into what to post into ``place``: entries for its outbox
+    and the status message's content (taken with :meth:`take`), rendered by ``renderer``
+    within ``limits``; with ``svc`` (where the run is read from), its proposal card and
+    output files too."""
 
     def __init__(
         self,
-        channel: str,
-        thread_ts: str,
-        run_id: str = "",
+        place: Place,
+        run_id: str,
+        renderer: Renderer,
+        limits: Limits,
         *,
         svc: Services | None = None,
-        result_file_chars: int | None = None,
     ) -> None:
-        if result_file_chars is not None:
-            self.result_file_chars = result_file_chars
-        self.run_id = run_id
-        self.svc = svc
+        self.place, self.run_id, self.svc = place, run_id, svc
+        self.renderer, self.limits = renderer, limits
         # The status message appears when the run starts (not while it is a proposal).
         self.started = False
         # Replaying events an earlier bot process relayed: fold them in, post nothing.
         self.quiet = False
         self.running = True
-        self.channel = channel
-        self.thread_ts = thread_ts
         self.names: dict[str, str] = {}
-        self.status = "Starting…"
-        self.shown = ""
+        self.line = StatusLine(run_id=run_id, phase="starting")
+        self.shown: StatusLine | None = None
         self.last_update = 0.0
-        self.agents = 0
-        self.finished = 0
-        self.tools = 0
         # Queued since the last take(): posts, and the status message's new content.
         self.out: list[Entry] = []
-        self.new_status: tuple[str, list[dict[str, Any]]] | None = None
+        self.new_status: Rendered | None = None
 
-    def take(self) -> tuple[list[Entry], tuple[str, list[dict[str, Any]]] | None]:
+    def take(self) -> tuple[list[Entry], Rendered | None]:
         """What to add to the outbox, and forget it here."""
         out, status = self.out, self.new_status
         self.out, self.new_status = [], None
         return out, status
 
-    def _entry(self, what: str, text: str, blocks: list[Block] | None = None) -> Entry:
-        return Entry(
-            run=self.run_id, what=what, text=text, blocks=None if blocks is None else _dicts(blocks)
-        )
+    def entries(self, what: str, intention: Intention) -> list[Entry]:
+        """``intention`` as posts (one per message the renderer made of it)."""
+        return [Entry.post(self.run_id, what, m) for m in self.renderer.render(intention)]
 
-    def reply(self, text: str, what: str = "reply") -> None:
+    def reply(self, what: str, intention: Intention) -> None:
         if not self.quiet:
-            self.out.extend(self._entry(what, piece) for piece in split(text))
+            self.out.extend(self.entries(what, intention))
 
-    def show_status(self, *, force: bool = False, interval_s: float = 1.0) -> None:
-        line = (
-            f"{self.status} · agents {self.finished}/{self.agents} done · tool calls {self.tools}"
-        )
+    def show_status(self, *, force: bool = False, interval_s: float | None = None) -> None:
+        """Queue the status message's new content, unless it is unchanged or (without
+        ``force``) shown less than ``interval_s`` ago (the platform's by default)."""
+        interval_s = self.limits.status_interval_s if interval_s is None else interval_s
+        line = replace(self.line, running=self.running and bool(self.run_id))
         if line == self.shown or not self.started or self.quiet:
             return
         if not force and time.monotonic() - self.last_update < interval_s:
             return
         self.shown, self.last_update = line, time.monotonic()
-        blocks = status_blocks(line, self.run_id, running=self.running and bool(self.run_id))
-        self.new_status = (line, _dicts(blocks))
+        (self.new_status,) = self.renderer.render(line)
+
+    def _status(self, **changes: object) -> None:
+        self.line = replace(self.line, **changes)  # type: ignore[arg-type]
 
     def _who(self, agent_id: str | None) -> str:
-        return escape(self.names.get(agent_id or "", agent_id or "the run"))
+        return self.names.get(agent_id or "", agent_id or "the run")
 
     async def on_event(self, event: RunEvent) -> None:
         """Fold one event into the status line; queue it if it is a milestone."""
+        line = self.line
         match event:
             case RunStarted():
                 self.started = True
@@ -133,36 +139,29 @@ class ThreadRelay:
                 await self.post_card()
             case AgentCreated():
                 self.names[event.agent_id or ""] = event.name
-                self.agents += 1
-                self.status = f"Running: {escape(event.name)} joined"
+                self._status(phase="running", agents=line.agents + 1, who=event.name)
+                self._status(doing="joined", tool="")
             case ToolCalled():
-                self.tools += 1
-                self.status = f"Running: {self._who(event.agent_id)} used `{event.tool}`"
+                self._status(phase="running", tool_calls=line.tool_calls + 1)
+                self._status(who=self._who(event.agent_id), doing="used", tool=event.tool)
             case AgentFinished():
-                self.finished += 1
-                self.status = f"Running: {self._who(event.agent_id)} {event.reason.value}"
-                if event.agent_id and event.result and self.agents > 1:
-                    self.reply(
-                        f"*{self._who(event.agent_id)}* {event.reason.value}:\n"
-                        f"{escape(event.result)}",
-                        "milestone",
-                    )
+                who, reason = self._who(event.agent_id), event.reason.value
+                self._status(phase="running", finished=line.finished + 1)
+                self._status(who=who, doing=reason, tool="")
+                if event.agent_id and event.result and line.agents > 1:
+                    self.reply("milestone", Milestone(who, reason, event.result))
             case ErrorRaised():
-                self.reply(f":warning: {escape(event.message)}", "error")
+                self.reply("error", Note(event.message, "warning"))
             case QuestionAsked():
-                self.reply(
-                    f":question: *{self._who(event.agent_id)}* asks: {escape(event.question)}",
-                    "question",
-                )
+                self.reply("question", Question(self._who(event.agent_id), event.question))
             case ChatPosted():
-                self.reply(f"*{self._who(event.agent_id)}*:\n{escape(event.text)}", "chat post")
+                self.reply("chat post", ChatPost(self._who(event.agent_id), event.text))
             case RunFinished(status=RunStatus.REJECTED):
                 self.running = False  # the card says who rejected it
             case RunFinished():
                 self.running = False
-                self.status = f"Run {event.status.value} · {event.tokens} tokens · " + (
-                    f"${event.cost_usd:.4f}"
-                )
+                self._status(phase="ended", outcome=event.status.value, tokens=event.tokens)
+                self._status(cost_usd=event.cost_usd)
                 await self.post_outputs(event)
                 self.post_result(event)
             case _:
@@ -173,23 +172,23 @@ class ThreadRelay:
         cannot be posted, the thread says so."""
         if self.svc is None or self.quiet:
             return
-        sorry = self._entry("note that the proposal failed", NO_CARD)
+        sorry = self.entries("note that the proposal failed", Note(NO_CARD, "error"))
         try:
             card = view(
                 self.svc.settings, await self.svc.store.get_run(self.run_id), self.svc.tools
             )
-            blocks = proposal_blocks(card)
+            (message,) = self.renderer.render(Card(card))
         except Exception:
             log.exception("building the proposal of %s failed", self.run_id)
-            self.out.append(sorry)
+            self.out.extend(sorry)
             return
-        entry = self._entry("proposal card", fallback_text(card), blocks)
-        self.out.append(entry.model_copy(update={"instead": (sorry,)}))
+        entry = Entry.post(self.run_id, "proposal card", message)
+        self.out.append(entry.model_copy(update={"instead": tuple(sorry)}))
 
     async def post_outputs(self, event: RunFinished) -> None:
         """The files the agents left under outputs/, uploaded above the result."""
         if self.svc is not None and not self.quiet and event.status is not RunStatus.CANCELLED:
-            self.out.extend(await queue_outputs(self.svc, self.run_id))
+            self.out.extend(await queue_outputs(self.svc, self.run_id, self.limits, self.renderer))
 
     def post_result(self, event: RunFinished) -> None:
         """The result (or why the run failed) in the thread; a long one as a file with a
@@ -199,23 +198,24 @@ class ThreadRelay:
             return
         ok = event.status is RunStatus.COMPLETED
         body = event.result if ok else (event.error or event.status.value)
-        text = ("" if ok else ":x: ") + escape(body or "(no result)")
-        rateable = event.status in (RunStatus.COMPLETED, RunStatus.FAILED) and self.run_id
-
-        def posts(pieces: list[str]) -> list[Entry]:
-            *head, last = pieces
-            buttons = result_blocks(last, self.run_id) if rateable else None
-            return [self._entry("result", p) for p in head] + [self._entry("result", last, buttons)]
-
-        whole = posts(split(text))
-        if ok and event.result and len(event.result) > self.result_file_chars:
+        result = Result(
+            run_id=self.run_id,
+            status=event.status,
+            text=body or "(no result)",
+            tokens=event.tokens,
+            cost_usd=event.cost_usd,
+            rateable=event.status in (RunStatus.COMPLETED, RunStatus.FAILED) and bool(self.run_id),
+        )
+        whole = self.entries("result", result)
+        if ok and event.result and len(event.result) > self.limits.result_file_chars:
             file = result_file(self.run_id, event.result)
+            preview = replace(result, file=file.filename)
             upload = Entry(
                 run=self.run_id,
                 what="result file",
                 kind="upload",
                 file=file,
-                then=tuple(posts([preview(text)])),
+                then=tuple(self.entries("result", preview)),
                 instead=tuple(whole),
             )
             self.out.append(upload)
@@ -228,7 +228,7 @@ async def relay_run(
     hub: EventHub,
     threads: Threads,
     outbox: Outbox,
-    client: AsyncWebClient,
+    adapter: Adapter,
     shown: Shown,
     busy: Busy | None = None,
 ) -> None:
@@ -242,12 +242,9 @@ async def relay_run(
     ``busy`` (a stopping bot waits for it).
     """
     busy = Busy() if busy is None else busy
-    slack, run_id = svc.settings.slack, shown.run_id
-    relay = ThreadRelay(
-        shown.channel, shown.thread, run_id, svc=svc, result_file_chars=slack.result_file_chars
-    )
-    files = FileSender(outbox, client, svc.workspace, slack.outbox_max_age_s)
-    courier = Courier(outbox, client, run_id, shown.channel, shown.thread, slack, busy, files)
+    run_id, place = shown.run_id, shown.place
+    relay = ThreadRelay(place, run_id, adapter.renderer, adapter.limits, svc=svc)
+    courier = Courier(outbox, adapter, run_id, place, busy)
     if shown.status_ts:
         await outbox.keep_ts(run_id, shown.status_ts)
 
@@ -264,7 +261,8 @@ async def relay_run(
         courier.wake.set()
 
     ended = asyncio.Event()
-    delivering = asyncio.create_task(courier.run(ended), name=f"slack-outbox-{run_id}")
+    name = f"{adapter.platform}-outbox-{run_id}"
+    delivering = asyncio.create_task(courier.run(ended), name=name)
     try:
         try:
             async for entry_id, event in hub.follow(run_id):
@@ -272,7 +270,7 @@ async def relay_run(
                 try:
                     relay.quiet = not after(entry_id, shown.last)
                     await relay.on_event(event)
-                    relay.show_status(interval_s=slack.status_interval_s)
+                    relay.show_status()
                     await commit(entry_id)
                 finally:
                     busy.discard(run_id)

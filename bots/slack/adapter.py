@@ -1,0 +1,41 @@
+"""Slack as the chat layer sees it (``bots.chat.ports.Adapter``): its renderer, its
+transport over the bot's Web API client, and its limits from ``[slack]``. Redis keys
+stay under ``{redis.key_prefix}:slack:``."""
+
+from __future__ import annotations
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.chat.outbox import Outbox
+from bots.chat.ports import Adapter, Limits
+from bots.chat.threads import Threads
+from bots.slack.file_upload import FileSender
+from bots.slack.render import SlackRenderer
+from bots.slack.text import SECTION_LIMIT
+from bots.slack.transport import SlackTransport
+from core.config import SlackSettings
+from core.services import Services
+
+PLATFORM = "slack"
+
+
+def slack_limits(section: SlackSettings) -> Limits:
+    """The limits set in ``[slack]``; a message holds one section (3,000 characters)."""
+    return Limits.of(section, message_chars=SECTION_LIMIT)
+
+
+def slack_threads(svc: Services) -> Threads:
+    return Threads(svc.redis, svc.settings.redis.key_prefix, PLATFORM)
+
+
+def slack_adapter(
+    svc: Services, client: AsyncWebClient, files: FileSender | None = None
+) -> Adapter:
+    """Slack over ``client``; ``files`` uploads the runs' own files (made here if not
+    given)."""
+    limits = slack_limits(svc.settings.slack)
+    if files is None:
+        outbox = Outbox(svc.redis, svc.settings.redis.key_prefix, PLATFORM)
+        files = FileSender(outbox, client, svc.workspace, limits.outbox_max_age_s)
+    transport = SlackTransport(client, files)
+    return Adapter(PLATFORM, "Slack", SlackRenderer(), transport, limits)

@@ -1,0 +1,96 @@
+"""How the chat layer's intentions look in Slack: mrkdwn, escaped, in pieces of one
+section (3,000 characters), with Block Kit for the card, the status message (Cancel) and
+the result (feedback buttons)."""
+
+from __future__ import annotations
+
+from typing import Any, assert_never
+
+from slack_sdk.models.blocks import Block
+
+from bots.chat.ports import (
+    Artifacts,
+    Card,
+    ChatPost,
+    Intention,
+    Milestone,
+    Note,
+    Notify,
+    Question,
+    Rendered,
+    Result,
+    StatusLine,
+)
+from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, status_blocks
+from bots.slack.text import SECTION_LIMIT, escape, split
+from bots.slack.upload import preview
+from core.types.run import RunStatus
+
+_LEVELS = {"info": "", "warning": ":warning: ", "error": ":x: "}
+
+
+def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
+    return [b.to_dict() for b in blocks]
+
+
+class SlackRenderer:
+    """The chat layer's :class:`~bots.chat.ports.Renderer` for Slack."""
+
+    message_chars = SECTION_LIMIT
+
+    def escape(self, text: str) -> str:
+        return escape(text)
+
+    def bold(self, name: str) -> str:
+        return f"*{escape(name)}*"
+
+    def split(self, text: str) -> list[str]:
+        return split(text, SECTION_LIMIT)
+
+    def _plain(self, text: str) -> list[Rendered]:
+        return [Rendered(piece) for piece in self.split(text)]
+
+    def render(self, intention: Intention) -> list[Rendered]:
+        match intention:
+            case StatusLine():
+                line = self.status_line(intention)
+                blocks = status_blocks(line, intention.run_id, running=intention.running)
+                return [Rendered(line, _dicts(blocks))]
+            case Card(view=card):
+                return [Rendered(fallback_text(card), _dicts(proposal_blocks(card)))]
+            case Milestone(agent=agent, reason=reason, text=text):
+                return self._plain(f"{self.bold(agent)} {reason}:\n{escape(text)}")
+            case Question(agent=agent, text=text):
+                return self._plain(f":question: {self.bold(agent)} asks: {escape(text)}")
+            case Note(text=text, level=level):
+                return self._plain(_LEVELS[level] + escape(text))
+            case Notify(agent=agent, who=who, text=text):
+                return self._plain(f":bell: {self.bold(agent)} for {escape(who)}: {escape(text)}")
+            case ChatPost(agent=agent, text=text, filename=filename):
+                named = f" ({escape(filename)})" if filename else ""
+                return self._plain(f"{self.bold(agent)}{named}:\n{escape(text)}")
+            case Result():
+                return self.result(intention)
+            case Artifacts():
+                return []  # the files speak for themselves
+            case _:
+                assert_never(intention)
+
+    def status_line(self, s: StatusLine) -> str:
+        """One line: what happens now, then the counts."""
+        if s.phase == "starting":
+            now = "Starting…"
+        elif s.phase == "ended":
+            now = f"Run {s.outcome} · {s.tokens} tokens · ${s.cost_usd:.4f}"
+        else:
+            tool = f" `{s.tool}`" if s.tool else ""
+            now = f"Running: {escape(s.who)} {s.doing}{tool}"
+        return f"{now} · agents {s.finished}/{s.agents} done · tool calls {s.tool_calls}"
+
+    def result(self, r: Result) -> list[Rendered]:
+        """The result in pieces (or, when it went up as a file, a preview), the last with
+        the feedback buttons of a rateable run."""
+        body = ("" if r.status is RunStatus.COMPLETED else ":x: ") + escape(r.text)
+        *head, last = [preview(body)] if r.file else self.split(body)
+        buttons = _dicts(result_blocks(last, r.run_id)) if r.rateable else None
+        return [Rendered(p) for p in head] + [Rendered(last, buttons)]

@@ -1,0 +1,53 @@
+"""The chat layer's calls into a Slack thread, with the Web API client: posts and updates
+(``chat.postMessage`` / ``chat.update``), a text file (``files_upload_v2``), the run's
+own files (``bots.slack.file_upload``, once), and what a failed call means."""
+
+from __future__ import annotations
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.chat.ports import Failure, Files, Payload, Place, TextFile
+from bots.slack.failures import classify
+from bots.slack.file_upload import FileSender
+
+
+def _blocks(payload: Payload) -> list[dict[str, object]] | None:
+    # Slack's renderer gives a list of blocks; None: a plain post (the SDK leaves them out).
+    return payload if isinstance(payload, list) else None
+
+
+class SlackTransport:
+    """The chat layer's :class:`~bots.chat.ports.Transport` for Slack."""
+
+    def __init__(self, client: AsyncWebClient, files: FileSender) -> None:
+        self.client, self.files = client, files
+
+    async def post(self, place: Place, text: str, payload: Payload) -> str:
+        response = await self.client.chat_postMessage(
+            channel=place.channel, thread_ts=place.thread, text=text, blocks=_blocks(payload)
+        )
+        return str(response["ts"])
+
+    async def update(self, place: Place, message_id: str, text: str, payload: Payload) -> None:
+        await self.client.chat_update(
+            channel=place.channel, ts=message_id, text=text, blocks=_blocks(payload)
+        )
+
+    async def upload(self, place: Place, file: TextFile) -> None:
+        await self.client.files_upload_v2(
+            channel=place.channel,
+            thread_ts=place.thread,
+            content=file.content,
+            filename=file.filename,
+            title=file.title,
+            initial_comment=file.comment or None,
+        )
+
+    async def send_files(self, place: Place, files: Files) -> None:
+        await self.files.send(files, place)
+
+    async def forget_files(self, files: Files) -> None:
+        await self.files.forget(files)
+
+    def classify(self, exc: BaseException) -> Failure:
+        return classify(exc)
