@@ -5,7 +5,11 @@ the clicker sees (naming people, not ids)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
+from collections.abc import Awaitable, Callable
+from typing import Concatenate, ParamSpec
 
 import discord
 
@@ -22,7 +26,28 @@ from core.runs.edits import Edit, EditProblem, agents_of
 from core.types.agent import AgentSpec
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
 PICK = "Which agent do you want to change?"
+
+
+def _reported(
+    handler: Callable[Concatenate[Decisions, discord.Interaction, P], Awaitable[None]],
+) -> Callable[Concatenate[Decisions, discord.Interaction, P], Awaitable[None]]:
+    """A handler whose failure is logged and told to the clicker (not left as Discord's
+    "This interaction failed")."""
+
+    @functools.wraps(handler)
+    async def guarded(
+        self: Decisions, interaction: discord.Interaction, *args: P.args, **kwargs: P.kwargs
+    ) -> None:
+        try:
+            await handler(self, interaction, *args, **kwargs)
+        except Exception as exc:
+            log.exception("handling a click on %s failed", handler.__name__)
+            with contextlib.suppress(discord.HTTPException):
+                await self._tell(interaction, f"❌ That did not work ({type(exc).__name__}).")
+
+    return guarded
 
 
 class Decisions:
@@ -44,9 +69,11 @@ class Decisions:
 
     # -- Approve / Reject ----------------------------------------------------------------
 
+    @_reported
     async def approve(self, interaction: discord.Interaction, run_id: str) -> None:
         await self._decide(interaction, run_id, Approve())
 
+    @_reported
     async def reject(self, interaction: discord.Interaction, run_id: str) -> None:
         await self._decide(interaction, run_id, Reject())
 
@@ -72,6 +99,7 @@ class Decisions:
 
     # -- Cancel --------------------------------------------------------------------------
 
+    @_reported
     async def cancel(self, interaction: discord.Interaction, run_id: str) -> None:
         """Cancel → ``core.runs.control.cancel_run`` (the same people as for approving);
         the run's progress then shows it cancelled."""
@@ -101,6 +129,7 @@ class Decisions:
             return None
         return agents_of(run)
 
+    @_reported
     async def edit(self, interaction: discord.Interaction, run_id: str) -> None:
         """Edit → the form at once for a single agent, else a select of the agents."""
         agents = await self._editable(interaction, run_id)
@@ -115,6 +144,7 @@ class Decisions:
             PICK, view=view, ephemeral=True, allowed_mentions=NO_PINGS
         )
 
+    @_reported
     async def pick(
         self, interaction: discord.Interaction, run_id: str, card_id: int, agent_id: str
     ) -> None:
@@ -127,6 +157,7 @@ class Decisions:
             return
         await interaction.response.send_modal(EditModal(run_id, card_id, agent))
 
+    @_reported
     async def submit_edit(
         self,
         interaction: discord.Interaction,
