@@ -73,7 +73,8 @@ async def run_web(settings: Settings, host: str | None = None, port: int | None 
     else:
         log.info("the runs list: %s", operator_link(settings, settings.web_ui.base_url or where))
     server = uvicorn.Server(
-        uvicorn.Config(app, host=host, port=port, lifespan="off", log_level="info")
+        # No access log: the pages' addresses carry their tokens.
+        uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False)
     )
     try:
         await server.serve()

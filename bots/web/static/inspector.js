@@ -33,7 +33,7 @@
   events.addEventListener("run", function (e) {
     var data = JSON.parse(e.data);
     if (data.html) list.insertAdjacentHTML("beforeend", data.html);
-    if (!timer) timer = setTimeout(refresh, 600);
+    if (!timer) timer = setTimeout(refresh, 1000);
   });
   events.addEventListener("end", function () {
     events.close();
