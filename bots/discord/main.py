@@ -16,6 +16,7 @@ from tasks.services import chat_services
 
 log = logging.getLogger(__name__)
 TOKEN_VARIABLE = "DISCORD_BOT_TOKEN"
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def discord_token() -> str:
@@ -35,12 +36,18 @@ async def run_discord(settings: Settings, token: str, sync: bool) -> None:
     async with chat_services(settings) as svc:
         bot = CarambaBot(svc, sync=sync)
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
+        stopping: list[asyncio.Task[None]] = []
+        for sig in _SIGNALS:
             with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, lambda: asyncio.ensure_future(bot.close()))
+                loop.add_signal_handler(sig, lambda: stopping.append(loop.create_task(bot.close())))
         log.info("the Discord bot connects (pid %d)", os.getpid())
-        async with bot:
-            await bot.start(token)
+        try:
+            async with bot:
+                await bot.start(token)
+        finally:
+            for sig in _SIGNALS:
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(sig)
 
 
 def discord_main(sync: bool = False) -> None:
