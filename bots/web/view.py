@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from bots.web.timeline import Line, timeline_line
 from core.state.store import Store
@@ -121,15 +122,21 @@ async def read_all_events(store: Store, run_id: str) -> list[tuple[str, RunEvent
     return out
 
 
+async def load_agents(store: Store, run_id: str) -> list[AgentState]:
+    """Every agent of the run, in one round trip."""
+    ids = await store.agent_ids(run_id)
+    async with store.redis.pipeline(transaction=False) as pipe:
+        for agent_id in ids:
+            pipe.hget(store.keys.agent(run_id, agent_id), "state")
+        raws: list[Any] = await pipe.execute()
+    return [AgentState.model_validate_json(raw) for raw in raws if raw is not None]
+
+
 async def run_page(store: Store, workspace: Workspace, run_id: str, default_model: str) -> RunPage:
     """Everything the run's page shows; ``RunError`` for an unknown run."""
     run = await store.get_run(run_id)
     usage = await store.run_usage(run_id)
-    states = [
-        s
-        for s in [await store.load_agent(run_id, a) for a in await store.agent_ids(run_id)]
-        if s is not None
-    ]
+    states = await load_agents(store, run_id)
     events = await read_all_events(store, run_id)
     files = await workspace.files(run_id)
     names = {s.spec.id: s.spec.name for s in states}
