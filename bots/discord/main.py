@@ -9,9 +9,11 @@ import logging
 import os
 import signal
 
+import discord
+
 from bots.discord.bot import CarambaBot
 from core.config import Settings, load_settings
-from core.errors import MissingSecretError
+from core.errors import ConfigError, MissingSecretError
 from tasks.services import chat_services
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,18 @@ async def run_discord(settings: Settings, token: str, sync: bool) -> None:
         try:
             async with bot:
                 await bot.start(token)
+        except discord.LoginFailure as exc:
+            raise ConfigError(
+                f"Discord refused {TOKEN_VARIABLE}: {exc}",
+                hint="copy the token again (Developer Portal → Bot → Reset Token)",
+            ) from exc
+        except discord.PrivilegedIntentsRequired as exc:
+            raise ConfigError(
+                "Discord refused the Message Content intent the bot asks for",
+                hint="turn on Message Content Intent (Developer Portal → Bot), or set "
+                "discord.message_content = false (then people answer agents by mentioning "
+                "the bot)",
+            ) from exc
         finally:
             for sig in _SIGNALS:
                 with contextlib.suppress(NotImplementedError, RuntimeError):

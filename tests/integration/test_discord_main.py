@@ -9,7 +9,7 @@ import contextlib
 import pytest
 
 from bots.discord.main import discord_token, run_discord
-from core.errors import MissingSecretError
+from core.errors import ConfigError, MissingSecretError
 from tests.conftest import make_settings
 from tests.fakes.discord_api import FakeDiscord
 
@@ -30,3 +30,10 @@ async def test_run_discord_connects_syncs_and_stops(monkeypatch: pytest.MonkeyPa
         running.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await running
+
+
+async def test_a_refused_token_is_a_configuration_error() -> None:
+    settings = make_settings()
+    async with FakeDiscord.serving():
+        with pytest.raises(ConfigError, match="Discord refused DISCORD_BOT_TOKEN"):
+            await asyncio.wait_for(run_discord(settings, "not-the-token", sync=False), 15)
