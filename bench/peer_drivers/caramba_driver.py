@@ -13,6 +13,7 @@ import os
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -65,6 +66,49 @@ class Waiter:
                     self.pending.pop(run_id).set_result(None)
 
 
+class RawModel:
+    """For profiling Caramba's own share (``BENCH_LLM=raw``): the model called over bare
+    aiohttp instead of litellm."""
+
+    def __init__(self, base_url: str) -> None:
+        self.url = f"{base_url}/chat/completions"
+        self.session: Any = None
+
+    async def complete(self, request: Any) -> Any:
+        import aiohttp
+
+        from core.llm.base import LLMResponse
+        from core.types.chat import ToolCall, Usage
+
+        if self.session is None:
+            self.session = aiohttp.ClientSession()
+        body = {
+            "model": request.model.split("/", 1)[-1],
+            "messages": [m.to_openai() for m in request.messages],
+            "tools": list(request.tools),
+        }
+        async with self.session.post(self.url, json=body) as response:
+            answer = await response.json()
+        message = answer["choices"][0]["message"]
+        calls = tuple(
+            ToolCall(id=c["id"], name=c["function"]["name"], arguments=c["function"]["arguments"])
+            for c in message.get("tool_calls") or ()
+        )
+        usage = answer["usage"]
+        return LLMResponse(
+            model=request.model,
+            content=message.get("content"),
+            tool_calls=calls,
+            usage=Usage(
+                prompt_tokens=usage["prompt_tokens"], completion_tokens=usage["completion_tokens"]
+            ),
+        )
+
+    async def aclose(self) -> None:
+        if self.session is not None:
+            await self.session.close()
+
+
 def settings(prefix: str, base_url: str, queue: str, slots: int) -> Settings:
     return load_settings(
         redis={"url": URL, "key_prefix": prefix},
@@ -82,11 +126,17 @@ async def inline(base_url: str, slots: int) -> None:
     prefix = f"peers-{uuid.uuid4().hex[:6]}"
     redis = Redis.from_url(URL, decode_responses=True)
     try:
-        async with embedded_services(settings(prefix, base_url, "unused", slots)) as svc:
+        conf = settings(prefix, base_url, "unused", slots)
+        llm = RawModel(base_url) if os.environ.get("BENCH_LLM") == "raw" else None
+        async with embedded_services(conf, llm) as svc:
             waiter = Waiter(redis, prefix)
 
+            gate = asyncio.Semaphore(50)  # the Redis pool has 100 connections
+
             async def one(name: str) -> None:
-                await waiter.wait(await start_run(svc, "bench", spec(name), requested_by="bench"))
+                async with gate:
+                    run_id = await start_run(svc, "bench", spec(name), requested_by="bench")
+                await waiter.wait(run_id)
 
             await common.measure(one, lambda: one("Orchestrator"))
     finally:
@@ -131,10 +181,12 @@ async def celery(base_url: str, slots: int) -> None:
     try:
         worker.wait_for(" ready.", timeout=120)
         waiter = Waiter(redis, prefix)
+        gate = asyncio.Semaphore(50)  # the Redis pool has 100 connections
 
         async def one(name: str) -> None:
-            run_id = await propose_run(svc, "bench", spec(name), requested_by="bench")
-            await approve_run(svc, run_id, "bench")
+            async with gate:
+                run_id = await propose_run(svc, "bench", spec(name), requested_by="bench")
+                await approve_run(svc, run_id, "bench")
             await waiter.wait(run_id)
 
         await common.measure(

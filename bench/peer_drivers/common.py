@@ -80,6 +80,12 @@ async def measure(
     await one("Warmup 0")
     gc.collect()
     walls: list[float] = []
+    profile = None
+    if os.environ.get("BENCH_CPROFILE"):  # where to write a cProfile of the phase
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
     cpu0 = cpu()
     for _ in range(opts.repeat):
         t0 = time.perf_counter()
@@ -89,4 +95,7 @@ async def measure(
             await asyncio.gather(*(one(f"Agent {i}") for i in range(opts.n)))
         walls.append(time.perf_counter() - t0)
     spent = cpu() - cpu0
+    if profile is not None:
+        profile.disable()
+        profile.dump_stats(os.environ["BENCH_CPROFILE"])
     print("BENCH " + json.dumps({"cpu_s": spent, "walls": walls, "rss_mb": rss()}), flush=True)
