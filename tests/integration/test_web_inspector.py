@@ -20,11 +20,14 @@ import uvicorn
 from bots.web.access import OPERATOR, Signer, run_path, run_scope
 from bots.web.app import CSP, create_app, secured
 from bots.web.main import inspector_for
+from core.agent.questions import answer_question, open_questions
 from core.config import Settings
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
+from core.runs import budget, control
 from core.runs.control import start_run
 from core.types import AgentSpec
+from core.types.run import RunBudget
 from tests import scenarios
 from tests.helpers import collect
 
@@ -311,3 +314,49 @@ def test_run_path_opens_its_run_only() -> None:
     path = run_path(KEY, "run_1", 60)
     t = path.split("?t=", 1)[1]
     assert KEY.opens_run(t, "run_1") and not KEY.opens_run(t, "run_2")
+
+
+async def test_questions_answers_and_budget_pauses(make_services, settings, real_redis) -> None:
+    """An agent asks a person, is answered, then pauses at the run's token budget until a
+    person extends it: the page shows the question, the answer and the pause."""
+
+    def respond(r: LLMRequest) -> Reply:
+        asked = scenarios.calls_made(r, "ask_user")
+        spent = scenarios.calls_made(r, "calculate")
+        if asked == 0:
+            return Reply(calls=(call("ask_user", {"question": "Which city <i>first</i>?"}),))
+        if spent >= 2:
+            return Reply(calls=(call("finish", {"result": "done"}),), prompt_tokens=900)
+        expression = {"expression": f"{spent} + 1"}
+        return Reply(calls=(call("calculate", expression),), prompt_tokens=900)
+
+    svc = make_services(settings, ScriptedModel(responder=respond), redis=real_redis)
+    spec = AgentSpec(name="Asker", role="solo", tools=("ask_user", "calculate", "finish"))
+    run_id = await control.propose_run(
+        svc,
+        "Ask, then spend",
+        spec,
+        requested_by="U-ana",
+        budget=RunBudget(tokens=1500, cost_usd=1.0, wall_clock_s=600),
+    )
+    assert (await control.approve_run(svc, run_id, "U-ana")).ok
+    for _ in range(200):
+        if await open_questions(svc, run_id):
+            break
+        await asyncio.sleep(0.05)
+    assert (await answer_question(svc, run_id, "Lisbon <b>first</b>", "U-ana")).ok
+    for _ in range(200):
+        if (await svc.store.get_run(run_id)).paused:
+            break
+        await asyncio.sleep(0.05)
+    assert (await budget.extend_run(svc, run_id, "U-ana", tokens=10_000)).ok
+    await collect(svc, run_id, timeout_s=20)
+
+    app, _ = app_for(settings, real_redis)
+    async with client(app) as c:
+        page = await c.get(f"/runs/{run_id}", params={"t": token(run_id)})
+    questions = page.text.split('id="questions"', 1)[1].split("</section>", 1)[0]
+    assert "Which city &lt;i&gt;first&lt;/i&gt;?" in questions
+    assert "U-ana answered: Lisbon &lt;b&gt;first&lt;/b&gt;" in questions
+    assert "paused at its tokens budget" in questions
+    assert "ask_user" in page.text and "waiting_human" in page.text  # turns, history
