@@ -1,7 +1,8 @@
 """The Discord bot: a discord.py gateway client whose listeners validate, acknowledge and
 hand the work over (``front``: requests and replies; ``decisions``: the card's buttons,
-the edit form, Cancel; ``feedback``: 👍/👎), and whose runs are shown by the chat layer's
-relays with the Discord renderer and transport.
+the edit form, Cancel; ``feedback``: 👍/👎), and whose runs are shown by the shared chat
+layer's relays (``bots.chat.relays``: leases, the durable outbox, resume after a
+restart) with the Discord renderer and transport.
 
 Intents: guilds (threads, roles), guild messages (mentions, replies in a run's thread),
 guild message reactions (votes on results), and Message Content when
@@ -19,11 +20,12 @@ import discord
 from discord import app_commands
 
 from bots.chat.ports import Adapter, Limits, Place
+from bots.chat.relays import Relays
+from bots.chat.threads import Shown, Threads
 from bots.discord.context import DiscordContext
 from bots.discord.decisions import Decisions
 from bots.discord.feedback import Feedback
 from bots.discord.front import Front
-from bots.discord.interim import InterimRelays
 from bots.discord.links import Links
 from bots.discord.renderer import DiscordRenderer
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS
@@ -63,9 +65,15 @@ class CarambaBot(discord.Client):
             DiscordTransport(self, svc.workspace, self.links),
             Limits.of(settings, message_chars=MESSAGE_LIMIT),
         )
-        self.relays = InterimRelays(svc, self.adapter)
+        self.threads = Threads(svc.redis, svc.settings.redis.key_prefix, self.adapter.platform)
+        self.relays = Relays(svc, self.adapter, self.threads)
         self.ctx = DiscordContext(
-            client=self, svc=svc, links=self.links, follow=self._follow, spawn=self.spawn
+            client=self,
+            svc=svc,
+            links=self.links,
+            follow=self._follow,
+            run_in=self._run_in,
+            spawn=self.spawn,
         )
         # The persistent components' handlers (bots.discord.views.handlers finds them).
         self.handlers = Decisions(self.ctx)
@@ -82,7 +90,14 @@ class CarambaBot(discord.Client):
         self.tree.add_command(caramba)
 
     async def _follow(self, run_id: str, place: Place) -> None:
-        await self.relays.follow(run_id, place)
+        """Show ``run_id`` in ``place`` from now on: replies there reach it, and the chat
+        layer relays it (through the run's outbox; resumed by the next process)."""
+        shown = Shown(run_id=run_id, channel=place.channel, thread=place.thread)
+        await self.threads.link(shown)
+        await self.relays.follow(shown)
+
+    async def _run_in(self, thread: discord.Thread) -> str | None:
+        return await self.threads.run_in(str(thread.parent_id), str(thread.id))
 
     # -- background work ---------------------------------------------------------------
 

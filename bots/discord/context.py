@@ -18,11 +18,12 @@ from core.services import Services
 class DiscordContext:
     """One bot's parts: the discord.py ``client``, the core ``svc``, what it keeps in
     Redis (``links``), ``follow`` to show a run in a thread from now on (the chat
-    layer's relays), and ``spawn`` to run work after an event was acknowledged (errors
-    logged)."""
+    layer's relays), ``run_in``: the run a thread shows, and ``spawn`` to run work
+    after an event was acknowledged (errors logged)."""
 
     client: discord.Client
     svc: Services
     links: Links
     follow: Callable[[str, Place], Awaitable[None]]
+    run_in: Callable[[discord.Thread], Awaitable[str | None]]
     spawn: Callable[[Coroutine[Any, Any, None]], None]

@@ -22,6 +22,10 @@ from core.types.run import RunStatus
 log = logging.getLogger(__name__)
 HELP = "Mention me with a task, e.g. “@Caramba compare the three cheapest flights to Berlin”."
 THREAD_NAME_LIMIT = 100
+NO_THREAD = (
+    "I could not open a thread for this request here; an admin can give me the "
+    "Create Public Threads and Send Messages in Threads permissions."
+)
 _HINTS = {
     RunStatus.PLANNING: "I am still planning this request; wait for the proposal.",
     RunStatus.PROPOSED: "The agents start once the proposal is approved; to change it, "
@@ -43,9 +47,17 @@ class Front:
         return not message.author.bot or str(message.author.id) in allowed
 
     def _task(self, message: discord.Message) -> str:
+        """The message's text without the bot's mention; other people and roles
+        mentioned stay in it by name (the agents read names, not ids)."""
         me = self.ctx.client.user
         assert me is not None
-        return re.sub(rf"<@!?{me.id}>", "", message.content).strip()
+        text = re.sub(rf"<@!?{me.id}>", "", message.content)
+        for user in message.mentions:
+            if user.id != me.id:
+                text = re.sub(rf"<@!?{user.id}>", f"@{user.display_name}", text)
+        for role in message.role_mentions:
+            text = text.replace(f"<@&{role.id}>", f"@{role.name}")
+        return text.strip()
 
     async def on_message(self, message: discord.Message) -> None:
         """A mention starts a request; a message in a run's thread goes to the run."""
@@ -55,7 +67,7 @@ class Front:
         mentioned = me is not None and any(u.id == me.id for u in message.mentions)
         run_id = None
         if isinstance(message.channel, discord.Thread):
-            run_id = await self.ctx.links.run_in(message.channel.id)
+            run_id = await self.ctx.run_in(message.channel)
         if run_id is None and not mentioned:
             return
         if not await self.ctx.links.first_time(f"message:{message.id}"):
@@ -68,20 +80,25 @@ class Front:
     # -- requests ------------------------------------------------------------------------
 
     async def mention(self, message: discord.Message) -> None:
-        """👀, a thread opened from the message (or the thread it is in), the request."""
+        """👀, a thread opened from the message (or the thread it is in), the request;
+        a mention without a task gets the help, as a reply."""
+        task = self._task(message)
+        if not task:
+            await message.reply(HELP, mention_author=False, allowed_mentions=NO_PINGS)
+            return
         try:
             await message.add_reaction("👀")
         except discord.HTTPException:
             log.warning("could not acknowledge message %s with a reaction", message.id)
-        task = self._task(message)
         if isinstance(message.channel, discord.Thread):
             thread = message.channel
         else:
-            name = truncate(task or "Caramba", THREAD_NAME_LIMIT)
-            thread = await message.create_thread(name=name)
-        if not task:
-            await thread.send(HELP, allowed_mentions=NO_PINGS)
-            return
+            try:
+                thread = await message.create_thread(name=truncate(task, THREAD_NAME_LIMIT))
+            except discord.HTTPException as exc:
+                log.warning("could not open a thread from message %s: %s", message.id, exc)
+                await message.reply(NO_THREAD, mention_author=False, allowed_mentions=NO_PINGS)
+                return
         await self.request(task, message.author, thread, message.attachments)
 
     async def slash(self, interaction: discord.Interaction, task: str) -> None:
@@ -129,7 +146,6 @@ class Front:
             text = refusal_text(fetched.refused, started=False)
             await thread.send(truncate(text, 2000), allowed_mentions=NO_PINGS)
             return
-        await self.ctx.links.link(thread.id, run_id)
         place = Place(channel=str(thread.parent_id or thread.id), thread=str(thread.id))
         await self.ctx.follow(run_id, place)
 

@@ -1,6 +1,6 @@
-"""What the Discord bot keeps in Redis, under ``{redis.key_prefix}:discord:``: which run
-a thread shows (replies there reach its agents), which message is a run's result (its
-👍/👎 count for the run), people's names (a refusal names who asked, not an id), the
+"""What the Discord bot keeps in Redis beside the chat layer's threads (``bots.chat.threads``),
+under ``{redis.key_prefix}:discord:``: which message is a run's result (its 👍/👎 count
+for the run), people's names (a refusal names who asked, not an id), the
 messages already handled (several bot processes may hear the same event) and the votes
 already counted."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# How long a thread stays linked to its run (answers to agents' questions arrive there).
+# How long a result message stays linked to its run (votes arrive there).
 THREAD_TTL_S = 7 * 24 * 3600
 NAME_TTL_S = 30 * 24 * 3600
 DEDUPE_TTL_S = 3600
@@ -25,13 +25,6 @@ class Links:
         """True once per ``what`` (a message id, a hint given)."""
         key = f"{self.prefix}:seen:{what}"
         return bool(await self.redis.set(key, "1", nx=True, ex=DEDUPE_TTL_S))
-
-    async def link(self, thread_id: int | str, run_id: str) -> None:
-        await self.redis.set(f"{self.prefix}:thread:{thread_id}", run_id, ex=THREAD_TTL_S)
-
-    async def run_in(self, thread_id: int | str) -> str | None:
-        run_id: str | None = await self.redis.get(f"{self.prefix}:thread:{thread_id}")
-        return run_id
 
     async def result_of(self, message_id: int | str) -> str | None:
         run_id: str | None = await self.redis.get(f"{self.prefix}:result:{message_id}")

@@ -144,7 +144,9 @@ async def test_cancel_stops_a_run_and_only_for_those_who_may(make_services, real
         assert any("Run cancelled" in t for t in h.thread_texts(thread_2["id"]))
 
 
-async def test_the_cards_buttons_work_after_the_bot_restarted(make_services, real_redis) -> None:
+async def test_a_restarted_bot_answers_the_cards_buttons_and_resumes_the_relay(
+    make_services, real_redis
+) -> None:
     async with FakeDiscord.serving() as fake:
         async with harness(make_services, real_redis, fake=fake) as h:
             await fake.mention("general", "alice", FLIGHTS)
@@ -155,7 +157,11 @@ async def test_the_cards_buttons_work_after_the_bot_restarted(make_services, rea
             click = await fake.click(card["id"], f"caramba:approve:{run_id}", "alice")
             assert (await fake.wait_ack(click)).json["type"] == 6
             await fake.wait_until(lambda: fake.message(card["id"])["components"] == [])
-            await h.bot.drain()
-            run = await h.svc.store.get_run(run_id)
-            assert run.status in (RunStatus.APPROVED, RunStatus.RUNNING, RunStatus.COMPLETED)
             assert "Approved by Alice." in fake.message(card["id"])["embeds"][0]["description"]
+            # It took the run's relay up too: the progress and the result reach the thread.
+            await h.runs_end()
+            run = await h.svc.store.get_run(run_id)
+            assert run.status is RunStatus.COMPLETED
+            texts = h.thread_texts(card["channel_id"])
+            assert any("Run completed" in t for t in texts)
+            assert "Orchestrator says: 3 flights" in texts[-1]

@@ -119,3 +119,22 @@ async def test_the_slash_command_is_deferred_and_opens_the_same_flow(
         await h.runs_end()
         assert "Orchestrator says" in h.thread_texts(thread["id"])[-1]
     assert fake.pinged() == [] and fake.unguarded_mentions() == []
+
+
+async def test_a_bare_mention_gets_help_and_mentions_of_people_stay_as_names(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis) as h:
+        fake = h.fake
+        bare = await fake.mention("general", "alice", "")
+        await fake.wait_until(lambda: len(fake.requests("create_message")) == 1)
+        (help_reply,) = fake.requests("create_message")
+        assert "Mention me with a task" in help_reply.json["content"]
+        assert str(help_reply.json["message_reference"]["message_id"]) == bare["id"]
+        assert fake.thread_of(bare) is None and not fake.requests("add_reaction")
+
+        bob = fake.person("bob").id
+        await fake.mention("general", "alice", f"Plan a trip with <@{bob}>.")
+        _, run_id = await h.card()
+        run = await h.svc.store.get_run(run_id)
+        assert run.task == "Plan a trip with @Bob."
