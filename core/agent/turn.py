@@ -128,8 +128,10 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     try:
         response, reused = await calls.complete(svc, request, job.seq, saved)
     except LLMError as exc:
+        telemetry.model_failed(request, exc, called_at)
         return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, str(exc))
-    except TimeoutError:
+    except TimeoutError as exc:
+        telemetry.model_failed(request, exc, called_at)
         detail = f"the model did not answer within {calls.llm_deadline(svc):.0f} s (with retries)"
         return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, detail)
     telemetry.model_called(request, response, called_at, reused)

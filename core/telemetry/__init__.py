@@ -15,14 +15,13 @@ Hooks (in the turn): :func:`turn` around a turn, :func:`turn_read` once its stat
 check of one variable; the SDK is imported only when tracing is turned on.
 """
 
+from core.telemetry.calls import model_called, model_failed, tool_called
 from core.telemetry.tracing import (
     clock,
     force_flush,
     install,
-    model_called,
     new_traceparent,
     setup,
-    tool_called,
     turn,
     turn_read,
     uninstall,
@@ -33,6 +32,7 @@ __all__ = [
     "force_flush",
     "install",
     "model_called",
+    "model_failed",
     "new_traceparent",
     "setup",
     "tool_called",

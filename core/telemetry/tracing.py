@@ -14,14 +14,12 @@ from core.config_observe import TelemetrySettings
 from core.telemetry.ended import agent_span, run_span
 from core.telemetry.ids import agent_span_id, remote, run_context
 from core.types.agent import AgentState
-from core.types.chat import ToolCall
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SpanExporter
     from opentelemetry.trace import Span, Tracer
 
-    from core.llm.base import LLMRequest, LLMResponse
 
 log = logging.getLogger(__name__)
 
@@ -127,13 +125,13 @@ class TracedTurn:
         return value
 
     def __enter__(self) -> TracedTurn:
-        self._token = _current.set(self)
+        self._token = current.set(self)
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        _current.reset(self._token)
+        current.reset(self._token)
         span = self.span
         if span is None:
             return
@@ -165,7 +163,7 @@ class _NoTurn:
 
 
 _NO_TURN = _NoTurn()
-_current: ContextVar[TracedTurn | None] = ContextVar("caramba_turn", default=None)
+current: ContextVar[TracedTurn | None] = ContextVar("caramba_turn", default=None)
 
 
 def turn(run_id: str, agent_id: str, seq: int) -> TracedTurn | _NoTurn:
@@ -178,7 +176,7 @@ def turn(run_id: str, agent_id: str, seq: int) -> TracedTurn | _NoTurn:
 def turn_read(traceparent: str | None, state: AgentState | None) -> None:
     """The turn has read its run's head and the agent's state: its span starts (from
     when the turn did), under the agent's span in the run's trace."""
-    t = _current.get()
+    t = current.get()
     if t is None:
         return
     t.trace_id, t.run_span = run_context(t.run_id, traceparent)
@@ -204,76 +202,3 @@ def turn_read(traceparent: str | None, state: AgentState | None) -> None:
 def clock() -> int:
     """Now, for a call's span to start at (0 when tracing is off)."""
     return time.time_ns() if _tracing is not None else 0
-
-
-def model_called(
-    request: LLMRequest, response: LLMResponse, started: int, reused: bool = False
-) -> None:
-    """A span for the turn's model call, from ``started`` (:func:`clock`) to now."""
-    t = _current.get()
-    if t is None or t.span is None:
-        return
-    from opentelemetry import trace
-
-    usage = response.usage
-    provider = request.model.split("/", 1)[0] if "/" in request.model else "openai"
-    attributes: dict[str, Any] = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": provider,
-        "gen_ai.system": provider,
-        "gen_ai.request.model": request.model,
-        "gen_ai.response.model": response.model,
-        "gen_ai.usage.input_tokens": usage.prompt_tokens,
-        "gen_ai.usage.output_tokens": usage.completion_tokens,
-        "gen_ai.usage.cost": usage.cost_usd,
-        "gen_ai.response.finish_reasons": ("tool_calls",) if response.tool_calls else ("stop",),
-        "gen_ai.agent.id": t.agent_id,
-        "gen_ai.agent.name": request.agent_name,
-        "gen_ai.conversation.id": t.run_id,
-        "caramba.cost_usd": usage.cost_usd,
-        "caramba.reused": reused,
-    }
-    if request.max_tokens:
-        attributes["gen_ai.request.max_tokens"] = request.max_tokens
-    if t.tracing.capture and response.content:
-        attributes["caramba.response.text"] = response.content
-    t.model = response.model
-    span = t.tracing.tracer.start_span(
-        f"chat {request.model}",
-        context=trace.set_span_in_context(t.span),
-        kind=trace.SpanKind.CLIENT,
-        start_time=started or None,
-        attributes=attributes,
-    )
-    span.end()
-
-
-def tool_called(call: ToolCall, ok: bool, content: str, started: int) -> None:
-    """A span for one tool call of the turn, from ``started`` (:func:`clock`) to now."""
-    t = _current.get()
-    if t is None or t.span is None:
-        return
-    from opentelemetry import trace
-    from opentelemetry.trace import Status, StatusCode
-
-    attributes: dict[str, Any] = {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": call.name,
-        "gen_ai.tool.call.id": call.id,
-        "gen_ai.tool.type": "function",
-        "gen_ai.conversation.id": t.run_id,
-        "caramba.tool.ok": ok,
-    }
-    if t.tracing.capture:
-        attributes["gen_ai.tool.call.arguments"] = call.arguments
-        attributes["gen_ai.tool.call.result"] = content
-    span = t.tracing.tracer.start_span(
-        f"execute_tool {call.name}",
-        context=trace.set_span_in_context(t.span),
-        start_time=started or None,
-        attributes=attributes,
-    )
-    if not ok:
-        span.set_attribute("error.type", "tool_error")
-        span.set_status(Status(StatusCode.ERROR, "the tool call failed"))
-    span.end()

@@ -17,10 +17,12 @@ from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
 from core import telemetry
 from core.config import Settings
 from core.config_observe import TelemetrySettings
+from core.llm.scripted import Fail, ScriptedModel
 from core.process.wiring import build_services
 from core.runs.control import start_run
 from core.scheduler.recording import RecordingScheduler
@@ -227,3 +229,19 @@ async def test_spans_reach_an_otlp_http_receiver(make_services, settings) -> Non
             names |= {s.name for scope in resource.scope_spans for s in scope.spans}
     assert "caramba.run" in names and "invoke_agent Orchestrator" in names
     assert any(n.startswith("chat ") for n in names)
+
+
+async def test_a_failed_model_call_is_an_error_span(make_services, settings, spans) -> None:
+    model = ScriptedModel().script("Orchestrator", Fail("the provider is down", status=503))
+    svc = make_services(settings, model)
+    run_id = await start_run(svc, "Fail at once", scenarios.orchestrator())
+    await collect(svc, run_id, timeout_s=20)
+    found = list(spans.get_finished_spans())
+    (chat,) = by_kind(found, "chat ")
+    assert chat.status.status_code is StatusCode.ERROR
+    assert chat.attributes["error.type"] == "LLMError"
+    (agent,) = by_kind(found, "invoke_agent ")
+    assert agent.attributes["caramba.end_reason"] == "llm_error"
+    assert agent.status.status_code is StatusCode.ERROR
+    (run,) = by_kind(found, "caramba.run")
+    assert run.attributes["caramba.run.status"] == "failed"
