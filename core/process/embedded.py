@@ -1,15 +1,20 @@
-"""Embedded mode: one process runs everything (inline scheduler; fakeredis or a Redis)."""
+"""Embedded mode: one process runs everything (inline scheduler; fakeredis or a Redis).
+
+With the in-process Redis, the library's entries are kept in a file between processes
+(``embedded_library.py``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from core.config import Settings
 from core.library import Library
 from core.llm.base import LLM
 from core.process.background import run_background
+from core.process.embedded_library import load_library, records_path, save_library
 from core.process.jobs import handle
 from core.process.tools_start import start_tools, stop_tools
 from core.process.wiring import build_services
@@ -24,6 +29,8 @@ from core.types.cohort import Cohort
 from core.types.events import RunEvent
 from core.types.run import RunState
 
+log = logging.getLogger(__name__)
+
 EventCallback = Callable[[RunEvent], Awaitable[None] | None]
 # Shows the proposal to a person and returns their decision.
 Decider = Callable[[ProposalView], Awaitable[Decision]]
@@ -34,6 +41,8 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
     """Services with the inline scheduler and the background loop running in this process."""
     scheduler = InlineScheduler(settings.scheduler.inline_concurrency)
     svc = build_services(settings, scheduler, llm=llm)
+    if settings.redis.embedded:  # the library's entries and names outlive the process
+        await load_library(settings, svc.redis)
     await start_tools(svc)
     scheduler.start(lambda job: handle(svc, job))
     stop = asyncio.Event()
@@ -45,7 +54,16 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
         await background
         await scheduler.stop()
         await stop_tools(svc)
+        if settings.redis.embedded:
+            await _keep_library(settings, svc)
         await svc.aclose()
+
+
+async def _keep_library(settings: Settings, svc: Services) -> None:
+    try:
+        await save_library(settings, svc.redis)
+    except Exception:  # the run's outcome is shown already; say why the library is not kept
+        log.exception("keeping the library's entries in %s failed", records_path(settings))
 
 
 async def follow(
@@ -89,8 +107,11 @@ async def run_proposal(
     timeout_s: float | None = None,
     library: Library | None = None,
     max_rounds: int = 20,
+    follow_run: Callable[[str], Awaitable[RunState]] | None = None,
 ) -> RunState:
-    """Propose, let ``ask`` decide (edits loop back to the card), then run if approved.
+    """Propose, let ``ask`` decide (edits loop back to the card), then run if approved
+    (followed by ``follow_run`` if given: the console's, which takes the person's input
+    meanwhile).
 
     ``decide`` records the decision in the library; with a ``library``, the run's outcome
     is recorded in it too before this returns.
@@ -102,7 +123,11 @@ async def run_proposal(
         outcome = await decide(svc, run_id, requested_by, decision)
         on_message(outcome.message)
         if outcome.ok and isinstance(decision, Approve):
-            final = await follow(svc, run_id, on_event, timeout_s)
+            final = await (
+                follow_run(run_id)
+                if follow_run is not None
+                else follow(svc, run_id, on_event, timeout_s)
+            )
             if library is not None:
                 # Recorded now (or by the worker already recording it), not at the next tick.
                 await learning.learn(svc, run_id, library, wait_s=10)
