@@ -8,12 +8,11 @@ import sys
 
 import typer
 from rich.console import Console
-from rich.prompt import Prompt
 from rich.table import Table
 
 from bots.console.render import EventPrinter, escape
 from core.config import Settings, load_settings
-from core.errors import CarambaError, UsageError
+from core.errors import CarambaError
 from core.types.run import RunState
 
 app = typer.Typer(
@@ -84,82 +83,46 @@ def run(
     yes: bool = typer.Option(False, "--yes", "-y", help="Approve the proposal without asking."),
     cohort: str = typer.Option("", "--cohort", help="Run the library cohort saved under NAME."),
 ) -> None:
-    """Run TASK: the router answers it directly or a planner proposes a cohort to approve."""
-    from bots.console import proposal
-    from core.planning import plan
-    from core.process.embedded import embedded_services, follow, run_proposal
-    from core.process.wiring import build_llm
-    from core.runs import learning
-    from core.runs.approval import Approve, Decision, ProposalView
-    from core.runs.control import start_run
-    from core.types.cohort import Cohort
+    """Run TASK: the router answers it directly or a planner proposes a cohort to approve.
+
+    While it runs: type an answer when an agent asks, c (or Ctrl-C) to cancel, e or s
+    when it pauses at its budget; what is typed before anything is asked is kept for
+    the next question."""
+    from bots.console.lines import StdinLines
+    from bots.console.logs import FileLogs
+    from bots.console.run import run_task
+    from bots.console.session import Interrupted
 
     settings = _settings()
+    logs = FileLogs(settings.workspace_dir.parent / "console.log").start()
     if settings.redis.embedded:
         console.print(
-            "[dim]redis.url is not set: embedded mode (in-process Redis; the library's "
-            "track records last for this run only).[/]"
+            "[dim]redis.url is not set: embedded mode (in-process Redis; the library is "
+            f"kept in {escape(str(settings.resolve(settings.library.index_dir)))}).[/]"
         )
     printer = EventPrinter(console, verbose=verbose)
 
-    async def ask(view: ProposalView) -> Decision:
-        if yes:
-            console.print(proposal.card(view))
-            return Approve()
-        return await asyncio.to_thread(proposal.ask, console, view)
-
     async def go() -> RunState:
-        async with embedded_services(settings, build_llm(settings)) as svc:
-            printer.show_outputs(svc)  # the files the agents made, under the result
-            library = await svc.library()
-            if cohort:
-                entry = await library.get_by_name(cohort)
-                if entry.cohort is None:
-                    raise UsageError(
-                        f"{cohort!r} names an agent, not a cohort",
-                        hint="pass the name a cohort was saved under",
-                    )
-                designed: Cohort | None = entry.cohort.model_copy(update={"task": task})
-            else:
-                with console.status("Planning…"):
-                    outcome = await plan(settings, svc.llm, svc.tools, task, library=library)
-                console.print(
-                    f"[dim]{outcome.path}: {escape(outcome.decision.reason)} "
-                    f"({outcome.llm_calls} planning calls, "
-                    f"{outcome.usage.total_tokens} tokens)[/]"
-                )
-                if outcome.direct is not None:
-                    run_id = await start_run(svc, task, outcome.direct)
-                    return await follow(svc, run_id, printer, None)
-                designed = outcome.cohort
-            assert designed is not None
-            final = await run_proposal(
-                svc,
-                task,
-                designed,
-                ask,
-                on_event=printer,
-                on_message=console.print,
-                library=library,
+        lines = StdinLines().start()
+        try:
+            return await run_task(
+                settings, console, task, printer, lines, logs, yes=yes, cohort=cohort
             )
-            if final.status.terminal and final.cohort is not None and not yes:
-                stars = await asyncio.to_thread(
-                    Prompt.ask, "Rate the result 1-5 (enter: skip)", default=""
-                )
-                if stars.strip() in {"1", "2", "3", "4", "5"}:
-                    await learning.rate(svc, final, stars=int(stars))
-                name = await asyncio.to_thread(
-                    Prompt.ask, "Save this cohort as (enter: skip)", default=""
-                )
-                if name.strip():
-                    await learning.save_as(library, final, name.strip())
-            return final
+        finally:
+            lines.close()
 
     try:
         result = asyncio.run(go())
+    except Interrupted:
+        console.print("[yellow]Quit at once; the run stopped with this process.[/]")
+        raise typer.Exit(130) from None
     except CarambaError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(1) from None
+    finally:
+        logs.stop()
+        if logs.warnings:
+            console.print(f"[dim]{logs.warnings} warnings logged to {escape(str(logs.path))}[/]")
     if result.status.value != "completed":
         raise typer.Exit(1)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, TextIO
+
 from pydantic import ValidationError
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -31,8 +33,7 @@ def card(view: ProposalView) -> Panel:
             name,
             a.role,
             a.model,
-            escape(", ".join(a.tools))
-            + "".join(f"\n[yellow]⚠ {escape(r)}[/]" for r in a.risks),
+            escape(", ".join(a.tools)) + "".join(f"\n[yellow]⚠ {escape(r)}[/]" for r in a.risks),
             budget,
             escape(a.prompt_excerpt[:120]),
         )
@@ -55,27 +56,30 @@ def card(view: ProposalView) -> Panel:
     )
 
 
-def ask(console: Console, view: ProposalView) -> Decision:
-    """Approve, reject (with a reason) or edit one agent; blocking (run it in a thread)."""
+def ask(console: Console, view: ProposalView, stream: TextIO | None = None) -> Decision:
+    """Approve, reject (with a reason) or edit one agent; blocking (run it in a thread).
+    The answers are read from ``stream`` (the console's lines) if given, else stdin."""
     console.print(card(view))
+
+    def said(question: str, **options: Any) -> str:
+        return str(Prompt.ask(question, console=console, stream=stream, **options))
+
     # Escaped: rich would take "[a]" for markup and print "pprove, dit or eject".
-    choice = Prompt.ask(
-        escape("[a]pprove, [e]dit or [r]eject"), choices=["a", "e", "r"], default="a"
-    )
+    choice = said(escape("[a]pprove, [e]dit or [r]eject"), choices=["a", "e", "r"], default="a")
     if choice == "a":
         return Approve()
     if choice == "r":
-        return Reject(reason=Prompt.ask("Reason (optional)", default=""))
+        return Reject(reason=said("Reason (optional)", default=""))
     numbers = [str(i) for i in range(1, len(view.agents) + 1)]
-    agent = view.agents[int(Prompt.ask("Which agent", choices=numbers, default="1")) - 1]
-    if Prompt.ask(f"Remove {agent.name}?", choices=["y", "n"], default="n") == "y":
+    agent = view.agents[int(said("Which agent", choices=numbers, default="1")) - 1]
+    if said(f"Remove {agent.name}?", choices=["y", "n"], default="n") == "y":
         return Edit(agents=(AgentEdit(agent_id=agent.id, remove=True),))
-    prompt = Prompt.ask("New instructions (empty: keep)", default="")
-    tools = Prompt.ask("Tools, comma-separated (empty: keep)", default="")
-    model = Prompt.ask("Model (empty: keep)", default="")
+    prompt = said("New instructions (empty: keep)", default="")
+    tools = said("Tools, comma-separated (empty: keep)", default="")
+    model = said("Model (empty: keep)", default="")
     while True:
-        tokens = Prompt.ask("Token budget, at least 1000 (empty: keep)", default="")
-        cost = Prompt.ask("Cost budget in USD (empty: keep)", default="")
+        tokens = said("Token budget, at least 1000 (empty: keep)", default="")
+        cost = said("Cost budget in USD (empty: keep)", default="")
         try:
             change = AgentEdit(
                 agent_id=agent.id,

@@ -51,7 +51,7 @@ def test_the_choices_are_printed_with_their_brackets_and_a_budget_can_be_edited(
     decision = proposal.ask(console, _view())
 
     printed = out.getvalue()
-    assert "[a]pprove, [e]dit or [r]eject [a/e/r]" in capsys.readouterr().out
+    assert "[a]pprove, [e]dit or [r]eject [a/e/r]" in printed
     assert "Not a budget: max_tokens" in printed  # 500 is under the 1000 minimum
     assert isinstance(decision, Edit)
     (change,) = decision.agents

@@ -1,0 +1,128 @@
+"""A run paused at its budget, in the console: the person extends it (by how much:
+asked, with the configured default) or stops it, through ``core.runs.budget``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bots.console.render import escape
+from core.runs.budget import extend_run, stop_run
+from core.services import Services
+from core.types.events import BudgetReached
+
+EXTEND = {"", "e", "extend"}
+STOP = {"s", "stop"}
+
+
+class PausedBudget:
+    """The pause the run is in (if any) and what the person's next line means for it."""
+
+    def __init__(self, svc: Services, by: str, say: Callable[[str], None]) -> None:
+        self.svc = svc
+        self.by = by
+        self.say = say
+        self.run_id = ""
+        self.pause: BudgetReached | None = None
+        self.extending = False
+
+    def paused(self, pause: BudgetReached) -> None:
+        """The run paused: offer the choices."""
+        self.run_id, self.pause, self.extending = pause.run_id, pause, False
+        self.offer(pause)
+
+    def offer(self, pause: BudgetReached) -> None:
+        self.say(
+            f"  [bold]↳ e[/]: extend (by {escape(_default(pause))} unless you say more), "
+            "[bold]s[/]: stop with the results so far, [bold]c[/]: cancel "
+            "[dim](enter: e)[/]"
+        )
+
+    async def take(self, text: str) -> None:
+        """What the person typed while the run is paused."""
+        pause = self.pause
+        assert pause is not None
+        if self.extending or _amount(text) is not None:
+            amount = _amount(text) if text else _default_amount(pause)
+            if amount is None or amount <= 0:
+                self.say(
+                    f"  [red]not an amount: {escape(text)}[/] — type a number of "
+                    f"{_unit(pause)}, or enter for {escape(_default(pause))}"
+                )
+                return
+            await self._extend(pause, amount)
+        elif text.lower() in EXTEND:
+            self.extending = True
+            self.say(
+                f"  [bold]↳ extend by how many {_unit(pause)}?[/] "
+                f"[dim](enter: {escape(_default(pause))})[/]"
+            )
+        elif text.lower() in STOP:
+            await self.stop()
+        else:
+            self.offer(pause)
+
+    async def _extend(self, pause: BudgetReached, amount: float) -> None:
+        step = await extend_run(
+            self.svc,
+            self.run_id,
+            self.by,
+            tokens=int(amount) if pause.what == "tokens" else None,
+            cost_usd=amount if pause.what == "cost" else None,
+            wall_clock_s=amount if pause.what == "wall_clock" else None,
+        )
+        self.extending = False
+        if step.ok:
+            self.pause = None
+            budget = step.run.budget
+            now = (
+                f" (now {budget.tokens} tokens · ${budget.cost_usd:.2f} · "
+                f"{budget.wall_clock_s:.0f} s)"
+                if budget is not None
+                else ""
+            )
+            self.say(f"  [green]▶ extended by {escape(_said(pause.what, amount))}{now}[/]")
+        else:
+            self.say(f"  [red]not extended: {escape(step.reason)}[/]")
+
+    async def stop(self) -> None:
+        """End the run with the results so far (``budget.stop_run``)."""
+        step = await stop_run(self.svc, self.run_id, self.by)
+        self.extending = False
+        if step.ok:
+            self.pause = None
+            self.say("  [yellow]■ stopped at the budget, with the results so far[/]")
+        else:
+            self.say(f"  [red]not stopped: {escape(step.reason)}[/]")
+
+
+def _unit(pause: BudgetReached) -> str:
+    return {"tokens": "tokens", "cost": "dollars", "wall_clock": "seconds"}[pause.what]
+
+
+def _default_amount(pause: BudgetReached) -> float:
+    return {
+        "tokens": float(pause.extend_tokens),
+        "cost": pause.extend_cost_usd,
+        "wall_clock": pause.extend_wall_clock_s,
+    }[pause.what]
+
+
+def _said(what: str, amount: float) -> str:
+    formats: dict[str, Callable[[float], str]] = {
+        "tokens": lambda a: f"{int(a)} tokens",
+        "cost": lambda a: f"${a:.2f}",
+        "wall_clock": lambda a: f"{a:.0f} s",
+    }
+    return formats[what](amount)
+
+
+def _default(pause: BudgetReached) -> str:
+    return _said(pause.what, _default_amount(pause))
+
+
+def _amount(text: str) -> float | None:
+    """A number the person typed ("2", "$1.50", "50000"), or None."""
+    try:
+        return float(text.strip().lstrip("$").replace(",", "").replace("_", ""))
+    except ValueError:
+        return None

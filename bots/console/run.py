@@ -1,0 +1,102 @@
+"""``caramba run``: a task planned (or a saved cohort taken), the proposal decided, the
+run followed with the person's input, then a rating and a name for a run that ran."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from rich.console import Console
+from rich.prompt import Prompt
+
+from bots.console import proposal
+from bots.console.lines import Lines
+from bots.console.logs import FileLogs
+from bots.console.render import EventPrinter, escape
+from bots.console.session import RunConsole
+from core.config import Settings
+from core.errors import UsageError
+from core.planning import plan
+from core.process import wiring
+from core.process.embedded import embedded_services, run_proposal
+from core.runs import learning
+from core.runs.approval import Approve, Decision, ProposalView
+from core.runs.control import start_run
+from core.types.cohort import Cohort
+from core.types.run import RunState, RunStatus
+
+
+async def run_task(
+    settings: Settings,
+    console: Console,
+    task: str,
+    printer: EventPrinter,
+    lines: Lines,
+    logs: FileLogs,
+    *,
+    yes: bool,
+    cohort: str,
+) -> RunState:
+    """``caramba run``'s flow: plan (or take a saved cohort), the card, the run followed
+    with the person's input, then a rating and a name for a run that ran."""
+    stream = lines.prompt_stream()
+
+    def asked(question: str) -> str:
+        return str(Prompt.ask(question, console=console, default="", stream=stream))
+
+    async def ask(view: ProposalView) -> Decision:
+        if yes:
+            console.print(proposal.card(view))
+            return Approve()
+        return await asyncio.to_thread(proposal.ask, console, view, stream)
+
+    llm = wiring.build_llm(settings)  # looked up here: tests put a scripted model in
+    logs.quiet_litellm()  # litellm adds its own stderr handlers when it loads
+    async with embedded_services(settings, llm) as svc:
+        printer.show_outputs(svc)  # the files the agents made, under the result
+        runner = RunConsole(svc, console, printer, lines, hold_empty=not sys.stdin.isatty())
+        library = await svc.library()
+        if cohort:
+            entry = await library.get_by_name(cohort)
+            if entry.cohort is None:
+                raise UsageError(
+                    f"{cohort!r} names an agent, not a cohort",
+                    hint="pass the name a cohort was saved under",
+                )
+            designed: Cohort | None = entry.cohort.model_copy(update={"task": task})
+        else:
+            with console.status("Planning…"):
+                outcome = await plan(settings, svc.llm, svc.tools, task, library=library)
+            console.print(
+                f"[dim]{outcome.path}: {escape(outcome.decision.reason)} "
+                f"({outcome.llm_calls} planning calls, "
+                f"{outcome.usage.total_tokens} tokens)[/]"
+            )
+            if outcome.direct is not None:
+                return await runner.follow(await start_run(svc, task, outcome.direct))
+            designed = outcome.cohort
+        assert designed is not None
+        final = await run_proposal(
+            svc,
+            task,
+            designed,
+            ask,
+            on_event=printer,
+            on_message=console.print,
+            library=library,
+            follow_run=runner.follow,
+        )
+        # Only a run that ran is rated and named: not a rejected or cancelled one.
+        ran = final.status in (RunStatus.COMPLETED, RunStatus.FAILED)
+        if ran and final.cohort is not None and not yes:
+            stars = await asyncio.to_thread(asked, "Rate the result 1-5 (enter: skip)")
+            if stars.strip() in {"1", "2", "3", "4", "5"}:
+                await learning.rate(svc, final, stars=int(stars))
+            name = await asyncio.to_thread(asked, "Save this cohort as (enter: skip)")
+            if name.strip():
+                await learning.save_as(library, final, name.strip())
+                console.print(
+                    f"Saved as {escape(name.strip())}: "
+                    f'caramba run --cohort {escape(name.strip())} "…" runs it again.'
+                )
+        return final
