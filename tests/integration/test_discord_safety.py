@@ -138,3 +138,25 @@ async def test_a_bare_mention_gets_help_and_mentions_of_people_stay_as_names(
         _, run_id = await h.card()
         run = await h.svc.store.get_run(run_id)
         assert run.task == "Plan a trip with @Bob."
+
+
+async def test_posts_and_edits_keep_within_the_channels_message_buckets(
+    make_services, real_redis
+) -> None:
+    """Discord's per-channel limit on message creates and edits (here 2 a second): the
+    status edits are coalesced, discord.py waits for the bucket, nothing is refused."""
+    async with FakeDiscord.serving(message_limit=(2, 1.0)) as fake:
+        async with harness(make_services, real_redis, fake=fake, status_interval_s=1.0) as h:
+            asked = await fake.mention("general", "alice", "Compare the cheapest flights.")
+            card, run_id = await h.card()
+            await fake.click(card["id"], f"caramba:approve:{run_id}", "alice")
+            await h.runs_end(timeout_s=30)
+            thread = fake.thread_of(asked)
+            assert thread is not None
+            texts = h.thread_texts(thread["id"])
+    sent = [r for r in fake.log if r.route in ("create_message", "edit_message")]
+    assert sent and all(r.status == 200 for r in sent)
+    in_thread = [r.at for r in sent if r.params["channel_id"] == thread["id"]]
+    assert len(in_thread) > 2 and in_thread[-1] - in_thread[0] >= 0.9, "waited for the bucket"
+    assert any("Run completed" in t for t in texts)
+    assert "Orchestrator says: 3 flights" in texts[-1]
