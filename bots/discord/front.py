@@ -54,7 +54,8 @@ class Front:
         text = re.sub(rf"<@!?{me.id}>", "", message.content)
         for user in message.mentions:
             if user.id != me.id:
-                text = re.sub(rf"<@!?{user.id}>", f"@{user.display_name}", text)
+                name = f"@{user.display_name}"
+                text = text.replace(f"<@{user.id}>", name).replace(f"<@!{user.id}>", name)
         for role in message.role_mentions:
             text = text.replace(f"<@&{role.id}>", f"@{role.name}")
         return text.strip()
