@@ -223,6 +223,50 @@ def slack(
 
 
 @app.command()
+def discord(
+    sync: bool = typer.Option(
+        False,
+        "--sync",
+        help="Publish the /caramba slash command on start even if discord.sync_commands "
+        "is off (to discord.command_guild when set, else globally).",
+    ),
+) -> None:
+    """Run the Discord bot (DISCORD_BOT_TOKEN): mentions and /caramba in its servers."""
+    from bots.discord.main import discord_token, run_discord
+
+    settings = _settings()
+    try:
+        token = discord_token()
+    except CarambaError as exc:
+        console.print(f"[bold red]configuration error:[/] {exc}")
+        raise typer.Exit(2) from None
+    logging.getLogger("bots").setLevel(logging.INFO)
+    try:
+        asyncio.run(run_discord(settings, token, sync))
+    except CarambaError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def web(
+    host: str | None = typer.Option(None, "--host", help="Interface (default web_ui.host)."),
+    port: int | None = typer.Option(None, "--port", help="Port (default web_ui.port)."),
+) -> None:
+    """Serve the run inspector: every run's plan, agents, messages, tool calls, files and
+    result, live. Open on 127.0.0.1; elsewhere pages need their signed links."""
+    from bots.web.main import run_web
+
+    settings = _settings()
+    logging.getLogger("bots").setLevel(logging.INFO)
+    try:
+        asyncio.run(run_web(settings, host, port))
+    except CarambaError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+
+
+@app.command()
 def doctor() -> None:
     """Check the configuration and services; say exactly what to set or start."""
     from core.process.doctor import Level, run_checks
