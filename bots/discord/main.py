@@ -12,7 +12,7 @@ import signal
 import discord
 
 from bots.discord.bot import CarambaBot
-from core.config import Settings, load_settings
+from core.config import Settings
 from core.errors import ConfigError, MissingSecretError
 from tasks.services import chat_services
 
@@ -62,12 +62,3 @@ async def run_discord(settings: Settings, token: str, sync: bool) -> None:
             for sig in _SIGNALS:
                 with contextlib.suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(sig)
-
-
-def discord_main(sync: bool = False) -> None:
-    """``caramba discord [--sync]``: settings and token read, the bot run until stopped.
-    Raises ``core.errors.CarambaError`` (e.g. MissingSecretError) for the CLI to show."""
-    settings = load_settings()
-    token = discord_token()
-    logging.getLogger("bots").setLevel(logging.INFO)
-    asyncio.run(run_discord(settings, token, sync))
