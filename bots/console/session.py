@@ -209,7 +209,7 @@ class RunConsole:
             self.say("  [dim]already cancelling…[/]")
             return
         self.cancelled = True
-        step = await cancel_run(self.svc, self.run_id, self.by, reason="from the console")
+        step = await cancel_run(self.svc, self.run_id, self.by)
         if step.ok:
             self.say("  [yellow]Cancelling: every agent stops within one turn…[/]")
         else:
