@@ -155,7 +155,9 @@ class Card:
 
 @dataclass(frozen=True)
 class Milestone:
-    """Agent ``agent`` (its name) ended (``reason``: an ``EndReason`` value) with ``text``."""
+    """Agent ``agent`` (its name) ended (``reason``: an ``EndReason`` value) with ``text``.
+    Only agents that did work of their own get one (not those summing up agents under
+    them), each text once."""
 
     agent: str
     reason: str
@@ -194,9 +196,10 @@ class Notify:
 
 @dataclass(frozen=True)
 class ChatPost:
-    """Agent ``agent`` posts ``text`` to the thread (``post_to_chat``); with ``filename``
-    it is sent as a file of that name (this renders the message going with it, or, if the
-    file cannot be sent, in its place)."""
+    """Agent ``agent`` posts ``text`` to the thread (``post_to_chat``). With ``filename``
+    the relay uploads the text as a file of that name (its comment made with the
+    renderer's ``bold`` and ``escape``), and this is rendered only if the file cannot be
+    sent: then the text is posted, named."""
 
     agent: str
     text: str

@@ -2,6 +2,12 @@
 produced a cohort, one status message updated in place (at most about once per the
 platform's ``status_interval_s``), milestone replies, the final result.
 
+Each text is shown once. The run's result is its top agent's, and a lead's result sums
+up its team's, so an agent that has agents under it gets no milestone when it finishes
+(its text comes up in its parent's, or as the result); milestones are the results of
+the agents that did the work, and one with the same text as an earlier one is not
+posted again.
+
 The relay folds the run's events into intentions (``bots.chat.ports``) and has the
 platform's renderer turn them into messages. It never calls the platform: what it posts
 goes into the run's outbox in Redis (``bots.chat.outbox``), in the transaction that saves
@@ -15,6 +21,7 @@ import asyncio
 import logging
 import time
 from dataclasses import replace
+from pathlib import PurePosixPath
 
 from bots.chat.busy import Busy, stop_if_cancelled
 from bots.chat.courier import Courier
@@ -28,6 +35,7 @@ from bots.chat.ports import (
     Limits,
     Milestone,
     Note,
+    Notify,
     Place,
     Question,
     Rendered,
@@ -40,11 +48,13 @@ from bots.chat.threads import Shown, Threads, after
 from core.runs.approval import view
 from core.services import Services
 from core.state.event_hub import EventHub
+from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
     AgentFinished,
     ChatPosted,
     ErrorRaised,
+    Notified,
     QuestionAsked,
     RunEvent,
     RunFinished,
@@ -56,6 +66,11 @@ from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
 NO_CARD = "I could not post the proposal here; ask me again."
+
+
+def _filename(name: str) -> str:
+    """An agent's file name as a plain name (no folders), at most 100 characters."""
+    return PurePosixPath(name.replace("\\", "/")).name[-100:] or "post.txt"
 
 
 def result_file(run_id: str, text: str) -> TextFile:
@@ -87,6 +102,9 @@ class ThreadRelay:
         self.quiet = False
         self.running = True
         self.names: dict[str, str] = {}
+        # Agents with agents under them, and the milestone texts posted (once each).
+        self.leads: set[str] = set()
+        self.said: set[str] = set()
         self.line = StatusLine(run_id=run_id, phase="starting")
         self.shown: StatusLine | None = None
         self.last_update = 0.0
@@ -139,6 +157,8 @@ class ThreadRelay:
                 await self.post_card()
             case AgentCreated():
                 self.names[event.agent_id or ""] = event.name
+                if event.parent_id:
+                    self.leads.add(event.parent_id)
                 self._status(phase="running", agents=line.agents + 1, who=event.name)
                 self._status(doing="joined", tool="")
             case ToolCalled():
@@ -148,14 +168,19 @@ class ThreadRelay:
                 who, reason = self._who(event.agent_id), event.reason.value
                 self._status(phase="running", finished=line.finished + 1)
                 self._status(who=who, doing=reason, tool="")
-                if event.agent_id and event.result and line.agents > 1:
+                if self.is_milestone(event, line.agents):
+                    assert event.result is not None
+                    self.said.add(event.result.strip())
                     self.reply("milestone", Milestone(who, reason, event.result))
             case ErrorRaised():
                 self.reply("error", Note(event.message, "warning"))
             case QuestionAsked():
                 self.reply("question", Question(self._who(event.agent_id), event.question))
             case ChatPosted():
-                self.reply("chat post", ChatPost(self._who(event.agent_id), event.text))
+                self.post_chat(ChatPost(self._who(event.agent_id), event.text, event.filename))
+            case Notified():
+                notify = Notify(self._who(event.agent_id), event.who, event.text)
+                self.reply("notification", notify)
             case RunFinished(status=RunStatus.REJECTED):
                 self.running = False  # the card says who rejected it
             case RunFinished():
@@ -166,6 +191,31 @@ class ThreadRelay:
                 self.post_result(event)
             case _:
                 pass
+
+    def is_milestone(self, event: AgentFinished, agents: int) -> bool:
+        """Whether an agent's end is worth a reply of its own: in a run of several
+        agents, one that did work of its own (an agent with agents under it that
+        finished sums their work up: its text comes again above it, or as the run's
+        result), with a text not posted yet."""
+        if not (event.agent_id and event.result and event.result.strip() and agents > 1):
+            return False
+        if event.agent_id in self.leads and event.reason is EndReason.FINISHED:
+            return False
+        return event.result.strip() not in self.said
+
+    def post_chat(self, post: ChatPost) -> None:
+        """An agent's post; with a file name, the text as that file (if the file cannot
+        be sent, the text is posted, named)."""
+        if post.filename is None or self.quiet:
+            self.reply("chat post", post)
+            return
+        name, r = _filename(post.filename), self.renderer
+        comment = f"{r.bold(post.agent)} posted {r.escape(name)}"
+        file = TextFile(content=post.text, filename=name, title=name, comment=comment)
+        instead = tuple(self.entries("chat post", post))
+        self.out.append(
+            Entry(run=self.run_id, what="chat post file", kind="upload", file=file, instead=instead)
+        )
 
     async def post_card(self) -> None:
         """The proposal card (planning produced a cohort), from the run as stored; if it

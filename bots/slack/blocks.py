@@ -14,6 +14,7 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
+from bots.chat.numbers import cost, tokens
 from bots.slack.text import MAX_BLOCKS, escape, truncate
 from core.runs.approval import AgentCard, ProposalView
 
@@ -43,9 +44,9 @@ def _summary(view: ProposalView) -> list[Block]:
 
 def _agent(a: AgentCard) -> SectionBlock:
     under = f" · under {escape(a.parent)}" if a.parent else ""
-    budget = f"{a.max_tokens} tokens" if a.max_tokens else "default budget"
+    budget = tokens(a.max_tokens) if a.max_tokens else "default budget"
     if a.max_cost_usd is not None:
-        budget += f", ${a.max_cost_usd:.2f}"
+        budget += f", {cost(a.max_cost_usd)}"
     return _section(
         f"*{escape(a.name)}* — {escape(a.role)}{under}\n"
         f"model `{escape(a.model)}` · tools: {escape(', '.join(a.tools)) or 'none'} · {budget}\n"
@@ -68,7 +69,7 @@ def _footer(view: ProposalView) -> list[Block]:
         b = view.budget
         spent = view.planning
         planned = (
-            f" · planning used {spent.total_tokens} tokens (${spent.cost_usd:.4f})"
+            f" · planning used {tokens(spent.total_tokens)} ({cost(spent.cost_usd)})"
             if spent is not None
             else ""
         )
@@ -76,7 +77,7 @@ def _footer(view: ProposalView) -> list[Block]:
             ContextBlock(
                 elements=[
                     MarkdownTextObject(
-                        text=f"Budget: {b.tokens} tokens · ${b.cost_usd:.2f} · "
+                        text=f"Budget: {tokens(b.tokens)} · {cost(b.cost_usd)} · "
                         f"{b.wall_clock_s:.0f} s{planned} · run `{view.run_id}`"
                     )
                 ]

@@ -4,10 +4,12 @@ the result (feedback buttons)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, assert_never
 
 from slack_sdk.models.blocks import Block
 
+from bots.chat.numbers import cost, tokens
 from bots.chat.ports import (
     Artifacts,
     Card,
@@ -27,10 +29,18 @@ from bots.slack.upload import preview
 from core.types.run import RunStatus
 
 _LEVELS = {"info": "", "warning": ":warning: ", "error": ":x: "}
+# A Slack user id, as agents may write it ("U012ABC", "@U012ABC", "<@U012ABC>").
+_USER_ID = re.compile(r"<?@?([UW][A-Z0-9]{6,})>?")
 
 
 def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:
     return [b.to_dict() for b in blocks]
+
+
+def _person(who: str) -> str:
+    """A Slack user id as a mention (notifying them), anything else as plain text."""
+    found = _USER_ID.fullmatch(who.strip())
+    return f"<@{found.group(1)}>" if found else escape(who)
 
 
 class SlackRenderer:
@@ -65,7 +75,7 @@ class SlackRenderer:
             case Note(text=text, level=level):
                 return self._plain(_LEVELS[level] + escape(text))
             case Notify(agent=agent, who=who, text=text):
-                return self._plain(f":bell: {self.bold(agent)} for {escape(who)}: {escape(text)}")
+                return self._plain(f":bell: {self.bold(agent)} for {_person(who)}: {escape(text)}")
             case ChatPost(agent=agent, text=text, filename=filename):
                 named = f" ({escape(filename)})" if filename else ""
                 return self._plain(f"{self.bold(agent)}{named}:\n{escape(text)}")
@@ -81,7 +91,7 @@ class SlackRenderer:
         if s.phase == "starting":
             now = "Starting…"
         elif s.phase == "ended":
-            now = f"Run {s.outcome} · {s.tokens} tokens · ${s.cost_usd:.4f}"
+            now = f"Run {s.outcome} · {tokens(s.tokens)} · {cost(s.cost_usd)}"
         else:
             tool = f" `{s.tool}`" if s.tool else ""
             now = f"Running: {escape(s.who)} {s.doing}{tool}"

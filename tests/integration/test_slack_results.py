@@ -24,7 +24,7 @@ from bots.slack.feedback import ALREADY, THANKS
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape, split
 from bots.slack.upload import POINTER
-from core.types.events import RunEvent, RunFinished
+from core.types.events import ChatPosted, Notified, RunEvent, RunFinished
 from core.types.run import RunStatus
 from tests.fakes.slack_api import FakeSlackAPI
 from tests.integration.test_slack_http import ANA, CHANNEL, MALLORY, SECRET, harness, scripted
@@ -221,3 +221,28 @@ async def test_nothing_is_lost_when_the_clients_retries_run_out(
         assert "the result did not reach Slack (rate limited (ratelimited))" in caplog.text
         texts = [p["text"] for p in slack.of("chat.postMessage")]
         assert texts == ["a" * 3000] * 5 + ["b" * 10], "the outbox tried the first piece again"
+
+
+async def test_notifications_and_posts_with_a_file_name_reach_the_thread(
+    make_services, real_redis
+) -> None:
+    """``notify`` mentions a Slack user id given as such; ``post_to_chat`` with a file name
+    uploads the text as that file, its message saying who posted it."""
+    async with bot_relay(make_services, real_redis) as (relay, slack):
+        await relay.on_event(
+            Notified(run_id="run_r1", agent_id="a", who="<@U0BOB123>", text="fares are in")
+        )
+        await relay.on_event(
+            Notified(run_id="run_r1", agent_id="a", who="@here", text="not a broadcast")
+        )
+        text = "# Fares\n<b>49 EUR</b> & more"
+        await relay.on_event(
+            ChatPosted(run_id="run_r1", agent_id="a", text=text, filename="reports/fares.md")
+        )
+        first, second = (p["text"] for p in slack.of("chat.postMessage"))
+        assert first == ":bell: *a* for <@U0BOB123>: fares are in"
+        assert "@here" not in second and "not a broadcast" in second
+        (done,) = slack.of("files.completeUploadExternal")
+        assert done["thread_ts"] == THREAD and done["initial_comment"] == "*a* posted fares.md"
+        (file,) = done["files"]
+        assert file["title"] == "fares.md" and slack.uploads[file["id"]].decode() == text

@@ -27,6 +27,8 @@ from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
     AgentFinished,
+    ChatPosted,
+    Notified,
     RunEvent,
     RunFinished,
     RunStarted,
@@ -214,3 +216,66 @@ async def _until(check: Any, timeout_s: float = 5) -> None:
     while not check():
         assert time.monotonic() < deadline, "not in time"
         await asyncio.sleep(0.01)
+
+
+def three_agents() -> list[RunEvent]:
+    """An orchestrator, a lead under it and a member under the lead; the lead passes its
+    member's result up as it is, the orchestrator answers with its own words."""
+    agents = (("orch", "Orchestrator", None), ("lead", "Lead", "orch"), ("ana", "Ana", "lead"))
+    return [
+        RunStarted(run_id=RUN, task="t"),
+        *(
+            AgentCreated(run_id=RUN, agent_id=a, name=n, role="x", parent_id=p, model="m")
+            for a, n, p in agents
+        ),
+        AgentFinished(run_id=RUN, agent_id="ana", reason=EndReason.FINISHED, result="fares: 49"),
+        AgentFinished(run_id=RUN, agent_id="lead", reason=EndReason.FINISHED, result="fares: 49"),
+        AgentFinished(run_id=RUN, agent_id="orch", reason=EndReason.FINISHED, result="Best: 49"),
+        end("Best: 49"),
+    ]
+
+
+async def test_a_multi_agent_run_posts_each_text_once(redis: Any) -> None:
+    """Before: the status message, a milestone per agent (the lead's repeating its
+    member's, the orchestrator's repeating the result) and the result: 5 messages. Now
+    the agents with agents under them post no milestone of their own: 3."""
+    thread = Thread()
+    adapter, _ = fake_adapter(thread)
+    await Relayed(redis, adapter).on_events(*three_agents())
+    status, *posts = thread.texts
+    assert status.startswith("status:")
+    assert posts == ["milestone: fares: 49", "result: Best: 49"]
+    assert len(thread.texts) == 3
+
+
+async def test_milestones_of_the_same_text_and_leads_that_stop_short(redis: Any) -> None:
+    thread = Thread()
+    adapter, _ = fake_adapter(thread)
+    *started, _, _, _, _ = three_agents()
+    same = AgentCreated(run_id=RUN, agent_id="bo", name="Bo", role="x", parent_id="lead", model="m")
+    await Relayed(redis, adapter).on_events(
+        *started,
+        same,
+        AgentFinished(run_id=RUN, agent_id="ana", reason=EndReason.FINISHED, result="fares: 49"),
+        AgentFinished(run_id=RUN, agent_id="bo", reason=EndReason.FINISHED, result="fares: 49 "),
+        AgentFinished(run_id=RUN, agent_id="lead", reason=EndReason.MAX_TURNS, result="half"),
+    )
+    assert thread.texts[1:] == ["milestone: fares: 49", "milestone: half"], (
+        "the same text once; a lead stopped by a limit is news"
+    )
+
+
+async def test_notifications_and_posts_with_a_file_name(redis: Any) -> None:
+    thread = Thread()
+    adapter, transport = fake_adapter(thread)
+    relayed = Relayed(redis, adapter)
+    await relayed.on_events(
+        Notified(run_id=RUN, agent_id="a", who="@ana", text="the fares are in"),
+        ChatPosted(run_id=RUN, agent_id="a", text="# Fares\n49 EUR", filename="../out/fares.md"),
+    )
+    assert thread.texts == ["notify: the fares are in"]
+    assert thread.files == ["fares.md"], "sent as a file, by its plain name"
+
+    transport.failing = [Refused("no files")]
+    await relayed.on_events(ChatPosted(run_id=RUN, agent_id="a", text="plan", filename="p.md"))
+    assert thread.texts[-1] == "chat_post: plan", "refused as a file: posted"

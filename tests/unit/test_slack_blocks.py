@@ -9,7 +9,8 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackRequestError
 
-from bots.chat.ports import Limits, Place
+from bots.chat.numbers import cost
+from bots.chat.ports import Limits, Place, StatusLine
 from bots.chat.relay import ThreadRelay
 from bots.slack.blocks import CANCEL, FEEDBACK_UP, proposal_blocks
 from bots.slack.failures import classify
@@ -197,3 +198,23 @@ def test_the_manifest_grants_what_the_bot_calls() -> None:
         "message.channels",
     }
     assert needed <= listed, needed - listed
+
+
+def test_costs_and_tokens_read_as_people_write_them() -> None:
+    assert [cost(c) for c in (0, 0.0006, 0.42, 3.1, 1204)] == [
+        "$0",
+        "under $0.01",
+        "$0.42",
+        "$3.10",
+        "$1,204.00",
+    ]
+    ended = StatusLine(
+        run_id="r", phase="ended", outcome="completed", tokens=12_345, cost_usd=0.0006
+    )
+    assert (
+        SlackRenderer()
+        .status_line(ended)
+        .startswith("Run completed · 12,345 tokens · under $0.01 · ")
+    )
+    card = json.dumps([b.to_dict() for b in proposal_blocks(_view(1, "t"))], ensure_ascii=False)
+    assert "Budget: 100,000 tokens · $1.00" in card and "1,000 tokens, $0.50" in card
