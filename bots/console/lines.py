@@ -93,13 +93,17 @@ class PromptStream:
         self._loop = loop
 
     def readline(self) -> str:
+        """The next line; EOFError once input ended (as ``input()`` does): no answer is
+        not an empty answer, which would take the prompt's default (an approval)."""
         future = asyncio.run_coroutine_threadsafe(self._lines.get(), self._loop)
         while True:
             try:
                 line = future.result(timeout=0.2)
             except concurrent.futures.TimeoutError:
-                if self._lines.closed.is_set():  # shutting down: give the prompt its default
+                if self._lines.closed.is_set():  # shutting down
                     future.cancel()
-                    return ""
+                    raise EOFError from None
                 continue
-            return "" if line is None else line + "\n"
+            if line is None:
+                raise EOFError
+            return line + "\n"

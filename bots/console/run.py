@@ -42,13 +42,24 @@ async def run_task(
     stream = lines.prompt_stream()
 
     def asked(question: str) -> str:
-        return str(Prompt.ask(question, console=console, default="", stream=stream))
+        try:
+            return str(Prompt.ask(question, console=console, default="", stream=stream))
+        except EOFError:  # nobody left to answer: skipped
+            console.print()
+            return ""
 
     async def ask(view: ProposalView) -> Decision:
         if yes:
             console.print(proposal.card(view))
             return Approve()
-        return await asyncio.to_thread(proposal.ask, console, view, stream)
+        try:
+            return await asyncio.to_thread(proposal.ask, console, view, stream)
+        except EOFError:
+            console.print()
+            raise UsageError(
+                "the input ended before anyone decided about the proposal: nothing was run",
+                hint="answer at a terminal, or pass --yes to approve without asking",
+            ) from None
 
     llm = wiring.build_llm(settings)  # looked up here: tests put a scripted model in
     logs.quiet_litellm()  # litellm adds its own stderr handlers when it loads

@@ -100,3 +100,12 @@ def test_file_logs_take_litellm_handlers_away_and_give_the_root_back(tmp_path: P
         logs.stop()
     assert logging.getLogger().handlers == before
     assert "cost map" in (tmp_path / "console.log").read_text("utf-8")
+
+
+def test_no_input_is_no_approval(caramba_run: Any) -> None:
+    """stdin closed before the card was answered (caramba run < /dev/null): nothing runs.
+    An empty line is an answer (Enter: approve); no line at all is not."""
+    result = caramba_run("ask me", "")
+    assert result.exit_code == 1
+    assert "the input ended before anyone decided about the proposal" in result.output
+    assert "--yes" in result.output and "▶ run" not in result.output
