@@ -183,7 +183,7 @@ class RunConsole:
         else:
             self.held.append(text)
             if len(self.held) == 1:
-                self.say("  [dim]nothing is asked now: kept for the next question (c: cancel)[/]")
+                self.say("  [dim]nothing is asked now: kept for what is asked next (c: cancel)[/]")
         self._spin(True)
 
     async def _answer(self, text: str) -> None:
