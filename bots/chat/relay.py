@@ -22,6 +22,7 @@ import logging
 import time
 from dataclasses import replace
 from pathlib import PurePosixPath
+from typing import Any
 
 from bots.chat.busy import Busy, stop_if_cancelled
 from bots.chat.courier import Courier
@@ -138,8 +139,8 @@ class ThreadRelay:
         self.shown, self.last_update = line, time.monotonic()
         (self.new_status,) = self.renderer.render(line)
 
-    def _status(self, **changes: object) -> None:
-        self.line = replace(self.line, **changes)  # type: ignore[arg-type]
+    def _status(self, **changes: Any) -> None:
+        self.line = replace(self.line, **changes)
 
     def _who(self, agent_id: str | None) -> str:
         return self.names.get(agent_id or "", agent_id or "the run")

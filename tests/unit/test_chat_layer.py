@@ -6,6 +6,7 @@ after its bot process stopped posts nothing twice."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -279,3 +280,28 @@ async def test_notifications_and_posts_with_a_file_name(redis: Any) -> None:
     transport.failing = [Refused("no files")]
     await relayed.on_events(ChatPosted(run_id=RUN, agent_id="a", text="plan", filename="p.md"))
     assert thread.texts[-1] == "chat_post: plan", "refused as a file: posted"
+
+
+async def test_an_outbox_queued_before_the_upgrade_is_delivered(redis: Any) -> None:
+    """A Slack outbox written before the chat layer was shared (entries with ``blocks``,
+    a result file as a dict) under the same keys: read and delivered as it was."""
+    thread = Thread()
+    adapter, _ = fake_adapter(thread)
+    outbox = Outbox(redis, "t", "slack")
+    assert outbox.prefix == "t:slack:outbox", "the keys Slack always had"
+    at, empty = time.time(), {"files": [], "then": [], "instead": []}
+    old = [
+        {"run": RUN, "what": "milestone", "kind": "post", "text": "fares", "at": at, "id": "a1"}
+        | {"blocks": [{"type": "section"}], "file": None}
+        | empty,
+        {"run": RUN, "what": "result file", "kind": "upload", "text": "", "at": at, "id": "a2"}
+        | {"blocks": None, "file": {"content": "x", "filename": "r.md", "title": "Result"}}
+        | empty,
+    ]
+    await redis.rpush("t:slack:outbox:run_chat", *(json.dumps(e) for e in old))
+    head = await outbox.head(RUN)
+    assert head.entry is not None and head.entry.payload == [{"type": "section"}]
+    done = asyncio.Event()
+    done.set()
+    await Courier(outbox, adapter, RUN, PLACE).run(done)
+    assert thread.texts == ["fares"] and thread.files == ["r.md"]
