@@ -41,7 +41,9 @@ class PausedBudget:
         """What the person typed while the run is paused."""
         pause = self.pause
         assert pause is not None
-        if self.extending or _amount(text) is not None:
+        if text.lower() in STOP:  # also instead of an amount: changed their mind
+            await self.stop()
+        elif self.extending or _amount(text) is not None:
             amount = _amount(text) if text else _default_amount(pause)
             if amount is None or amount <= 0:
                 self.say(
@@ -56,8 +58,6 @@ class PausedBudget:
                 f"  [bold]↳ extend by how many {_unit(pause)}?[/] "
                 f"[dim](enter: {escape(_default(pause))})[/]"
             )
-        elif text.lower() in STOP:
-            await self.stop()
         else:
             self.offer(pause)
 

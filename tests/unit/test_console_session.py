@@ -150,6 +150,8 @@ async def test_a_paused_run_is_stopped_with_s_or_when_input_ends(make_services) 
     s = Session(make_services, "spend", cost=1.0)
     following = await s.start(_paused_budget())
     await s.until(lambda: s.console.budget.pause is not None)
+    s.lines.put("e")  # then changes their mind instead of saying how much
+    await s.until(lambda: "extend by how many dollars?" in s.printed)
     s.lines.put("s")
     final = await asyncio.wait_for(following, 10)
     assert final.status is RunStatus.FAILED  # nobody had finished yet
