@@ -119,6 +119,8 @@ class RunConsole:
             await asyncio.wait([reading])  # a cancel of this task itself still propagates
             self.lines.unread(list(self.held))  # for the prompts after the run
             self.held.clear()
+        if not reading.cancelled() and (failed := reading.exception()) is not None:
+            raise failed  # the console stopped taking input: not to be hidden
         return await self.svc.store.get_run(self.run_id)
 
     async def _note(self, event: RunEvent) -> None:
