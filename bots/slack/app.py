@@ -1,16 +1,17 @@
 """The Bolt app: listeners that validate, acknowledge and hand the work over; each piece
 of work is a translation Slack payload → one core call → Slack API calls.
 
-A mention is recorded as a run in ``planning`` and its planning handed to the scheduler
-(a worker plans it); from then on one relay per run follows its events (one reader for
-all of them, ``core.state.event_hub``) and posts the card, the progress and the result.
+A mention (or ``/caramba``: ``bots.slack.slash``) is recorded as a run in ``planning``
+and its planning handed to the scheduler (a worker plans it); from then on one relay per
+run follows its events (one reader for all of them, ``core.state.event_hub``) and posts
+the card, the progress and the result.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 import aiohttp
@@ -27,6 +28,7 @@ from bots.slack.decisions import Decisions
 from bots.slack.feedback import add_feedback_listeners
 from bots.slack.mentions import People, from_bot, task_text
 from bots.slack.secrets import SlackSecrets
+from bots.slack.slash import SlashCommand
 from bots.slack.text import escape
 from core.agent.questions import answer_question, follow_up, open_questions
 from core.runs.requests import new_run_id, request_run
@@ -70,6 +72,7 @@ class SlackBot:
         self.context = SlackContext(app=self.app, svc=svc, client=self.client, spawn=self.spawn)
         self.decisions = Decisions(self.context)
         add_feedback_listeners(self.context)
+        SlashCommand(self.context, self.people, self.take_request)
 
     # -- background work ---------------------------------------------------------------
 
@@ -147,9 +150,9 @@ class SlackBot:
             log.debug("no assistant thread status in %s", channel)
 
     async def handle_mention(self, event: dict[str, Any], bot_user_id: str | None = None) -> None:
-        """Record the request (a worker plans it) and follow its run in the thread. The
-        task is the mention's text without the bot's mention, people's kept as names; a
-        mention with no task gets the help, and no sign that anything is being planned."""
+        """A mention: the task is its text without the bot's mention, people's kept as
+        names; a mention with no task gets the help, and no sign that anything is being
+        planned. Else 👀, and the request taken in the mention's thread."""
         channel, ts = event["channel"], event["ts"]
         thread = event.get("thread_ts") or ts
         task = await task_text(event.get("text", ""), bot_user_id, self.people)
@@ -157,23 +160,38 @@ class SlackBot:
             await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=HELP)
             return
         self.spawn(self.acknowledge(channel, ts, thread))
+        await self.take_request(
+            channel=channel,
+            thread=thread,
+            task=task,
+            user=event.get("user", ""),
+            files=event.get("files") or (),
+        )
+
+    async def take_request(
+        self,
+        *,
+        channel: str,
+        thread: str,
+        task: str,
+        user: str,
+        files: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Record ``user``'s request (a worker plans it) and follow its run in
+        ``thread``: one path for a mention and for ``/caramba`` (``bots.slack.slash``).
+        Attached ``files`` go into the run's workspace before its planning starts."""
         run_id = new_run_id()
         try:
-            # Attached files go into the run's workspace before its planning starts.
-            fetched = await self.attachments.fetch(run_id, event.get("files") or [])
+            fetched = await self.attachments.fetch(run_id, files)
             if not fetched.refused:
                 await request_run(
-                    self.svc,
-                    task,
-                    requested_by=event.get("user", ""),
-                    run_id=run_id,
-                    files=fetched.kept,
+                    self.svc, task, requested_by=user, run_id=run_id, files=fetched.kept
                 )
         except Exception as exc:
             log.exception("could not record the request in %s", channel)
             text = (
                 f":x: I could not take this request ({type(exc).__name__}); "
-                "please mention me again in a minute."
+                "please ask me again in a minute."
             )
             await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=text)
             return
