@@ -89,12 +89,22 @@ async def complete(
 ) -> tuple[LLMResponse, bool]:
     """The model's answer — the saved one when it answered this very request — and
     whether it was reused. Raises ``LLMError`` or ``TimeoutError``."""
+    response, reused, _head = await complete_turn(svc, request, seq, saved)
+    return response, reused
+
+
+async def complete_turn(
+    svc: Services, request: LLMRequest, seq: int, saved: responses.SavedResponse | None
+) -> tuple[LLMResponse, bool, RunHead | None]:
+    """:func:`complete`, and the run's head read in the same round trip as saving the
+    answer (None when this process did not save it: the caller reads the head)."""
     if saved is not None and saved.fingerprint == responses.fingerprint(request):
-        return saved.response, True
+        return saved.response, True, None
     if isinstance(svc.llm, TurnCaller):
-        return await svc.llm.complete_turn(svc, request, seq)
+        response, reused = await svc.llm.complete_turn(svc, request, seq)
+        return response, reused, None
     # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation.
     async with asyncio.timeout(llm_deadline(svc)):
         response = await svc.llm.complete(request)
-    await responses.save(svc, request, seq, response)
-    return response, False
+    head = await responses.save(svc, request, seq, response, read_head=True)
+    return response, False, head

@@ -17,8 +17,10 @@ from typing import Any
 
 from core.llm.base import LLM, LLMRequest, LLMResponse
 from core.services import Services
+from core.state.records import parse_head
 from core.state.store import PipelineWrite
 from core.types._base import Frozen
+from core.types.run import RunHead
 
 # Saved answers outlive any sensible redelivery of their turn, then go.
 TTL_S = 24 * 3600
@@ -47,17 +49,28 @@ def dump(request: LLMRequest, response: LLMResponse) -> str:
     return SavedResponse(fingerprint=fingerprint(request), response=response).model_dump_json()
 
 
-async def save(svc: Services, request: LLMRequest, seq: int, response: LLMResponse) -> None:
+async def save(
+    svc: Services, request: LLMRequest, seq: int, response: LLMResponse, *, read_head: bool = False
+) -> RunHead | None:
+    """Keep the turn's answer; with ``read_head``, read the run's head in the same round
+    trip (what the turn checks next: was the run cancelled meanwhile?)."""
     field = svc.store.keys.response_field(request.agent_id, seq)
-    await _keep(svc, request.run_id, field, dump(request, response))
+    head_key = svc.store.keys.run_head(request.run_id) if read_head else None
+    raw = await _keep(svc, request.run_id, field, dump(request, response), head_key)
+    return parse_head(raw)
 
 
-async def _keep(svc: Services, run_id: str, field: str, answer: str) -> None:
+async def _keep(
+    svc: Services, run_id: str, field: str, answer: str, read: str | None = None
+) -> Any:
     key = svc.store.keys.responses(run_id)
     async with svc.redis.pipeline(transaction=False) as pipe:
         pipe.hset(key, field, answer)
         pipe.expire(key, TTL_S)
-        await pipe.execute()
+        if read is not None:
+            pipe.get(read)
+        replies = await pipe.execute()
+    return replies[2] if read is not None else None
 
 
 def forget_write(svc: Services, run_id: str, agent_id: str, seq: int) -> PipelineWrite:

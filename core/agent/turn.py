@@ -101,7 +101,8 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
         await io.spurious_wake()
         return TurnOutcome.DROPPED
 
-    await store.emit(TurnStarted(run_id=job.run_id, agent_id=job.agent_id, seq=job.seq))
+    # Saved with the turn (its first event), not written on its own: one round trip less.
+    started: list[RunEvent] = [TurnStarted(run_id=job.run_id, agent_id=job.agent_id, seq=job.seq)]
     state.status = AgentStatus.RUNNING
     spec = state.spec
     allowed = [n for n in spec.tools if n in svc.tools]
@@ -118,7 +119,9 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     chars = limits.prompt_chars(request.messages, request.tools)
     budget = calls.bound(svc, state, caps, run, run_usage, chars)
     if budget.agent_over is not None:
-        return await _save_end(io, expected, [], Usage(), EndReason.MAX_TOKENS, budget.agent_over)
+        return await _save_end(
+            io, expected, started, Usage(), EndReason.MAX_TOKENS, budget.agent_over
+        )
     if budget.run_over is not None and await limits.hold(svc, job, budget.run_over, run_usage):
         return TurnOutcome.PARKED
     request = request.model_copy(
@@ -126,23 +129,25 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     )
     called_at = telemetry.clock()
     try:
-        response, reused = await calls.complete(svc, request, job.seq, saved)
+        response, reused, head = await calls.complete_turn(svc, request, job.seq, saved)
     except LLMError as exc:
         telemetry.model_failed(request, exc, called_at)
-        return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, str(exc))
+        return await _save_end(io, expected, started, Usage(), EndReason.LLM_ERROR, str(exc))
     except TimeoutError as exc:
         telemetry.model_failed(request, exc, called_at)
         detail = f"the model did not answer within {calls.llm_deadline(svc):.0f} s (with retries)"
-        return await _save_end(io, expected, [], Usage(), EndReason.LLM_ERROR, detail)
+        return await _save_end(io, expected, started, Usage(), EndReason.LLM_ERROR, detail)
     telemetry.model_called(request, response, called_at, reused)
     if reused:
         log.info("turn %s: reused the answer an earlier delivery saved", job)
     await faults.point(svc, "after_llm")
-    if (await store.run_head(job.run_id)).status.terminal:
+    if head is None:
+        head = await store.run_head(job.run_id)
+    if head.status.terminal:
         # Cancelled while the model was thinking: stop before any tool runs.
         state.usage = state.usage + response.usage
         return await _save_end(
-            io, expected, [], response.usage, EndReason.CANCELLED, "the run was cancelled"
+            io, expected, started, response.usage, EndReason.CANCELLED, "the run was cancelled"
         )
 
     usage = response.usage
@@ -150,6 +155,7 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     if usage.prompt_tokens:
         state.prompt_sample = (usage.prompt_tokens, chars)
     events: list[RunEvent] = [
+        *started,
         LLMCalled(
             run_id=job.run_id,
             agent_id=job.agent_id,
@@ -161,7 +167,7 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
             agent_tokens=state.usage.total_tokens,
             agent_cost_usd=state.usage.cost_usd,
             text=clip(response.content),
-        )
+        ),
     ]
     state.thread.append(response.as_message())
 

@@ -137,10 +137,14 @@ class Bus:
         """
         deliver: list[Delivered] = []
         streams = self.streams_of(run_id, spec)
-        for start in ("0",) if pending_only else ("0", ">"):
-            reply: Any = await self.redis.xreadgroup(
-                spec.id, spec.id, dict.fromkeys(streams, start), count=self.settings.drain_max
-            )
+        # Both reads in one round trip; Redis runs them in order (pending first).
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for start in ("0",) if pending_only else ("0", ">"):
+                pipe.xreadgroup(
+                    spec.id, spec.id, dict.fromkeys(streams, start), count=self.settings.drain_max
+                )
+            replies: Any = await pipe.execute()
+        for reply in replies:
             for stream, raw_entries in reply or ():
                 for entry_id, fields in raw_entries:
                     if fields:  # trimmed entries are empty

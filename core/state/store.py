@@ -28,6 +28,26 @@ __all__ = ["PipelineWrite", "RunChange", "Store", "TransitionResult", "chain", "
 
 _MAX_CAS_ATTEMPTS = 20
 
+# A turn's save without a run change, in one round trip: if the agent's seq is still
+# ARGV[1], run the recorded commands (ARGV: count, command, args, count, …) atomically.
+# Like MULTI/EXEC, a command that fails does not stop the others; the first error is
+# returned. (The keys are not all declared: a single Redis, not a cluster.)
+_COMMIT = """
+local seq = redis.call('HGET', KEYS[1], 'seq')
+if (not seq) or tonumber(seq) ~= tonumber(ARGV[1]) then return 0 end
+local err = nil
+local i = 2
+local n = #ARGV
+while i <= n do
+  local count = tonumber(ARGV[i])
+  local reply = redis.pcall(unpack(ARGV, i + 1, i + count))
+  if type(reply) == 'table' and reply.err and not err then err = reply.err end
+  i = i + count + 1
+end
+if err then return redis.error_reply(err) end
+return 1
+"""
+
 PipelineWrite = Callable[[Any], None]
 
 
@@ -49,6 +69,7 @@ class Store:
         self.redis = redis
         self.keys = keys
         self.events_maxlen = events_maxlen
+        self._commit = redis.register_script(_COMMIT)
 
     # --- runs ---------------------------------------------------------------------------
 
@@ -199,7 +220,12 @@ class Store:
         ``writes`` add commands to the same transaction (bus messages, acks, new agents).
         Returns False (and writes nothing) when the agent's seq is no longer
         ``expected_seq``: another delivery of this turn was saved first.
+
+        Without a run change the check and the writes are one script: one round trip.
+        A run change reads the run's record first (WATCH, then MULTI/EXEC).
         """
+        if run_change is None:
+            return await self._commit_scripted(state, expected_seq, events, usage, writes)
         run_id = state.run_id
         akey = self.keys.agent(run_id, state.spec.id)
         rkey = self.keys.run(run_id)
@@ -213,29 +239,60 @@ class Store:
                         return False
                     new_run: RunState | None = None
                     run_events: list[RunEvent] = []
-                    if run_change is not None:
-                        raw = await pipe.get(rkey)
-                        if raw is not None:
-                            new_run, run_events = run_change(RunState.model_validate_json(raw))
+                    raw = await pipe.get(rkey)
+                    if raw is not None:
+                        new_run, run_events = run_change(RunState.model_validate_json(raw))
                     pipe.multi()
-                    pipe.hset(akey, mapping=agent_fields(state))
-                    for write in writes:
-                        write(pipe)
-                    ukey = self.keys.run_usage(run_id)
-                    if usage.prompt_tokens:
-                        pipe.hincrby(ukey, "prompt_tokens", usage.prompt_tokens)
-                    if usage.completion_tokens:
-                        pipe.hincrby(ukey, "completion_tokens", usage.completion_tokens)
-                    if usage.cost_usd:
-                        pipe.hincrbyfloat(ukey, "cost_usd", usage.cost_usd)
+                    self._turn_writes(pipe, state, [*events, *run_events], usage, writes)
                     if new_run is not None:
                         set_run(pipe, self.keys, new_run)
-                    self.add_events(pipe, run_id, [*events, *run_events])
                     await pipe.execute()
                     return True
                 except WatchError:
                     continue  # the run key moved (another agent); re-check and retry
         raise RunError(f"run {run_id}: too much contention saving agent {state.spec.id}")
+
+    async def _commit_scripted(
+        self,
+        state: AgentState,
+        expected_seq: int,
+        events: list[RunEvent],
+        usage: Usage,
+        writes: Sequence[PipelineWrite],
+    ) -> bool:
+        # The pipeline only records the commands; the script checks seq and runs them.
+        recorder = self.redis.pipeline(transaction=False)
+        self._turn_writes(recorder, state, events, usage, writes)
+        argv: list[Any] = [expected_seq]
+        for args, _options in recorder.command_stack:
+            # redis-py names some commands in one string ("XGROUP CREATE"); Redis wants words.
+            command = [*str(args[0]).split(), *args[1:]]
+            argv.append(len(command))
+            argv.extend(command)
+        await recorder.reset()
+        akey = self.keys.agent(state.run_id, state.spec.id)
+        return bool(await self._commit(keys=[akey], args=argv))
+
+    def _turn_writes(
+        self,
+        pipe: Any,
+        state: AgentState,
+        events: list[RunEvent],
+        usage: Usage,
+        writes: Sequence[PipelineWrite],
+    ) -> None:
+        run_id = state.run_id
+        pipe.hset(self.keys.agent(run_id, state.spec.id), mapping=agent_fields(state))
+        for write in writes:
+            write(pipe)
+        ukey = self.keys.run_usage(run_id)
+        if usage.prompt_tokens:
+            pipe.hincrby(ukey, "prompt_tokens", usage.prompt_tokens)
+        if usage.completion_tokens:
+            pipe.hincrby(ukey, "completion_tokens", usage.completion_tokens)
+        if usage.cost_usd:
+            pipe.hincrbyfloat(ukey, "cost_usd", usage.cost_usd)
+        self.add_events(pipe, run_id, events)
 
     async def turn_start(self, run_id: str, agent_id: str, seq: int) -> TurnStart:
         """One round trip: the agent's state, the run's head, this turn's delivery count,
