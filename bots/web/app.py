@@ -21,6 +21,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from bots.web.access import Signer, run_path
+from bots.web.chat import WebChat, chat_routes
 from bots.web.live import Live
 from bots.web.runs import list_runs
 from bots.web.timeline import short, timeline_line
@@ -84,7 +85,7 @@ def templates() -> Environment:
     return env
 
 
-def create_app(inspector: Inspector) -> Starlette:
+def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
     env = templates()
 
     def page(name: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -165,8 +166,13 @@ def create_app(inspector: Inspector) -> Starlette:
     async def health(_request: Request) -> Response:
         return PlainTextResponse("ok")
 
+    chat_routes_ = [
+        Route(path, endpoint, methods=methods)
+        for path, endpoint, methods in (chat_routes(chat, page) if chat is not None else [])
+    ]
     app = Starlette(
         routes=[
+            *chat_routes_,
             Route("/", runs),
             Route("/healthz", health),
             Route("/runs/{run_id}", run),

@@ -2,21 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import uvicorn
 from redis.asyncio import Redis
 
 from bots.web.access import Signer, operator_link, signer
 from bots.web.app import Inspector, create_app, secured
+from bots.web.chat import WebChat
 from bots.web.live import Live
 from core.config import Settings
 from core.errors import ConfigError
-from core.process.wiring import connect_redis
+from core.process.demo_flow import offline_settings, team_model
+from core.process.embedded import embedded_services
+from core.services import Services
 from core.state.keys import Keys
 from core.state.store import Store
 from core.workspace import open_workspace
+from tasks.services import chat_services
 
 log = logging.getLogger(__name__)
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
@@ -50,34 +58,57 @@ def local_signer(settings: Settings, host: str) -> Signer:
         return Signer(secrets.token_bytes(32))
 
 
-async def run_web(settings: Settings, host: str | None = None, port: int | None = None) -> None:
-    """Serve the inspector until SIGTERM or SIGINT, on ``host``:``port`` (default
-    ``[web_ui] host`` and ``port``). The runs list is open on a loopback address and needs
-    an operator's link (:func:`bots.web.access.operator_link`) anywhere else; run pages
-    always need their run's link (:func:`bots.web.access.run_link`)."""
+def web_services(
+    settings: Settings, demo: bool
+) -> contextlib.AbstractAsyncContextManager[Services]:
+    """The services the web chat runs requests with: ``chat_services`` (jobs to the Celery
+    workers, or everything in this process in embedded mode), or with ``demo`` the
+    offline demo's (embedded, the scripted model, nothing kept)."""
+    if not demo:
+        return chat_services(settings)
+
+    @contextlib.asynccontextmanager
+    async def offline() -> AsyncIterator[Services]:
+        with tempfile.TemporaryDirectory(prefix="caramba-web-demo-") as scratch:
+            demo_settings = offline_settings(settings, Path(scratch))
+            async with embedded_services(demo_settings, team_model()) as svc:
+                yield svc
+
+    return offline()
+
+
+async def run_web(
+    settings: Settings, host: str | None = None, port: int | None = None, *, demo: bool = False
+) -> None:
+    """Serve the inspector and the web chat until SIGTERM or SIGINT, on ``host``:``port``
+    (default ``[web_ui] host`` and ``port``). The runs list and the chat are open on a
+    loopback address and need an operator's link (:func:`bots.web.access.operator_link`)
+    anywhere else; run pages always need their run's link
+    (:func:`bots.web.access.run_link`). ``demo``: everything in this process with the
+    scripted offline model (no services, no keys): try the product in a browser."""
     host = host or settings.web_ui.host
     port = port or settings.web_ui.port
     local = host in LOOPBACK
     sign = local_signer(settings, host)
-    if settings.redis.embedded:
-        log.warning(
-            "redis.url is not set: the inspector sees only this process's in-memory Redis "
-            "(no runs); set CARAMBA_REDIS__URL to the Redis your workers and bots use"
+    async with web_services(settings, demo) as svc:
+        live = Live(svc.store, blocking=not svc.settings.redis.embedded)
+        inspector = Inspector(svc.settings, svc.store, svc.workspace, sign, live, open_list=local)
+        chat = WebChat(svc, sign, open=local)
+        taken = await chat.start()
+        app = secured(create_app(inspector, chat))
+        where = f"http://{host}:{port}"
+        if local:
+            log.info("the web chat is at %s/chat, the runs at %s/", where, where)
+        else:
+            link = operator_link(settings, settings.web_ui.base_url or where)
+            log.info("the runs list: %s (the chat: /chat with the same ?t=)", link)
+        log.info("%d web chat threads taken up", taken)
+        server = uvicorn.Server(
+            # No access log: the pages' addresses carry their tokens.
+            uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False)
         )
-    redis = connect_redis(settings)
-    inspector = inspector_for(settings, redis, local=local, sign=sign)
-    app = secured(create_app(inspector))
-    where = f"http://{host}:{port}"
-    if local:
-        log.info("the run inspector is at %s/ (runs list open on this machine)", where)
-    else:
-        log.info("the runs list: %s", operator_link(settings, settings.web_ui.base_url or where))
-    server = uvicorn.Server(
-        # No access log: the pages' addresses carry their tokens.
-        uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False)
-    )
-    try:
-        await server.serve()
-    finally:
-        await inspector.live.aclose()
-        await redis.aclose()
+        try:
+            await server.serve()
+        finally:
+            await chat.aclose()
+            await live.aclose()

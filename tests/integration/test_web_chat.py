@@ -1,0 +1,162 @@
+"""The web chat, the chat layer's third adapter, in demo mode (everything in this process,
+the scripted offline model): a request → the card → Approve → progress → the result with
+its rating buttons; Cancel and refusals; forms from other sites refused; an operator's
+token needed off loopback; what people typed is escaped. And in a real browser when
+Chromium is there."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from bots.web.access import OPERATOR, Signer
+from bots.web.app import Inspector, create_app, secured
+from bots.web.chat import WebChat
+from bots.web.live import Live
+from bots.web.main import web_services
+from core.config import Settings
+from tests.integration.test_web_inspector import served
+
+KEY = Signer(b"c" * 32)
+ORIGIN = "http://chat"
+
+
+@contextlib.asynccontextmanager
+async def chat_app(settings: Settings, *, local: bool = True) -> AsyncIterator[tuple[Any, Any]]:
+    async with web_services(settings, demo=True) as svc:
+        live = Live(svc.store, blocking=False)
+        inspector = Inspector(svc.settings, svc.store, svc.workspace, KEY, live, open_list=local)
+        chat = WebChat(svc, KEY, open=local)
+        await chat.start()
+        try:
+            yield secured(create_app(inspector, chat)), svc
+        finally:
+            await chat.aclose()
+            await live.aclose()
+
+
+@contextlib.asynccontextmanager
+async def client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url=ORIGIN) as c:
+        yield c
+
+
+async def until(c: httpx.AsyncClient, path: str, pattern: str, timeout_s: float = 30) -> str:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        html = (await c.get(path)).text
+        if re.search(pattern, html):
+            return html
+        assert loop.time() < deadline, f"{pattern!r} never showed:\n{html[-3000:]}"
+        await asyncio.sleep(0.1)
+
+
+def post(c: httpx.AsyncClient, path: str, **fields: str) -> Any:
+    return c.post(path, data=fields, headers={"origin": ORIGIN})
+
+
+async def test_request_card_approve_result(settings) -> None:
+    async with chat_app(settings) as (app, svc), client(app) as c:
+        assert (await c.get("/chat")).status_code == 200
+        asked = await post(c, "/chat", task="Budget our offsite <script>alert(1)</script>")
+        assert asked.status_code == 303
+        path = asked.headers["location"]
+        run_id = path.rsplit("/", 1)[1]
+        card = await until(c, path, r'value="approve"')
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in card and "<script>alert" not in card
+        assert "Budget lead" in card and "Approve" in card and "Reject" in card
+        assert (await post(c, f"{path}/act", action="approve")).status_code == 303
+        done = await until(c, path, r'class="msg k-result"', timeout_s=60)
+        assert "Total: €5568" in done
+        assert 'value="up"' in done and 'value="approve"' not in done
+        assert "approved by web" in done
+        assert "agents 5/5 done" in done  # the status line, edited in place
+        # The inspector link on the page opens the run.
+        inspect = re.search(r'href="(/runs/[^"]+)">inspect this run', done)
+        assert inspect is not None
+        assert (await c.get(inspect.group(1).replace("&amp;", "&"))).status_code == 200
+        # Rating the result, then a decision too late: told in the thread.
+        await post(c, f"{path}/act", action="up")
+        await post(c, f"{path}/act", action="approve")
+        told = await until(c, path, r"Thanks for rating")
+        assert "already" in told
+        run = await svc.store.get_run(run_id)
+        assert run.requested_by == "web" and run.status.value == "completed"
+
+
+async def test_reject_and_cross_site_forms(settings) -> None:
+    async with chat_app(settings) as (app, svc), client(app) as c:
+        asked = await post(c, "/chat", task="Budget our offsite")
+        path = asked.headers["location"]
+        await until(c, path, r'value="reject"')
+        evil = await c.post(
+            f"{path}/act", data={"action": "approve"}, headers={"origin": "http://evil.example"}
+        )
+        assert evil.status_code == 403
+        sneaky = await c.post("/chat", data={"task": "x"}, headers={"sec-fetch-site": "cross-site"})
+        assert sneaky.status_code == 403
+        assert (await post(c, f"{path}/act", action="reject")).status_code == 303
+        await until(c, path, r"rejected by web")
+        run = await svc.store.get_run(path.rsplit("/", 1)[1])
+        assert run.status.value == "rejected"
+
+
+async def test_the_chat_needs_an_operator_token_off_loopback(settings) -> None:
+    async with chat_app(settings, local=False) as (app, _svc), client(app) as c:
+        assert (await c.get("/chat")).status_code == 403
+        assert (await post(c, "/chat", task="x")).status_code == 403
+        t = KEY.token(OPERATOR, 60)
+        assert (await c.get("/chat", params={"t": t})).status_code == 200
+        asked = await c.post(f"/chat?t={t}", data={"task": "Budget"}, headers={"origin": ORIGIN})
+        assert asked.status_code == 303 and f"?t={t}" in asked.headers["location"]
+        thread = asked.headers["location"]
+        assert (await c.get(thread.split("?", 1)[0])).status_code == 403
+        assert (await c.get(thread)).status_code == 200
+
+
+CHROMIUM = os.environ.get("CARAMBA_CHROMIUM", "/usr/bin/chromium")
+
+
+@pytest.mark.skipif(not shutil.which(CHROMIUM), reason="no Chromium (apt-get install chromium)")
+async def test_the_whole_flow_in_a_browser(settings, tmp_path) -> None:
+    """Type a request → the card → Approve → live progress → the result, in Chromium."""
+    playwright = pytest.importorskip("playwright.async_api")
+    async with chat_app(settings) as (app, _svc), served(app) as base:
+        async with playwright.async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = await browser.new_page(viewport={"width": 1100, "height": 900})
+                dialogs: list[str] = []
+                page.on("dialog", lambda d: dialogs.append(d.message))
+                await page.goto(f"{base}/chat")
+                await page.fill(
+                    "textarea[name=task]", "Budget our offsite <img src=x onerror=alert(1)>"
+                )
+                await page.click("form.ask button")
+                await page.locator("button.b-approve").wait_for(timeout=30_000)
+                shots = Path(os.environ.get("CARAMBA_SCREENSHOTS") or tmp_path)
+                await asyncio.to_thread(shots.mkdir, parents=True, exist_ok=True)
+                await page.screenshot(path=str(shots / "web-chat-card.png"), full_page=True)
+                await page.click("button.b-approve")
+                # The page follows the run by itself (live feed) up to the result.
+                result = page.locator(".msg.k-result")
+                await result.wait_for(timeout=60_000)
+                assert "Total: €5568" in await result.inner_text()
+                assert "agents 5/5 done" in await page.inner_text("#messages")
+                await page.locator("#chat-head .s-completed").wait_for(timeout=10_000)
+                assert "<img src=x onerror=alert(1)>" in await page.inner_text("h1")
+                await page.screenshot(path=str(shots / "web-chat-result.png"), full_page=True)
+            finally:
+                await browser.close()
+    assert dialogs == []
