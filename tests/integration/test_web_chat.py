@@ -18,12 +18,17 @@ from typing import Any
 import httpx
 import pytest
 
+from bots.chat.threads import Shown
 from bots.web.access import OPERATOR, Signer
 from bots.web.app import Inspector, create_app, secured
 from bots.web.chat import WebChat
 from bots.web.live import Live
 from bots.web.main import web_services
 from core.config import Settings
+from core.llm.base import LLMRequest
+from core.llm.scripted import Reply, ScriptedModel, call
+from core.runs.control import start_run
+from core.types import AgentSpec
 from tests.integration.test_web_inspector import served
 
 KEY = Signer(b"c" * 32)
@@ -160,3 +165,33 @@ async def test_the_whole_flow_in_a_browser(settings, tmp_path) -> None:
             finally:
                 await browser.close()
     assert dialogs == []
+
+
+async def test_an_agents_question_answered_in_the_chat(make_services, settings) -> None:
+    """An agent asks; the question shows in the thread; the answer box answers it."""
+
+    def respond(r: LLMRequest) -> Reply:
+        answers = [m.content or "" for m in r.messages if m.role == "user"][1:]
+        if not any(m.role == "tool" for m in r.messages):
+            return Reply(calls=(call("ask_user", {"question": "Which city <b>first</b>?"}),))
+        said = next((a for a in answers if "Lisbon" in a), "?")
+        return Reply(calls=(call("finish", {"result": f"Going there: {'Lisbon' in said}"}),))
+
+    svc = make_services(settings, ScriptedModel(responder=respond))
+    chat = WebChat(svc, KEY, open=True)
+    live = Live(svc.store, blocking=False)
+    inspector = Inspector(svc.settings, svc.store, svc.workspace, KEY, live, open_list=True)
+    spec = AgentSpec(name="Planner", role="solo", tools=("ask_user", "finish"))
+    run_id = await start_run(svc, "Plan the trip", spec, requested_by="web")
+    await chat.relays.follow(Shown(run_id=run_id, channel="web", thread=run_id))
+    try:
+        async with client(secured(create_app(inspector, chat))) as c:
+            path = f"/chat/{run_id}"
+            asked = await until(c, path, r"class=\"msg k-question\"")
+            assert "Which city &lt;b&gt;first&lt;/b&gt;?" in asked
+            assert (await post(c, f"{path}/act", action="say", text="Lisbon")).status_code == 303
+            done = await until(c, path, r"Going there: True")
+            assert 'class="msg k-result"' in done
+    finally:
+        await chat.aclose()
+        await live.aclose()
