@@ -252,15 +252,22 @@ def discord(
 def web(
     host: str | None = typer.Option(None, "--host", help="Interface (default web_ui.host)."),
     port: int | None = typer.Option(None, "--port", help="Port (default web_ui.port)."),
+    demo: bool = typer.Option(
+        False,
+        "--demo",
+        help="Everything in this process with the scripted offline model: no services, "
+        "no keys (try the product in a browser).",
+    ),
 ) -> None:
-    """Serve the run inspector: every run's plan, agents, messages, tool calls, files and
-    result, live. Open on 127.0.0.1; elsewhere pages need their signed links."""
+    """Serve the web chat (/chat: the same flow as in Slack and Discord) and the run
+    inspector (every run's plan, agents, messages, tool calls, files and result, live).
+    Open on 127.0.0.1; elsewhere pages need their signed links."""
     from bots.web.main import run_web
 
     settings = _settings()
     logging.getLogger("bots").setLevel(logging.INFO)
     try:
-        asyncio.run(run_web(settings, host, port))
+        asyncio.run(run_web(settings, host, port, demo=demo))
     except CarambaError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         raise typer.Exit(1) from None
