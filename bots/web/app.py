@@ -22,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from bots.web.access import Signer, run_path
 from bots.web.chat import WebChat, chat_routes
+from bots.web.chat_edit import edit_routes
 from bots.web.live import Live
 from bots.web.runs import list_runs
 from bots.web.timeline import short, timeline_line
@@ -168,7 +169,9 @@ def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
 
     chat_routes_ = [
         Route(path, endpoint, methods=methods)
-        for path, endpoint, methods in (chat_routes(chat, page) if chat is not None else [])
+        for path, endpoint, methods in (
+            [*chat_routes(chat, page), *edit_routes(chat, page)] if chat is not None else []
+        )
     ]
     app = Starlette(
         routes=[

@@ -48,7 +48,7 @@ class WebRenderer:
                 return [self._status(intention)]
             case Card(view=view):
                 payload = {"kind": "card", "run": view.run_id, "view": view.model_dump(mode="json")}
-                return [Rendered("Here is my proposal: approve or reject it.", payload)]
+                return [Rendered("Here is my proposal: approve, edit or reject it.", payload)]
             case Milestone(agent=agent, reason=reason, text=text):
                 return self._texts(text, "milestone", agent=agent, reason=reason)
             case Question(agent=agent, text=text):

@@ -1,0 +1,150 @@
+"""Edit on the web chat's proposal card, as Slack and Discord have it: choose an agent
+(``/chat/<run>/edit``), then its form (``/chat/<run>/edit/<agent>``) with its
+instructions, tools, model and budgets. A submission → ``core.runs.approval.decide``
+with an ``Edit`` (core validates it; who may edit is who may approve) → the card in the
+thread shows the edited proposal, which is what runs once approved; or the form again
+with each problem beside its field."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from bots.chat.ports import Card, Place
+from bots.web.chat import WEB_USER, WebChat, same_origin
+from bots.web.chat_render import WebRenderer
+from bots.web.edit_form import AgentForm, changed_words, edit_from_form
+from core.errors import RunError
+from core.llm.models import configured_models
+from core.runs import approval
+from core.runs.approval import decide, may_decide
+from core.runs.edits import Edit, agents_of
+from core.types.run import RunState, RunStatus
+
+_MAX_FIELDS = 400
+
+
+def _refusal(chat: WebChat, run: RunState) -> str | None:
+    """Why the person may not edit ``run`` now (the same rule as approving), or None."""
+    refusal = may_decide(chat.svc.settings, run, WEB_USER)
+    if refusal is None and run.status is not RunStatus.PROPOSED:
+        return f"This proposal can no longer be edited: it {run.status.words}."
+    return refusal
+
+
+async def show_edited(chat: WebChat, run: RunState, note: str) -> None:
+    """The thread's card, redrawn from the edited proposal, saying who edited it."""
+    messages, _ = await chat.transport.messages(run.id)
+    card = next((m for m in reversed(messages) if m.kind == "card"), None)
+    if card is None:
+        return
+    view = approval.view(chat.svc.settings, run, chat.svc.tools)
+    (rendered,) = WebRenderer().render(Card(view))
+    payload = dict(rendered.payload) if isinstance(rendered.payload, dict) else {}
+    payload["edited"] = note
+    await chat.transport.update(Place("web", run.id), card.id, rendered.text, payload)
+
+
+def edit_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
+    """The Edit pages' routes, for the app: ``page(name, status, **context)`` renders."""
+    svc = chat.svc
+    base_tools = svc.settings.agents.base_tools
+
+    def forbidden() -> Response:
+        return PlainTextResponse("This page needs an operator's link.", status_code=403)
+
+    async def told(request: Request, run_id: str, text: str) -> Response:
+        await chat.tell(run_id, text)
+        return RedirectResponse(chat.path(run_id, request), status_code=303)
+
+    def form_page(request: Request, run: RunState, form: AgentForm, status: int = 200) -> Response:
+        t = request.query_params.get("t", "")
+        tools = [
+            (tool.name, tool.purpose, ", ".join(tool.risks()))
+            for tool in svc.tools.tools()
+            if tool.name not in base_tools
+        ]
+        return page(
+            "chat_edit.html",
+            status,
+            run=run,
+            form=form,
+            tools=tools,
+            unlisted=[n for n in form.tools if n not in {name for name, _, _ in tools}],
+            base_tools=[n for n in base_tools if n in svc.tools],
+            models=configured_models(svc.settings),
+            default_model=svc.settings.llm.model_for(form.agent.role),
+            back=chat.path(run.id, request),
+            t=t,
+        )
+
+    async def pick(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        if not chat.allowed(request):
+            return forbidden()
+        try:
+            run = await svc.store.get_run(run_id)
+        except RunError:
+            return PlainTextResponse(f"There is no run {run_id}.", status_code=404)
+        refusal = _refusal(chat, run)
+        if refusal is not None:
+            return await told(request, run_id, refusal)
+        agents = agents_of(run)
+        t = request.query_params.get("t")
+        query = f"?t={quote(t, safe='')}" if t else ""
+        if len(agents) == 1:
+            where = f"/chat/{quote(run_id, safe='')}/edit/{quote(agents[0].id, safe='')}"
+            return RedirectResponse(where + query, status_code=303)
+        names = {a.id: a.name for a in agents}
+        return page(
+            "chat_pick.html",
+            run=run,
+            agents=agents,
+            names=names,
+            query=query,
+            back=chat.path(run_id, request),
+            model_for=svc.settings.llm.model_for,
+        )
+
+    async def agent_form(request: Request) -> Response:
+        run_id, agent_id = request.path_params["run_id"], request.path_params["agent_id"]
+        if not chat.allowed(request):
+            return forbidden()
+        try:
+            run = await svc.store.get_run(run_id)
+        except RunError:
+            return PlainTextResponse(f"There is no run {run_id}.", status_code=404)
+        if request.method == "POST" and not same_origin(request):
+            return PlainTextResponse("Forms are taken from this site only.", status_code=403)
+        refusal = _refusal(chat, run)
+        if refusal is not None:
+            return await told(request, run_id, refusal)
+        agent = next((a for a in agents_of(run) if a.id == agent_id), None)
+        if agent is None:
+            return await told(request, run_id, "That agent is no longer in the proposal.")
+        if request.method == "GET":
+            return form_page(request, run, AgentForm.of(agent, base_tools))
+        body = (await request.body()).decode("utf-8", "replace")
+        form = AgentForm.submitted(agent, parse_qs(body, max_num_fields=_MAX_FIELDS))
+        change = edit_from_form(form, base_tools)
+        if change is None:
+            return form_page(request, run, form, 422)
+        words = changed_words(change)
+        if not words:
+            return await told(request, run_id, f"Nothing changed for {agent.name}.")
+        outcome = await decide(svc, run_id, WEB_USER, Edit(agents=(change,)))
+        if outcome.problems:
+            return form_page(request, run, form.show(outcome.problems), 422)
+        if not outcome.ok:
+            return await told(request, run_id, outcome.message)
+        note = f"{agent.name}'s {', '.join(words)} edited by {WEB_USER}"
+        await show_edited(chat, outcome.run, note)
+        return await told(request, run_id, f"Saved: {note}. Approve to start.")
+
+    return [
+        ("/chat/{run_id}/edit", pick, ["GET"]),
+        ("/chat/{run_id}/edit/{agent_id}", agent_form, ["GET", "POST"]),
+    ]
