@@ -2,21 +2,19 @@
 the scripted offline model): a request → the card → Approve → progress → the result with
 its rating buttons; Cancel and refusals; forms from other sites refused; an operator's
 token needed off loopback; what people typed is escaped. And in a real browser when
-Chromium is there."""
+Chromium is there (test_web_chat_browser.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import re
-import shutil
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from bots.chat.threads import Shown
 from bots.web.access import OPERATOR, Signer
@@ -27,17 +25,33 @@ from bots.web.main import web_services
 from core.config import Settings
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
+from core.process.demo_flow import offline_settings
+from core.process.embedded import embedded_services
 from core.runs.control import start_run
 from core.types import AgentSpec
-from tests.integration.test_web_inspector import served
 
 KEY = Signer(b"c" * 32)
 ORIGIN = "http://chat"
 
 
 @contextlib.asynccontextmanager
-async def chat_app(settings: Settings, *, local: bool = True) -> AsyncIterator[tuple[Any, Any]]:
-    async with web_services(settings, demo=True) as svc:
+async def demo_services(settings: Settings, model: ScriptedModel | None) -> AsyncIterator[Any]:
+    """``caramba web --demo``'s services; with ``model``, that scripted model instead of
+    the demo's team."""
+    if model is None:
+        async with web_services(settings, demo=True) as svc:
+            yield svc
+        return
+    with tempfile.TemporaryDirectory(prefix="caramba-web-test-") as scratch:
+        async with embedded_services(offline_settings(settings, Path(scratch)), model) as svc:
+            yield svc
+
+
+@contextlib.asynccontextmanager
+async def chat_app(
+    settings: Settings, *, local: bool = True, model: ScriptedModel | None = None
+) -> AsyncIterator[tuple[Any, Any]]:
+    async with demo_services(settings, model) as svc:
         live = Live(svc.store, blocking=False)
         inspector = Inspector(svc.settings, svc.store, svc.workspace, KEY, live, open_list=local)
         chat = WebChat(svc, KEY, open=local)
@@ -128,43 +142,6 @@ async def test_the_chat_needs_an_operator_token_off_loopback(settings) -> None:
         thread = asked.headers["location"]
         assert (await c.get(thread.split("?", 1)[0])).status_code == 403
         assert (await c.get(thread)).status_code == 200
-
-
-CHROMIUM = os.environ.get("CARAMBA_CHROMIUM", "/usr/bin/chromium")
-
-
-@pytest.mark.skipif(not shutil.which(CHROMIUM), reason="no Chromium (apt-get install chromium)")
-async def test_the_whole_flow_in_a_browser(settings, tmp_path) -> None:
-    """Type a request → the card → Approve → live progress → the result, in Chromium."""
-    playwright = pytest.importorskip("playwright.async_api")
-    async with chat_app(settings) as (app, _svc), served(app) as base:
-        async with playwright.async_playwright() as p:
-            browser = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            try:
-                page = await browser.new_page(viewport={"width": 1100, "height": 900})
-                dialogs: list[str] = []
-                page.on("dialog", lambda d: dialogs.append(d.message))
-                await page.goto(f"{base}/chat")
-                await page.fill(
-                    "textarea[name=task]", "Budget our offsite <img src=x onerror=alert(1)>"
-                )
-                await page.click("form.ask button")
-                await page.locator("button.b-approve").wait_for(timeout=30_000)
-                shots = Path(os.environ.get("CARAMBA_SCREENSHOTS") or tmp_path)
-                await asyncio.to_thread(shots.mkdir, parents=True, exist_ok=True)
-                await page.screenshot(path=str(shots / "web-chat-card.png"), full_page=True)
-                await page.click("button.b-approve")
-                # The page follows the run by itself (live feed) up to the result.
-                result = page.locator(".msg.k-result")
-                await result.wait_for(timeout=60_000)
-                assert "Total: €5568" in await result.inner_text()
-                assert "agents 5/5 done" in await page.inner_text("#messages")
-                await page.locator("#chat-head .s-completed").wait_for(timeout=10_000)
-                assert "<img src=x onerror=alert(1)>" in await page.inner_text("h1")
-                await page.screenshot(path=str(shots / "web-chat-result.png"), full_page=True)
-            finally:
-                await browser.close()
-    assert dialogs == []
 
 
 async def test_an_agents_question_answered_in_the_chat(make_services, settings) -> None:
