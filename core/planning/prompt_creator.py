@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from core import telemetry
 from core.config import Settings
 from core.llm.base import LLM, LLMRequest
 from core.planning.structured import Meter
@@ -99,14 +100,15 @@ class PromptCreator:
         self, spec: AgentSpec, template: str, context: dict[str, Any], **extra: str
     ) -> str:
         text = self.prompts.render(template, **context, **extra)
-        response = await self.llm.complete(
-            LLMRequest(
-                model=self.settings.llm.model_for("prompt_creator"),
-                messages=(ChatMessage(role="user", content=text),),
-                agent_name="prompt_creator",
-                agent_id=spec.id,
-            )
+        request = LLMRequest(
+            model=self.settings.llm.model_for("prompt_creator"),
+            messages=(ChatMessage(role="user", content=text),),
+            agent_name="prompt_creator",
+            agent_id=spec.id,
         )
+        called_at = telemetry.clock()
+        response = await self.llm.complete(request)
+        telemetry.model_called(request, response, called_at)
         self.meter.add(response)
         return (response.content or "").strip()
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from core import telemetry
 from core.llm.base import LLM, LLMRequest, LLMResponse
 from core.planning.errors import PlanningError
 from core.prompts import PromptLibrary
@@ -99,9 +100,10 @@ async def ask_structured(
     tools = (*request.tools, submit_tool(tool_name, schema))
     errors: list[str] = []
     for _ in range(attempts):
-        response = await llm.complete(
-            request.model_copy(update={"messages": tuple(messages), "tools": tools})
-        )
+        sent = request.model_copy(update={"messages": tuple(messages), "tools": tools})
+        called_at = telemetry.clock()
+        response = await llm.complete(sent)
+        telemetry.model_called(sent, response, called_at)
         meter.add(response)
         try:
             value = schema.model_validate(_raw(response, tool_name))

@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from core import telemetry
 from core.agent.responses import RememberingLLM
 from core.errors import CarambaError
 from core.planning import plan
@@ -109,15 +110,16 @@ async def _plan(svc: Services, run_id: str) -> TurnOutcome:
     try:
         library = await svc.library() if svc.settings.planning.library_top_k else None
         async with asyncio.timeout(timeout):
-            outcome = await plan(
-                svc.settings,
-                llm,
-                svc.tools,
-                run.task,
-                library=library,
-                prompts=svc.prompts,
-                files=run.files,
-            )
+            with telemetry.planning(run_id, run.traceparent):
+                outcome = await plan(
+                    svc.settings,
+                    llm,
+                    svc.tools,
+                    run.task,
+                    library=library,
+                    prompts=svc.prompts,
+                    files=run.files,
+                )
     except (CarambaError, TimeoutError) as exc:
         reason = str(exc) if isinstance(exc, CarambaError) else f"took over {timeout:.0f} s"
         await _fail(svc, run_id, f"planning failed: {reason}")

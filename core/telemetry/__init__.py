@@ -11,11 +11,15 @@ once they end, by whichever process ends them, with the times they started. Any 
 can thus parent a turn under its agent without asking anyone.
 
 Hooks (in the turn): :func:`turn` around a turn, :func:`turn_read` once its state is read,
-:func:`model_called` and :func:`tool_called` after each call. With tracing off each is a
-check of one variable; the SDK is imported only when tracing is turned on.
+:func:`model_called` and :func:`tool_called` after each call. A request's planning is a
+``caramba.planning`` span under the run's (:func:`planning` around it), with the router's,
+the planner's and the prompt creator's calls as its chat spans (``model_called`` after
+each). With tracing off each is a check of a variable or two; the SDK is imported only
+when tracing is turned on.
 """
 
 from core.telemetry.calls import model_called, model_failed, tool_called
+from core.telemetry.planning import planning
 from core.telemetry.tracing import (
     clock,
     force_flush,
@@ -34,6 +38,7 @@ __all__ = [
     "model_called",
     "model_failed",
     "new_traceparent",
+    "planning",
     "setup",
     "tool_called",
     "turn",

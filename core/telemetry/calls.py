@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from core.telemetry import tracing
+from core.telemetry.planning import planning_current
 from core.telemetry.tracing import current
 from core.types.chat import ToolCall
 
@@ -14,28 +16,18 @@ if TYPE_CHECKING:
 def model_called(
     request: LLMRequest, response: LLMResponse, started: int, reused: bool = False
 ) -> None:
-    """A span for the turn's model call, from ``started`` (:func:`clock`) to now."""
+    """A span for the turn's model call, from ``started`` (:func:`clock`) to now; outside
+    a turn, for a planning call (:func:`core.telemetry.planning.planning`)."""
     t = current.get()
     if t is None or t.span is None:
+        _planning_called(request, response, started)
         return
     from opentelemetry import trace
 
-    usage = response.usage
-    provider = request.model.split("/", 1)[0] if "/" in request.model else "openai"
-    attributes: dict[str, Any] = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": provider,
-        "gen_ai.system": provider,
-        "gen_ai.request.model": request.model,
-        "gen_ai.response.model": response.model,
-        "gen_ai.usage.input_tokens": usage.prompt_tokens,
-        "gen_ai.usage.output_tokens": usage.completion_tokens,
-        "gen_ai.usage.cost": usage.cost_usd,
-        "gen_ai.response.finish_reasons": ("tool_calls",) if response.tool_calls else ("stop",),
+    attributes = _chat_attributes(request, response) | {
         "gen_ai.agent.id": t.agent_id,
         "gen_ai.agent.name": request.agent_name,
         "gen_ai.conversation.id": t.run_id,
-        "caramba.cost_usd": usage.cost_usd,
         "caramba.reused": reused,
     }
     if request.max_tokens:
@@ -51,6 +43,56 @@ def model_called(
         attributes=attributes,
     )
     span.end()
+
+
+def _chat_attributes(request: LLMRequest, response: LLMResponse) -> dict[str, Any]:
+    """The GenAI attributes of a model call and its answer."""
+    usage = response.usage
+    provider = request.model.split("/", 1)[0] if "/" in request.model else "openai"
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider,
+        "gen_ai.system": provider,
+        "gen_ai.request.model": request.model,
+        "gen_ai.response.model": response.model,
+        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+        "gen_ai.usage.output_tokens": usage.completion_tokens,
+        "gen_ai.usage.cost": usage.cost_usd,
+        "gen_ai.response.finish_reasons": ("tool_calls",) if response.tool_calls else ("stop",),
+        "caramba.cost_usd": usage.cost_usd,
+    }
+
+
+def _planning_called(request: LLMRequest, response: LLMResponse, started: int) -> None:
+    """A planning call's span (the router's, the planner's, the prompt creator's) under
+    the planning's span, if planning is traced."""
+    p = planning_current.get()
+    if p is None:
+        return
+    from opentelemetry import trace
+
+    attributes = _chat_attributes(request, response)
+    attributes |= {
+        "gen_ai.agent.name": request.agent_name,
+        "gen_ai.conversation.id": p.run_id,
+        "caramba.planning.stage": request.agent_name,
+    }
+    if request.agent_id:
+        attributes["gen_ai.agent.id"] = request.agent_id
+    if p.capture and response.content:
+        attributes["caramba.response.text"] = response.content
+    p.spent(response.usage)
+    active = tracing.active()
+    if active is None:
+        return
+    chat = active.tracer.start_span(
+        f"chat {request.model}",
+        context=trace.set_span_in_context(p.span),
+        kind=trace.SpanKind.CLIENT,
+        start_time=started or None,
+        attributes=attributes,
+    )
+    chat.end()
 
 
 def model_failed(request: LLMRequest, error: BaseException, started: int) -> None:

@@ -84,6 +84,11 @@ def uninstall() -> None:
         current.provider.shutdown()
 
 
+def active() -> _Tracing | None:
+    """The tracing installed in this process, or None when it is off."""
+    return _tracing
+
+
 def force_flush() -> None:
     if _tracing is not None:
         _tracing.provider.force_flush()
