@@ -110,7 +110,9 @@ def timeline_line(
         case BudgetReached():
             return line(f"paused at its {event.what} budget", tag="error", detail=event.detail)
         case RunStatusChanged():
-            return line(f"the run is {event.status.value}", by=event.by, detail=event.note)
+            # A status an agent caused (waiting for a person) names the agent.
+            by = names.get(event.by, event.by)
+            return line(f"the run is {event.status.value}", by=by, detail=event.note)
         case TurnStarted() | LLMCalled() | ToolCalled():
             return None
         case _:

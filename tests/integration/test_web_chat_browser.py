@@ -2,7 +2,7 @@
 headless; skipped where either is missing), in demo mode: type a request → the card →
 Edit an agent (a wrong model is refused beside its field; the edit shows on the card) →
 Approve → live progress → answer the orchestrator's question → the result and a file
-the agents wrote under outputs/, downloaded.
+the agents wrote under outputs/, downloaded → the run in the inspector.
 
 The demo's scripted team neither asks nor leaves files under outputs/, so this test's
 scripted model is the demo's (its router, planner, prompt creator and agents) with an
@@ -147,6 +147,18 @@ async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, folder: Pat
     assert "**Total: €5568**" in await got.text()
     assert "agents 5/5 done" in await page.inner_text("#messages")
     await page.screenshot(path=str(folder / "web-chat-result.png"), full_page=True)
+
+    # The thread's link opens the run in the inspector: the planned cohort, the question
+    # answered, the edited lead's model, the file.
+    await page.click("text=inspect this run")
+    await page.locator("#agents").wait_for(timeout=10_000)
+    assert "Budget lead" in await page.inner_text("#agents")
+    assert EDITED_MODEL in await page.inner_text("#agents")
+    assert "Porto" in await page.inner_text("#questions")
+    assert KEPT in await page.inner_text("#files")
+    assert "fan_out" in await page.inner_text("#plan")
+    assert "agt_" not in await page.inner_text("#timeline")  # agents by name
+    await page.screenshot(path=str(folder / "inspector-cohort.png"), full_page=True)
 
     # The edited lead is what ran.
     lead_models = {r.model for r in model.requests if r.agent_name == LEAD}
