@@ -113,6 +113,7 @@ async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, folder: Pat
     await page.click("button.b-save")
     error = page.locator(".field-error[data-field=model]")
     assert "is not a model Caramba knows" in await error.inner_text()
+    await page.screenshot(path=str(folder / "web-chat-edit.png"), full_page=True)
     await page.fill("#f-model", EDITED_MODEL)
     await page.fill("#f-prompt", "Split the budget per person first, then write the file.")
     await page.click("button.b-save")
