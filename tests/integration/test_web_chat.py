@@ -100,7 +100,7 @@ async def test_request_card_approve_result(settings) -> None:
         assert "Total: €5568" in done
         assert 'value="up"' in done and 'value="approve"' not in done
         assert "approved by web" in done
-        assert "agents 5/5 done" in done  # the status line, edited in place
+        await until(c, path, r"agents 5/5 done")  # the status line, edited in place
         # The inspector link on the page opens the run.
         inspect = re.search(r'href="(/runs/[^"]+)">inspect this run', done)
         assert inspect is not None

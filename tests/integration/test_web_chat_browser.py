@@ -146,7 +146,8 @@ async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, folder: Pat
     got = await page.request.get(base + href)
     assert got.status == 200 and "attachment" in got.headers["content-disposition"]
     assert "**Total: €5568**" in await got.text()
-    assert "agents 5/5 done" in await page.inner_text("#messages")
+    # The status line, edited in place (maybe just after the result).
+    await page.locator(".msg.k-status", has_text="agents 5/5 done").wait_for(timeout=10_000)
     await page.screenshot(path=str(folder / "web-chat-result.png"), full_page=True)
 
     # The thread's link opens the run in the inspector: the planned cohort, the question
