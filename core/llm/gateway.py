@@ -146,6 +146,15 @@ class LiteLLMGateway:
             return (prompt * price.input_per_mtok + completion * price.output_per_mtok) / 1e6
         if model in self._zero_priced:
             return 0.0
+        # litellm has priced the answer already (its response metadata): pricing it again
+        # costs a millisecond or more per call.
+        hidden = getattr(response, "_hidden_params", None)
+        if isinstance(hidden, dict):
+            known = hidden.get("response_cost")
+        else:
+            known = getattr(hidden, "response_cost", None)
+        if isinstance(known, int | float) and known > 0:
+            return float(known)
         try:
             return float(self._litellm.completion_cost(completion_response=response, model=model))
         except Exception:
