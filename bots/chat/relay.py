@@ -11,25 +11,22 @@ posted again.
 The relay folds the run's events into intentions (``bots.chat.ports``) and has the
 platform's renderer turn them into messages. It never calls the platform: what it posts
 goes into the run's outbox in Redis (``bots.chat.outbox``), in the transaction that saves
-how far it got, and the run's courier (``bots.chat.courier``) delivers it. Reading the
-run's events never waits for the platform, and nothing is lost while it is unreachable.
+how far it got (``bots.chat.follow``), and the run's courier (``bots.chat.courier``)
+delivers it. Reading the run's events never waits for the platform, and nothing is lost
+while it is unreachable.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from bots.chat.busy import Busy, stop_if_cancelled
-from bots.chat.courier import Courier
-from bots.chat.outbox import Entry, Outbox
+from bots.chat.outbox import Entry
 from bots.chat.outputs import queue_outputs
 from bots.chat.ports import (
-    Adapter,
     Card,
     ChatPost,
     Intention,
@@ -45,10 +42,8 @@ from bots.chat.ports import (
     StatusLine,
     TextFile,
 )
-from bots.chat.threads import Shown, Threads, after
 from core.runs.approval import view
 from core.services import Services
-from core.state.event_hub import EventHub
 from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
@@ -272,74 +267,3 @@ class ThreadRelay:
             self.out.append(upload)
         else:
             self.out.extend(whole)
-
-
-async def relay_run(
-    svc: Services,
-    hub: EventHub,
-    threads: Threads,
-    outbox: Outbox,
-    adapter: Adapter,
-    shown: Shown,
-    busy: Busy | None = None,
-) -> None:
-    """Follow ``shown.run_id`` from its request to its end, relaying into its thread
-    (the proposal card included), and deliver its outbox until it is empty.
-
-    Events up to ``shown.last`` were relayed before (by a bot process that stopped): they
-    only rebuild the relay's state, while the courier delivers what that process left in
-    the outbox. What an event posts is queued in the transaction that saves the relay's
-    progress, so it is queued once. While an event is being queued, the run id is in
-    ``busy`` (a stopping bot waits for it).
-    """
-    busy = Busy() if busy is None else busy
-    run_id, place = shown.run_id, shown.place
-    relay = ThreadRelay(place, run_id, adapter.renderer, adapter.limits, svc=svc)
-    courier = Courier(outbox, adapter, run_id, place, busy)
-    if shown.status_ts:
-        await outbox.keep_ts(run_id, shown.status_ts)
-
-    async def commit(last: str) -> None:
-        nonlocal shown
-        entries, status = relay.take()
-        if not entries and status is None:
-            return  # a replayed event that posted nothing posts nothing either
-        shown = shown.model_copy(update={"last": last})
-        async with threads.redis.pipeline(transaction=True) as pipe:
-            threads.saving(pipe, shown)
-            outbox.add(pipe, run_id, entries, status)
-            await pipe.execute()
-        courier.wake.set()
-
-    ended = asyncio.Event()
-    name = f"{adapter.platform}-outbox-{run_id}"
-    delivering = asyncio.create_task(courier.run(ended), name=name)
-    try:
-        try:
-            async for entry_id, event in hub.follow(run_id):
-                busy.add(run_id)
-                try:
-                    relay.quiet = not after(entry_id, shown.last)
-                    await relay.on_event(event)
-                    relay.show_status()
-                    await commit(entry_id)
-                finally:
-                    busy.discard(run_id)
-                stop_if_cancelled()  # a cancel swallowed by Redis: not wait for the next event
-            relay.quiet = False
-            relay.show_status(force=True)
-            await commit(shown.last)
-        except Exception:
-            # Not marked done: the bot takes the run up again from the last event queued.
-            log.exception("following run %s failed; it will be taken up again", run_id)
-            return
-        ended.set()
-        courier.wake.set()
-        await delivering
-        async with threads.redis.pipeline(transaction=True) as pipe:
-            threads.forgetting(pipe, run_id)
-            outbox.drop(pipe, run_id)
-            await pipe.execute()
-    finally:
-        delivering.cancel()
-        await asyncio.gather(delivering, return_exceptions=True)

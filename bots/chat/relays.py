@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from redis.asyncio.lock import Lock
 
 from bots.chat.busy import Busy, stop_if_cancelled
+from bots.chat.follow import relay_run
 from bots.chat.outbox import Outbox
 from bots.chat.ports import Adapter
-from bots.chat.relay import relay_run
 from bots.chat.threads import Shown, Threads
 from core.runs.requests import give_up_if_stuck, stuck_after
 from core.services import Services

@@ -17,9 +17,10 @@ import pytest
 
 from bots.chat import courier as courier_module
 from bots.chat.courier import Courier
+from bots.chat.follow import relay_run
 from bots.chat.outbox import Entry, Outbox
 from bots.chat.ports import Adapter, Place
-from bots.chat.relay import ThreadRelay, relay_run
+from bots.chat.relay import ThreadRelay
 from bots.chat.threads import Shown, Threads
 from core.config import Settings
 from core.llm.scripted import ScriptedModel
