@@ -74,6 +74,7 @@ class System:
     driver: str
     pins: tuple[str, ...] = ()  # empty: this project's own .venv
     args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
 
     @property
     def python(self) -> Path:
@@ -200,7 +201,7 @@ def run_child(
 ) -> dict[str, Any]:
     server.latency_s = (COHORT_MS if phase == "cohort" else FLAT_MS) / 1000
     before = len(server.requests)
-    env = {**os.environ, **QUIET_ENV, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **QUIET_ENV, "PYTHONUNBUFFERED": "1", **dict(system.env)}
     cmd = [
         str(system.python),
         str(DRIVERS / system.driver),
@@ -242,7 +243,7 @@ def measure(server: ThreadedFakeLLMServer, system: System, n: int, runs: int) ->
             "ratio_n": flat["calls"] / flat["walls"][0] / (n / (FLAT_MS / 1000)),
             "rss_mb": max(cohort["rss_mb"], flat["rss_mb"]),
         }
-        if system.name == "caramba_inline":
+        if system.name == "caramba_inline":  # (not @before)
             _keep_request(cohort["bodies"])
         for key, value in figures.items():
             better = max if key == "ratio_n" else min
@@ -277,7 +278,22 @@ def main() -> None:
     parser.add_argument("--systems", default=",".join(SYSTEMS))
     parser.add_argument("--n", type=int, default=None)
     parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument(
+        "--before",
+        metavar="DIR",
+        help="also measure the Caramba in DIR (e.g. `git archive <commit>` unpacked there) as "
+        "caramba_inline@before and caramba_celery@before, in the same run",
+    )
     opts = parser.parse_args()
+    if opts.before:
+        root = str(Path(opts.before).resolve())
+        for name in ("caramba_inline", "caramba_celery"):
+            base = SYSTEMS[name]
+            SYSTEMS[f"{name}@before"] = System(
+                f"{name}@before", base.driver, args=base.args, env=(("BENCH_CARAMBA_ROOT", root),)
+            )
+        if opts.systems == parser.get_default("systems"):
+            opts.systems = ",".join(SYSTEMS)
     n = opts.n or (200 if opts.quick else 1000)
     runs = opts.runs or (1 if opts.quick else 3)
     chosen = [SYSTEMS[s] for s in opts.systems.split(",") if s]
@@ -302,16 +318,30 @@ def main() -> None:
 
 
 def print_table(results: dict[str, dict[str, float]], n: int) -> None:
-    head = f"{'system':<16}{'cpu_ms/call':>12}{'overhead%':>11}{f'ratio_{n}':>11}"
+    head = f"{'system':<24}{'cpu_ms/call':>12}{'overhead%':>11}{f'ratio_{n}':>11}"
     head += f"{'cpu_ms@n':>10}{'calls/cohort':>13}{'rss_mb':>8}"
     print(head)
     nan = float("nan")
     for name, r in results.items():
         print(
-            f"{name:<16}{r['cpu_ms_per_call']:>12.2f}{r.get('overhead_pct', nan):>11.1f}"
+            f"{name:<24}{r['cpu_ms_per_call']:>12.2f}{r.get('overhead_pct', nan):>11.1f}"
             f"{r.get('ratio_n', nan):>11.3f}{r.get('cpu_ms_per_call_n', nan):>10.2f}"
             f"{r.get('calls_per_cohort', nan):>13.1f}{r['rss_mb']:>8.0f}"
         )
+    peers = {k: v for k, v in results.items() if not k.startswith(("caramba", "raw"))}
+    if peers:
+        best_cpu = min(peers.items(), key=lambda kv: kv[1]["cpu_ms_per_call"])
+        best_rss = min(peers.items(), key=lambda kv: kv[1]["rss_mb"])
+        floor = results.get("raw_http", {}).get("cpu_ms_per_call", nan)
+        print(f"best peer: cpu {best_cpu[0]}, rss {best_rss[0]}")
+        for name, r in results.items():
+            if name.startswith("caramba"):
+                cpu = r["cpu_ms_per_call"]
+                print(
+                    f"goals {name}: cpu/best_peer={cpu / best_cpu[1]['cpu_ms_per_call']:.2f} "
+                    f"(goal <= 0.5) cpu/raw_http={cpu / floor:.1f} (goal <= 3) "
+                    f"rss/best_peer={r['rss_mb'] / best_rss[1]['rss_mb']:.2f} (goal <= 1.5)"
+                )
     for name, r in results.items():
         print(
             f"bench peers: system={name} cpu_ms_per_call={r['cpu_ms_per_call']:.2f} "
