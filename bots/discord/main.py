@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -31,6 +32,15 @@ def discord_token() -> str:
     return token
 
 
+def freeze_startup_objects() -> None:
+    """Move what start-up made (modules, settings, the client: ~140,000 objects that live
+    as long as the process) out of the garbage collector's way. Otherwise each full
+    collection walks them all, a pause of the event loop that delays the acks: 120 ms of
+    CPU here, 200-400 ms under load (bench/discord_ack.py; about 20 ms frozen)."""
+    gc.collect()
+    gc.freeze()
+
+
 async def run_discord(settings: Settings, token: str, sync: bool) -> None:
     """Run the bot until SIGTERM or SIGINT; ``sync``: publish ``/caramba`` on start even
     if ``discord.sync_commands`` is off. It stops its relays (their runs given up for the
@@ -45,6 +55,7 @@ async def run_discord(settings: Settings, token: str, sync: bool) -> None:
         log.info("the Discord bot connects (pid %d)", os.getpid())
         try:
             async with bot:
+                freeze_startup_objects()
                 await bot.start(token)
         except discord.LoginFailure as exc:
             raise ConfigError(
