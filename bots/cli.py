@@ -1,4 +1,5 @@
-"""The ``caramba`` command line: demo, run, worker, slack, doctor."""
+"""The ``caramba`` command line: demo, run, worker, keeper, doctor, tools; the chat bots and
+the web server (slack, discord, web) are in :mod:`bots.cli_chat`."""
 
 from __future__ import annotations
 
@@ -7,26 +8,18 @@ import logging
 import sys
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from bots.cli_chat import discord, slack, web
+from bots.cli_common import console, settings_or_exit
 from bots.console.render import EventPrinter, escape
-from core.config import Settings, load_settings
 from core.errors import CarambaError
 from core.types.run import RunState
 
 app = typer.Typer(
     help="Caramba: a team of LLM agents for your chat.", no_args_is_help=True, add_completion=False
 )
-console = Console()
-
-
-def _settings(**overrides: object) -> Settings:
-    try:
-        return load_settings(**overrides)  # type: ignore[arg-type]
-    except CarambaError as exc:
-        console.print(f"[bold red]configuration error:[/] {exc}")
-        raise typer.Exit(2) from None
+_settings = settings_or_exit
 
 
 @app.command()
@@ -199,81 +192,6 @@ def keeper(
 
 
 @app.command()
-def slack(
-    host: str = typer.Option("0.0.0.0", "--host", help="Interface to listen on."),
-    port: int = typer.Option(3000, "--port", help="Port for Slack's requests (/slack/events)."),
-) -> None:
-    """Serve the Slack bot: HTTP mode at /slack/events, or Socket Mode if SLACK_APP_TOKEN
-    is set."""
-    from bots.slack.main import run_slack
-    from bots.slack.secrets import SlackSecrets
-
-    settings = _settings()
-    try:
-        secrets = SlackSecrets.from_env()
-    except CarambaError as exc:
-        console.print(f"[bold red]configuration error:[/] {exc}")
-        raise typer.Exit(2) from None
-    logging.getLogger("bots").setLevel(logging.INFO)
-    try:
-        asyncio.run(run_slack(settings, secrets, host, port))
-    except CarambaError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(1) from None
-
-
-@app.command()
-def discord(
-    sync: bool = typer.Option(
-        False,
-        "--sync",
-        help="Publish the /caramba slash command on start even if discord.sync_commands "
-        "is off (to discord.command_guild when set, else globally).",
-    ),
-) -> None:
-    """Run the Discord bot (DISCORD_BOT_TOKEN): mentions and /caramba in its servers."""
-    from bots.discord.main import discord_token, run_discord
-
-    settings = _settings()
-    try:
-        token = discord_token()
-    except CarambaError as exc:
-        console.print(f"[bold red]configuration error:[/] {exc}")
-        raise typer.Exit(2) from None
-    logging.getLogger("bots").setLevel(logging.INFO)
-    try:
-        asyncio.run(run_discord(settings, token, sync))
-    except CarambaError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(1) from None
-
-
-@app.command()
-def web(
-    host: str | None = typer.Option(None, "--host", help="Interface (default web_ui.host)."),
-    port: int | None = typer.Option(None, "--port", help="Port (default web_ui.port)."),
-    demo: bool = typer.Option(
-        False,
-        "--demo",
-        help="Everything in this process with the scripted offline model: no services, "
-        "no keys (try the product in a browser).",
-    ),
-) -> None:
-    """Serve the web chat (/chat: the same flow as in Slack and Discord) and the run
-    inspector (every run's plan, agents, messages, tool calls, files and result, live).
-    Open on 127.0.0.1; elsewhere pages need their signed links."""
-    from bots.web.main import run_web
-
-    settings = _settings()
-    logging.getLogger("bots").setLevel(logging.INFO)
-    try:
-        asyncio.run(run_web(settings, host, port, demo=demo))
-    except CarambaError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(1) from None
-
-
-@app.command()
 def doctor() -> None:
     """Check the configuration and services; say exactly what to set or start."""
     from core.process.doctor import Level, run_checks
@@ -304,6 +222,10 @@ def tools() -> None:
             "[dim]Unavailable tools are not offered to agents; the reason says what to "
             "install or set (caramba doctor checks the same).[/]"
         )
+
+
+for command in (slack, discord, web):
+    app.command()(command)
 
 
 def main() -> None:

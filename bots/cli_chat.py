@@ -1,0 +1,63 @@
+"""``caramba slack``, ``caramba discord`` and ``caramba web``: the chat adapters' processes
+(registered on the command line's app by :mod:`bots.cli`)."""
+
+from __future__ import annotations
+
+import typer
+
+from bots.cli_common import configuration_error, serve, settings_or_exit
+from core.errors import CarambaError
+
+
+def slack(
+    host: str = typer.Option("0.0.0.0", "--host", help="Interface to listen on."),
+    port: int = typer.Option(3000, "--port", help="Port for Slack's requests (/slack/events)."),
+) -> None:
+    """Serve the Slack bot: HTTP mode at /slack/events, or Socket Mode if SLACK_APP_TOKEN
+    is set."""
+    from bots.slack.main import run_slack
+    from bots.slack.secrets import SlackSecrets
+
+    settings = settings_or_exit()
+    try:
+        secrets = SlackSecrets.from_env()
+    except CarambaError as exc:
+        raise configuration_error(exc) from None
+    serve(run_slack(settings, secrets, host, port))
+
+
+def discord(
+    sync: bool = typer.Option(
+        False,
+        "--sync",
+        help="Publish the /caramba slash command on start even if discord.sync_commands "
+        "is off (to discord.command_guild when set, else globally).",
+    ),
+) -> None:
+    """Run the Discord bot (DISCORD_BOT_TOKEN): mentions and /caramba in its servers."""
+    from bots.discord.main import discord_token, run_discord
+
+    settings = settings_or_exit()
+    try:
+        token = discord_token()
+    except CarambaError as exc:
+        raise configuration_error(exc) from None
+    serve(run_discord(settings, token, sync))
+
+
+def web(
+    host: str | None = typer.Option(None, "--host", help="Interface (default web_ui.host)."),
+    port: int | None = typer.Option(None, "--port", help="Port (default web_ui.port)."),
+    demo: bool = typer.Option(
+        False,
+        "--demo",
+        help="Everything in this process with the scripted offline model: no services, "
+        "no keys (try the product in a browser).",
+    ),
+) -> None:
+    """Serve the web chat (/chat: the same flow as in Slack and Discord) and the run
+    inspector (every run's plan, agents, messages, tool calls, files and result, live).
+    Open on 127.0.0.1; elsewhere pages need their signed links."""
+    from bots.web.main import run_web
+
+    serve(run_web(settings_or_exit(), host, port, demo=demo))
