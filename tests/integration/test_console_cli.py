@@ -81,7 +81,7 @@ def test_answer_name_then_reuse_by_name_and_extend_at_the_budget(
     out = second.stdout
     assert second.returncode == 0, out + second.stderr
     assert "Proposal for console: spend it" in out and "plan:" not in out  # no planning
-    assert "⏸ paused: the run spent $2.0000 of $1.5000" in out
+    assert "⏸ paused: the run spent $2.00 of $1.50" in out
     assert "extended by $2.00 (now" in out
     assert "Spent enough: 3 sums." in out and "completed ·" in out
 

@@ -133,7 +133,7 @@ async def test_a_paused_run_is_extended_by_the_amount_typed(make_services) -> No
     s = Session(make_services, "spend", cost=1.0)
     following = await s.start(_paused_budget())
     await s.until(lambda: s.console.budget.pause is not None)
-    assert "paused: the run spent $2.0000 of $1.5000" in s.printed
+    assert "paused: the run spent $2.00 of $1.50" in s.printed
     assert "e: extend (by $2.00 unless you say more), s: stop" in s.printed
     s.lines.put("e")
     await s.until(lambda: "extend by how many dollars? (enter: $2.00)" in s.printed)
