@@ -27,7 +27,8 @@ class StatusLine:
     """The run's status message, edited in place. ``phase``: ``starting`` (nothing yet),
     ``running`` (``who`` did ``doing``, with ``tool`` when it used one) or ``ended``
     (``outcome``: the run's final status, with its ``tokens`` and ``cost_usd``).
-    ``running``: the run can still be cancelled (show Cancel)."""
+    ``running``: the run can still be cancelled (show Cancel). ``link``: the run's
+    inspector page (``bots.chat.links.run_link``), "" when there is none."""
 
     run_id: str
     phase: Literal["starting", "running", "ended"]
@@ -41,14 +42,17 @@ class StatusLine:
     tokens: int = 0
     cost_usd: float = 0.0
     running: bool = False
+    link: str = ""
     kind: Literal["status"] = "status"
 
 
 @dataclass(frozen=True)
 class Card:
-    """The proposal card (``core.runs.approval.view``) with Approve / Edit / Reject."""
+    """The proposal card (``core.runs.approval.view``) with Approve / Edit / Reject, and
+    ``link``: the run's inspector page, "" when there is none."""
 
     view: ProposalView
+    link: str = ""
     kind: Literal["card"] = "card"
 
 

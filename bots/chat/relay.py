@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
 
+from bots.chat.links import run_link
 from bots.chat.outbox import Entry
 from bots.chat.outputs import queue_outputs
 from bots.chat.ports import (
@@ -101,7 +102,9 @@ class ThreadRelay:
         # Agents with agents under them, and the milestone texts posted (once each).
         self.leads: set[str] = set()
         self.said: set[str] = set()
-        self.line = StatusLine(run_id=run_id, phase="starting")
+        # The run's inspector page, made once: its token is the same on every edit.
+        self.link = (run_link(svc.settings, run_id) if svc is not None else None) or ""
+        self.line = StatusLine(run_id=run_id, phase="starting", link=self.link)
         self.shown: StatusLine | None = None
         self.last_update = 0.0
         # Queued since the last take(): posts, and the status message's new content.
@@ -223,7 +226,7 @@ class ThreadRelay:
             card = view(
                 self.svc.settings, await self.svc.store.get_run(self.run_id), self.svc.tools
             )
-            (message,) = self.renderer.render(Card(card))
+            (message,) = self.renderer.render(Card(card, link=self.link))
         except Exception:
             log.exception("building the proposal of %s failed", self.run_id)
             self.out.extend(sorry)

@@ -63,18 +63,19 @@ class DiscordRenderer:
             case _:
                 assert_never(s.phase)
         buttons = "cancel" if s.running else "none"
-        return Rendered(truncate(line, MESSAGE_LIMIT), {"buttons": buttons, "run": s.run_id})
+        payload = {"buttons": buttons, "run": s.run_id} | ({"link": s.link} if s.link else {})
+        return Rendered(truncate(line, MESSAGE_LIMIT), payload)
 
     def render(self, intention: Intention) -> list[Rendered]:
         match intention:
             case StatusLine():
                 return [self.status(intention)]
-            case Card(view=view):
+            case Card(view=view, link=link):
                 payload: dict[str, Any] = {
                     "embeds": [proposal_embed(view).to_dict()],
                     "buttons": "card",
                     "run": view.run_id,
-                }
+                } | ({"link": link} if link else {})
                 return [Rendered(CARD_TEXT, payload)]
             case Milestone(agent=agent, reason=reason, text=text):
                 return self._texts(f"{self.bold(agent)} {escape(reason)}:\n{escape(text)}")

@@ -14,6 +14,7 @@ import aiohttp
 import discord
 
 from bots.chat.ports import Failure, Files, Payload, Place, TextFile
+from bots.discord.inspector import with_link
 from bots.discord.links import Links
 from bots.discord.text import NO_PINGS
 from bots.discord.views import cancel_view, card_view
@@ -44,6 +45,8 @@ def _parts(text: str, payload: Payload) -> dict[str, Any]:
     if "buttons" in data:
         view = _view(data)
         kwargs["view"] = view
+    if data.get("link"):
+        kwargs["view"] = with_link(kwargs.get("view"), str(data["link"]))
     return kwargs
 
 

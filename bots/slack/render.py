@@ -24,6 +24,7 @@ from bots.chat.ports import (
     StatusLine,
 )
 from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, status_blocks
+from bots.slack.inspector import with_link
 from bots.slack.text import SECTION_LIMIT, escape, split
 from bots.slack.upload import preview
 from core.types.run import RunStatus
@@ -65,9 +66,10 @@ class SlackRenderer:
             case StatusLine():
                 line = self.status_line(intention)
                 blocks = status_blocks(line, intention.run_id, running=intention.running)
-                return [Rendered(line, _dicts(blocks))]
-            case Card(view=card):
-                return [Rendered(fallback_text(card), _dicts(proposal_blocks(card)))]
+                return [Rendered(line, with_link(_dicts(blocks), intention.link))]
+            case Card(view=card, link=link):
+                blocks = proposal_blocks(card)
+                return [Rendered(fallback_text(card), with_link(_dicts(blocks), link))]
             case Milestone(agent=agent, reason=reason, text=text):
                 return self._plain(f"{self.bold(agent)} {reason}:\n{escape(text)}")
             case Question(agent=agent, text=text):
