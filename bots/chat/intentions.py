@@ -136,4 +136,36 @@ class Artifacts:
     kind: Literal["artifacts"] = "artifacts"
 
 
-Intention = StatusLine | Card | Milestone | Question | Note | Notify | ChatPost | Result | Artifacts
+@dataclass(frozen=True)
+class Paused:
+    """The run reached its budget (``what``: tokens, cost or wall_clock) and waits for a
+    person: Extend (adds the ``extend_*`` amounts, ``[humans]`` in config) or Stop (ends
+    it with the results so far). ``tokens`` / ``cost_usd``: what it spent; ``limit_*``:
+    its budget (0: unknown; ``detail`` says it in core's words). Words:
+    ``bots.chat.pause``."""
+
+    run_id: str
+    what: Literal["tokens", "cost", "wall_clock"]
+    detail: str
+    tokens: int = 0
+    cost_usd: float = 0.0
+    limit_tokens: int = 0
+    limit_cost_usd: float = 0.0
+    extend_tokens: int = 0
+    extend_cost_usd: float = 0.0
+    extend_wall_clock_s: float = 0.0
+    kind: Literal["paused"] = "paused"
+
+
+Intention = (
+    StatusLine
+    | Card
+    | Milestone
+    | Question
+    | Note
+    | Notify
+    | ChatPost
+    | Result
+    | Artifacts
+    | Paused
+)

@@ -27,6 +27,7 @@ from typing import Any
 from bots.chat.links import run_link
 from bots.chat.outbox import Entry
 from bots.chat.outputs import queue_outputs
+from bots.chat.pause import follow_pause
 from bots.chat.ports import (
     Card,
     ChatPost,
@@ -49,6 +50,7 @@ from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
     AgentFinished,
+    BudgetReached,
     ChatPosted,
     ErrorRaised,
     Notified,
@@ -188,6 +190,8 @@ class ThreadRelay:
                 self._status(cost_usd=event.cost_usd)
                 await self.post_outputs(event)
                 self.post_result(event)
+            case BudgetReached() | RunStatusChanged(status=RunStatus.RUNNING):
+                await follow_pause(self, event)
             case _:
                 pass
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
+from bots.chat.intentions import Paused
 from bots.chat.ports import (
     Artifacts,
     Card,
@@ -22,6 +23,7 @@ from bots.chat.ports import (
     Result,
     StatusLine,
 )
+from bots.discord.budget import paused_message
 from bots.discord.card import proposal_embed
 from bots.discord.text import MESSAGE_LIMIT, escape, split, truncate
 from core.types.run import RunStatus
@@ -95,6 +97,8 @@ class DiscordRenderer:
             case Artifacts(files=files):
                 n = len(files)
                 return [Rendered(f"📎 {n} file{'' if n == 1 else 's'} the agents made:")]
+            case Paused():
+                return [paused_message(intention)]
             case _:
                 assert_never(intention)
 

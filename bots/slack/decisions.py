@@ -20,6 +20,7 @@ from bots.slack.blocks import (
     outcome_blocks,
     proposal_blocks,
 )
+from bots.slack.budget import BudgetButtons
 from bots.slack.context import SlackContext
 from bots.slack.edit import (
     EDIT_VIEW,
@@ -47,6 +48,7 @@ class Decisions:
         app.action(CANCEL)(self._on_cancel)
         app.action(EDIT)(self._on_edit)
         app.view(EDIT_VIEW)(self._on_edit_submit)
+        self.budget = BudgetButtons(ctx, self._refuse, _person)
 
     async def _refuse(self, body: dict[str, Any], text: str) -> None:
         message = body["message"]

@@ -9,6 +9,7 @@ from typing import Any, assert_never
 
 from slack_sdk.models.blocks import Block
 
+from bots.chat.intentions import Paused
 from bots.chat.numbers import cost, tokens
 from bots.chat.ports import (
     Artifacts,
@@ -24,6 +25,7 @@ from bots.chat.ports import (
     StatusLine,
 )
 from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, status_blocks
+from bots.slack.budget import paused_message
 from bots.slack.inspector import with_link
 from bots.slack.text import SECTION_LIMIT, escape, split
 from bots.slack.upload import preview
@@ -85,6 +87,8 @@ class SlackRenderer:
                 return self.result(intention)
             case Artifacts():
                 return []  # the files speak for themselves
+            case Paused():
+                return [paused_message(intention)]
             case _:
                 assert_never(intention)
 

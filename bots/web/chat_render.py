@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
+from bots.chat.intentions import Paused
+from bots.chat.pause import STOP_LABEL, extend_label, pause_text
 from bots.chat.ports import (
     Artifacts,
     Card,
@@ -66,6 +68,10 @@ class WebRenderer:
             case Artifacts(files=files):
                 n = len(files)
                 return [Rendered(f"{n} file{'' if n == 1 else 's'} the agents made:")]
+            case Paused(run_id=run_id):
+                buttons = {"extend": extend_label(intention), "stop": STOP_LABEL}
+                payload = {"kind": "paused", "run": run_id, **buttons}
+                return [Rendered(pause_text(intention), payload)]
             case _:
                 assert_never(intention)
 

@@ -67,7 +67,7 @@ async def stop_run(svc: Services, run_id: str, by: str) -> TransitionResult:
 
     def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
         if not run.paused or run.status.terminal:
-            outcome[:] = [TransitionResult(False, run, _not_paused(run))]
+            outcome[:] = [TransitionResult(False, run, _not_paused(run, "stop"))]
             return None, []
         to = RunStatus.COMPLETED if results else RunStatus.FAILED
         note = f"stopped at its limit ({run.paused}); extension refused by {by}"
@@ -94,8 +94,8 @@ async def stop_run(svc: Services, run_id: str, by: str) -> TransitionResult:
     return outcome[0]
 
 
-def _not_paused(run: RunState) -> str:
-    return f"this run {run.status.words} and is not paused at a limit: there is nothing to extend"
+def _not_paused(run: RunState, verb: str = "extend") -> str:
+    return f"this run {run.status.words} and is not paused at a limit: there is nothing to {verb}"
 
 
 async def _results_so_far(svc: Services, run_id: str) -> list[str]:
