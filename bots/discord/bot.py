@@ -22,6 +22,7 @@ from discord import app_commands
 from bots.chat.ports import Adapter, Limits, Place
 from bots.chat.relays import Relays
 from bots.chat.threads import Shown, Threads
+from bots.discord.budget import BUDGET_ITEMS, BudgetDecisions
 from bots.discord.context import DiscordContext
 from bots.discord.decisions import Decisions
 from bots.discord.feedback import Feedback
@@ -77,6 +78,7 @@ class CarambaBot(discord.Client):
         )
         # The persistent components' handlers (bots.discord.views.handlers finds them).
         self.handlers = Decisions(self.ctx)
+        self.budget = BudgetDecisions(self.ctx)
         self.front = Front(self.ctx)
         self.feedback = Feedback(self.ctx)
         self._add_command()
@@ -124,7 +126,7 @@ class CarambaBot(discord.Client):
     async def setup_hook(self) -> None:
         """Before the gateway connects: the persistent components (cards posted before a
         restart keep working), the slash command, the runs earlier processes left."""
-        self.add_dynamic_items(*DYNAMIC_ITEMS)
+        self.add_dynamic_items(*DYNAMIC_ITEMS, *BUDGET_ITEMS)
         if self.sync:
             await self.sync_commands()
         resumed = await self.relays.start()

@@ -14,6 +14,7 @@ import aiohttp
 import discord
 
 from bots.chat.ports import Failure, Files, Payload, Place, TextFile
+from bots.discord.budget import pause_view
 from bots.discord.inspector import with_link
 from bots.discord.links import Links
 from bots.discord.text import NO_PINGS
@@ -32,6 +33,8 @@ def _view(payload: dict[str, Any]) -> discord.ui.View | None:
             return card_view(run_id)
         case "cancel", run_id:
             return cancel_view(run_id)
+        case "pause", _:
+            return pause_view(payload)
         case _:
             return None
 

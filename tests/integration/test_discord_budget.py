@@ -1,0 +1,111 @@
+"""A run paused at its budget, from Discord (a real discord.py client against the local
+Discord, real Redis, the scripted model): the pause has "Extend by 100,000 tokens" and
+"Stop here" buttons; Carol (no approver) is refused in private, by name; Bob (an
+approver by role) extends it and it runs to its end, the pause then saying who extended
+it; Alice's Stop ends another run with what it has."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from bots.discord.bot import CarambaBot
+from core.types.run import RunStatus
+from tests.fakes.discord_api import FakeDiscord
+from tests.integration.budget_run import DONE, TASK, spender, tiny_budget
+from tests.integration.test_discord_bot import Harness, discord_settings
+from tests.integration.test_slack_http import quick_library
+from tests.planning_helpers import settings as planning_settings
+
+pytestmark = pytest.mark.integration
+Json = dict[str, Any]
+
+
+@contextlib.asynccontextmanager
+async def harness(make_services: Any, redis: Any) -> AsyncIterator[Harness]:
+    folder = tempfile.mkdtemp(prefix="caramba-lib-")
+    s = tiny_budget(discord_settings(quick_library(planning_settings(), folder)))
+    svc = make_services(s, spender(), redis=redis)
+    try:
+        async with FakeDiscord.serving() as fake:
+            bot = CarambaBot(svc, guild_ready_timeout=0.05)
+            async with fake.running(bot):
+                yield Harness(fake, bot)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def paused(h: Harness) -> tuple[Json, str, Json]:
+    """Ask, and wait for the pause: its message, the run's id and the thread."""
+    asked = await h.fake.mention("general", "alice", TASK)
+    await h.fake.wait_until(lambda: h.fake.thread_of(asked) is not None)
+    thread = h.fake.thread_of(asked)
+    assert thread is not None
+
+    def pause() -> Json | None:
+        for m in h.fake.channel_messages(thread["id"]):
+            if "caramba:extend:" in json.dumps(m["components"]):
+                return m
+        return None
+
+    await h.fake.wait_until(lambda: pause() is not None, 20)
+    message = pause()
+    assert message is not None
+    stop = message["components"][0]["components"][1]["custom_id"]
+    return message, stop.rsplit(":", 1)[1], thread
+
+
+async def test_an_approver_extends_a_paused_run_and_others_are_refused(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis) as h:
+        fake = h.fake
+        pause, run_id, thread = await paused(h)
+        assert "Paused at its budget: the run used " in pause["content"]
+        assert " of 800 tokens" in pause["content"]
+        buttons = pause["components"][0]["components"]
+        assert [b["label"] for b in buttons] == ["Extend by 100,000 tokens", "Stop here"]
+        extend = buttons[0]["custom_id"]
+        assert extend == f"caramba:extend:tokens:{run_id}"
+
+        refused = await fake.click(pause["id"], extend, "carol")
+        await fake.wait_ack(refused)
+        await fake.wait_until(lambda: bool(refused.followup_ids))
+        said = fake.message(refused.followup_ids[0])
+        assert said["flags"] & 64 and said["content"].startswith("Only Alice, who asked")
+        assert (await h.svc.store.get_run(run_id)).paused == "tokens"
+
+        click = await fake.click(pause["id"], extend, "bob")
+        await fake.wait_ack(click)
+        await h.runs_end()
+        run = await h.svc.store.get_run(run_id)
+        assert run.status is RunStatus.COMPLETED and run.result == DONE
+        assert run.history[-2].by == str(fake.person("bob").id)
+        edited = fake.message(pause["id"])
+        assert "▶ Extended by **Bob**: +100,000 tokens" in edited["content"]
+        assert edited["components"] == [], "no buttons left"
+        texts = h.thread_texts(thread["id"])
+        assert any("The budget was extended: the run goes on" in t for t in texts)
+        assert DONE in texts[-1]
+
+    assert fake.pinged() == [] and fake.unguarded_mentions() == []
+
+
+async def test_stop_ends_a_paused_run_with_what_it_has(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        pause, run_id, thread = await paused(h)
+        click = await h.fake.click(pause["id"], f"caramba:stop:{run_id}", "alice")
+        await h.fake.wait_ack(click)
+        await h.runs_end()
+        run = await h.svc.store.get_run(run_id)
+        assert run.status is RunStatus.FAILED and run.paused is None  # nobody had finished
+        edited = h.fake.message(pause["id"])
+        assert "■ Stopped by **Alice**, with the results so far" in edited["content"]
+        assert edited["components"] == []
+        assert "no agent had finished yet" in h.thread_texts(thread["id"])[-1]
