@@ -9,6 +9,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.chat.outbox import Outbox
 from bots.chat.ports import Adapter, Limits
 from bots.chat.threads import Threads
+from bots.slack.assistant import AssistantStatus
 from bots.slack.file_upload import FileSender
 from bots.slack.render import SlackRenderer
 from bots.slack.text import SECTION_LIMIT
@@ -28,14 +29,23 @@ def slack_threads(svc: Services) -> Threads:
     return Threads(svc.redis, svc.settings.redis.key_prefix, PLATFORM)
 
 
+def slack_assistant(svc: Services, client: AsyncWebClient) -> AssistantStatus:
+    """The threads' assistant status over ``client`` (bots.slack.assistant)."""
+    return AssistantStatus(client, svc.redis, svc.settings.redis.key_prefix)
+
+
 def slack_adapter(
-    svc: Services, client: AsyncWebClient, files: FileSender | None = None
+    svc: Services,
+    client: AsyncWebClient,
+    files: FileSender | None = None,
+    assistant: AssistantStatus | None = None,
 ) -> Adapter:
-    """Slack over ``client``; ``files`` uploads the runs' own files (made here if not
-    given)."""
+    """Slack over ``client``; ``files`` uploads the runs' own files and ``assistant``
+    sets the threads' assistant status (each made here if not given)."""
     limits = slack_limits(svc.settings.slack)
     if files is None:
         outbox = Outbox(svc.redis, svc.settings.redis.key_prefix, PLATFORM)
         files = FileSender(outbox, client, svc.workspace, limits.outbox_max_age_s)
-    transport = SlackTransport(client, files)
+    assistant = assistant if assistant is not None else slack_assistant(svc, client)
+    transport = SlackTransport(client, files, assistant)
     return Adapter(PLATFORM, "Slack", SlackRenderer(), transport, limits)

@@ -19,9 +19,11 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.chat.ports import Place
 from bots.chat.relays import Relays
 from bots.chat.threads import Shown
-from bots.slack.adapter import slack_adapter, slack_threads
+from bots.slack.adapter import slack_adapter, slack_assistant, slack_threads
+from bots.slack.assistant import PLANNING
 from bots.slack.attachments import Attachments, refusal_text
 from bots.slack.context import SlackContext
 from bots.slack.decisions import Decisions
@@ -64,7 +66,9 @@ class SlackBot:
         self.threads = slack_threads(svc)
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
-        self.relays = Relays(svc, slack_adapter(svc, self.client), self.threads)
+        self.assistant = slack_assistant(svc, self.client)
+        adapter = slack_adapter(svc, self.client, assistant=self.assistant)
+        self.relays = Relays(svc, adapter, self.threads)
         self.attachments = Attachments(svc, self.client)
         self.people = People(self.client)
         self.app.event("app_mention")(self._on_mention)
@@ -141,13 +145,8 @@ class SlackBot:
             await self.client.reactions_add(channel=channel, timestamp=ts, name="eyes")
         except Exception:
             log.exception("could not acknowledge the mention with a reaction")
-        try:
-            await self.client.assistant_threads_setStatus(
-                channel_id=channel, thread_ts=thread, status="is planning…"
-            )
-        except Exception:
-            # Only assistant threads have a status; elsewhere the reaction is enough.
-            log.debug("no assistant thread status in %s", channel)
+        # Only assistant threads have a status: a refusal is remembered for the thread.
+        await self.assistant.show(Place(channel, thread), PLANNING)
 
     async def handle_mention(self, event: dict[str, Any], bot_user_id: str | None = None) -> None:
         """A mention: the task is its text without the bot's mention, people's kept as

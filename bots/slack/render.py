@@ -24,6 +24,7 @@ from bots.chat.ports import (
     Result,
     StatusLine,
 )
+from bots.slack.assistant import assistant_status
 from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, status_blocks
 from bots.slack.budget import paused_message
 from bots.slack.inspector import with_link
@@ -68,7 +69,9 @@ class SlackRenderer:
             case StatusLine():
                 line = self.status_line(intention)
                 blocks = status_blocks(line, intention.run_id, running=intention.running)
-                return [Rendered(line, with_link(_dicts(blocks), intention.link))]
+                shown = with_link(_dicts(blocks), intention.link)
+                # Beside the blocks: the thread's assistant status (bots.slack.assistant).
+                return [Rendered(line, {"blocks": shown, "assistant": assistant_status(intention)})]
             case Card(view=card, link=link):
                 blocks = proposal_blocks(card)
                 return [Rendered(fallback_text(card), with_link(_dicts(blocks), link))]

@@ -7,31 +7,46 @@ from __future__ import annotations
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.chat.ports import Failure, Files, Payload, Place, TextFile
+from bots.slack.assistant import AssistantStatus
 from bots.slack.failures import classify
 from bots.slack.file_upload import FileSender
 
 
 def _blocks(payload: Payload) -> list[dict[str, object]] | None:
-    # Slack's renderer gives a list of blocks; None: a plain post (the SDK leaves them out).
+    # Slack's renderer gives a list of blocks, or (the status message) a dict of them
+    # beside the assistant status; None: a plain post (the SDK leaves them out).
+    if isinstance(payload, dict):
+        payload = payload.get("blocks")
     return payload if isinstance(payload, list) else None
 
 
 class SlackTransport:
-    """The chat layer's :class:`~bots.chat.ports.Transport` for Slack."""
+    """The chat layer's :class:`~bots.chat.ports.Transport` for Slack; with
+    ``assistant``, the status message sets the thread's assistant status too."""
 
-    def __init__(self, client: AsyncWebClient, files: FileSender) -> None:
-        self.client, self.files = client, files
+    def __init__(
+        self, client: AsyncWebClient, files: FileSender, assistant: AssistantStatus | None = None
+    ) -> None:
+        self.client, self.files, self.assistant = client, files, assistant
 
     async def post(self, place: Place, text: str, payload: Payload) -> str:
         response = await self.client.chat_postMessage(
             channel=place.channel, thread_ts=place.thread, text=text, blocks=_blocks(payload)
         )
+        await self._status(place, payload)
         return str(response["ts"])
 
     async def update(self, place: Place, message_id: str, text: str, payload: Payload) -> None:
         await self.client.chat_update(
             channel=place.channel, ts=message_id, text=text, blocks=_blocks(payload)
         )
+        await self._status(place, payload)
+
+    async def _status(self, place: Place, payload: Payload) -> None:
+        """The assistant status the status message carries (after the message: a post
+        in the thread clears the status). Never raises: the message is delivered."""
+        if self.assistant is not None and isinstance(payload, dict) and "assistant" in payload:
+            await self.assistant.show(place, str(payload["assistant"]))
 
     async def upload(self, place: Place, file: TextFile) -> None:
         await self.client.files_upload_v2(

@@ -7,10 +7,11 @@ blocks and form data for the others; both are decoded into ``Call.args``.
 URL on the fake itself, the bytes posted there are kept in ``uploads`` (and recorded as a
 call named ``upload``), ``files.completeUploadExternal`` answers with the files.
 ``rate_limit`` makes a method answer HTTP 429 with ``Retry-After`` for its next calls;
-``refusing`` answers chosen calls ``ok: false``. ``go_down`` makes Slack unreachable
-(connections refused, the open ones closed) or broken (HTTP 503 to every call) until
-``come_back``. ``losing`` does chosen calls and then answers HTTP 503 (the answer lost on
-its way back), so a client that tries again repeats a call Slack has done.
+``refusing`` answers chosen calls ``ok: false``; with ``assistant`` False the threads are
+not assistant threads (``assistant.threads.setStatus`` is refused). ``go_down`` makes
+Slack unreachable (connections refused, the open ones closed) or broken (HTTP 503 to every
+call) until ``come_back``. ``losing`` does chosen calls and then answers HTTP 503 (the
+answer lost on its way back), so a client that tries again repeats a call Slack has done.
 
 Files people attach: ``host_file`` keeps bytes and returns the file object an event
 carries (``url_private`` / ``url_private_download`` on the fake, served only with the bot
@@ -33,6 +34,8 @@ from aiohttp import web
 
 BOT_USER = "UBOT"
 BOT_TOKEN = "xoxb-test"
+# What Slack answers a call that needs an assistant thread, elsewhere.
+NOT_ASSISTANT = "invalid_thread_ts"
 SIGN_IN_PAGE = "<!DOCTYPE html><html><body>Sign in to Slack</body></html>"
 
 
@@ -53,6 +56,8 @@ class FakeSlackAPI:
     refusing: Callable[[str, dict[str, Any]], str | None] | None = None
     # Every call answers HTTP 503 (an outage behind a reachable front end).
     broken: bool = False
+    # Threads are assistant threads: their status can be set (else refused).
+    assistant: bool = True
     # Method → how many more calls answer HTTP 429 (see ``rate_limit``).
     limited: dict[str, int] = field(default_factory=dict)
     retry_after_s: int = 0
@@ -169,6 +174,8 @@ class FakeSlackAPI:
             body |= {"files": files}
         elif method == "files.info":
             body = self._file_info(args.get("file", ""))
+        elif method == "assistant.threads.setStatus" and not self.assistant:
+            body = {"ok": False, "error": NOT_ASSISTANT}
         elif method == "users.info":
             user = self.users.get(args.get("user", ""))
             body = {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
