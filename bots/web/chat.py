@@ -28,6 +28,7 @@ from bots.chat.ports import Adapter, Limits, Place
 from bots.chat.relays import Relays
 from bots.chat.threads import Shown, Threads
 from bots.web.access import Signer, run_path
+from bots.web.budget import decide_budget
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
 from core.agent.questions import answer_question, follow_up, open_questions
@@ -94,6 +95,8 @@ class WebChat:
         if action == "cancel":
             step = await cancel_run(svc, run_id, WEB_USER)
             return None if step.ok else step.reason
+        if action in ("extend", "stop"):
+            return await decide_budget(svc, run_id, WEB_USER, extend=action == "extend")
         if action in ("up", "down"):
             run = await svc.store.get_run(run_id)
             await learning.rate(svc, run, thumbs_up=action == "up")
