@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from bots.chat.intentions import Note, Paused
 from bots.chat.numbers import cost, tokens
+from core.config import HumansSettings
 from core.types.events import BudgetReached, RunStatusChanged
 from core.types.run import RunStatus
 
@@ -44,21 +45,25 @@ def pause_text(p: Paused) -> str:
     )
 
 
-def extension(what: str, p: Paused | None = None, *, usd: float = 0, n: int = 0) -> str:
-    """What an extension adds for limit ``what``: ``$2.00``, ``200,000 tokens``,
-    ``15 min`` (from the pause ``p``, else ``usd`` / ``n`` tokens / ``n`` seconds)."""
-    if p is not None:
-        usd, n = p.extend_cost_usd, p.extend_tokens
-        if what == "wall_clock":
-            n = int(p.extend_wall_clock_s)
+def amount(what: str, usd: float, n_tokens: int, seconds: float) -> str:
+    """The figure that matters for limit ``what``: ``$2.00``, ``200,000 tokens``,
+    ``15 min``."""
     if what == "tokens":
-        return tokens(n)
-    return _duration(n) if what == "wall_clock" else cost(usd)
+        return tokens(n_tokens)
+    return _duration(seconds) if what == "wall_clock" else cost(usd)
+
+
+def added(what: str, humans: HumansSettings) -> str:
+    """What an extension (``core.runs.budget.extend_run``'s defaults) adds to the limit
+    ``what`` that was reached."""
+    h = humans
+    return amount(what, h.extend_cost_usd, h.extend_tokens, h.extend_wall_clock_s)
 
 
 def extend_label(p: Paused) -> str:
     """The Extend button's label: ``Extend by $2.00``."""
-    return f"Extend by {extension(p.what, p)}"
+    figure = amount(p.what, p.extend_cost_usd, p.extend_tokens, p.extend_wall_clock_s)
+    return f"Extend by {figure}"
 
 
 STOP_LABEL = "Stop here"

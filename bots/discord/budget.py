@@ -18,9 +18,9 @@ import discord
 from bots.chat.intentions import Paused
 from bots.chat.pause import (
     STOP_LABEL,
+    added,
     extend_label,
     extended_text,
-    extension,
     pause_text,
     stopped_text,
 )
@@ -145,9 +145,7 @@ class BudgetDecisions:
             return
         who = f"**{escape(interaction.user.display_name)}**"
         if extend is not None:
-            h = svc.settings.humans
-            n = int(h.extend_wall_clock_s if extend == "wall_clock" else h.extend_tokens)
-            outcome = extended_text(who, escape(extension(extend, usd=h.extend_cost_usd, n=n)))
+            outcome = extended_text(who, escape(added(extend, svc.settings.humans)))
         else:
             outcome = stopped_text(who)
         said = interaction.message.content if interaction.message else ""

@@ -22,9 +22,9 @@ from slack_sdk.models.blocks import (
 from bots.chat.intentions import Paused
 from bots.chat.pause import (
     STOP_LABEL,
+    added,
     extend_label,
     extended_text,
-    extension,
     pause_text,
     stopped_text,
 )
@@ -96,9 +96,7 @@ class BudgetButtons:
         who = f"<@{escape(user)}>"
         if extend:
             what = str(action.get("block_id", "")).split(":")[1:2] or ["cost"]
-            h = svc.settings.humans
-            added = extension(what[0], usd=h.extend_cost_usd, n=_amount(what[0], h))
-            outcome = extended_text(who, escape(added))
+            outcome = extended_text(who, escape(added(what[0], svc.settings.humans)))
         else:
             outcome = stopped_text(who)
         said = body["message"].get("text") or ""
@@ -112,7 +110,3 @@ class BudgetButtons:
             text=f"{said}\n{outcome}",
             blocks=[b.to_dict() for b in blocks],
         )
-
-
-def _amount(what: str, humans: Any) -> int:
-    return int(humans.extend_wall_clock_s if what == "wall_clock" else humans.extend_tokens)

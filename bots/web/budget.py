@@ -5,7 +5,7 @@ while the run is paused: ``templates/chat.html``) → ``core.runs.budget.extend_
 
 from __future__ import annotations
 
-from bots.chat.pause import extended_text, extension, stopped_text
+from bots.chat.pause import added, extended_text, stopped_text
 from core.runs.approval import may_decide
 from core.runs.budget import extend_run, stop_run
 from core.services import Services
@@ -24,6 +24,4 @@ async def decide_budget(svc: Services, run_id: str, by: str, *, extend: bool) ->
         return f"Not {'extended' if extend else 'stopped'}: {step.reason}."
     if not extend:
         return stopped_text(by)
-    h = svc.settings.humans
-    n = int(h.extend_wall_clock_s if what == "wall_clock" else h.extend_tokens)
-    return extended_text(by, extension(what, usd=h.extend_cost_usd, n=n))
+    return extended_text(by, added(what, svc.settings.humans))

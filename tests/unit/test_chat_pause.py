@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from bots.chat.intentions import Paused
-from bots.chat.pause import PAUSED, extend_label, extension, pause_text
+from bots.chat.pause import PAUSED, amount, extend_label, pause_text
 from bots.chat.ports import Limits, Place
 from bots.chat.relay import ThreadRelay
 from bots.web.chat_render import WebRenderer
@@ -93,5 +93,5 @@ def test_the_extension_in_plain_figures() -> None:
     tokens = Paused(**{**vars(tokens), "extend_tokens": 50_000})
     assert "the run used 120,000 of 100,000 tokens" in pause_text(tokens)
     assert extend_label(tokens) == "Extend by 50,000 tokens"
-    assert extension("wall_clock", n=900) == "15 min"
-    assert extension("cost", usd=0.004) == "under $0.01"
+    assert amount("wall_clock", 0, 0, 900) == "15 min"
+    assert amount("cost", 0.004, 0, 0) == "under $0.01"
