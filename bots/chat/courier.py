@@ -17,7 +17,8 @@ Delivered once: an entry is removed right after its call succeeded. A crash (or 
 failing) between the two leaves it queued, and the next courier sends it again: that
 one entry, at most, may appear twice — except the run's own files (``files`` entries),
 whose upload the transport keeps its progress of and makes once where the platform lets
-it (Slack: ``bots.slack.file_upload``).
+it (Slack: ``bots.slack.file_upload``), and a streamed result (``stream`` entries,
+``bots.chat.streams``), which goes on from the last piece that reached the thread.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections.abc import AsyncIterator
 from bots.chat.busy import Busy, stop_if_cancelled
 from bots.chat.outbox import GONE, Entry, Head, Outbox, Status
 from bots.chat.ports import Adapter, Failure, Place
+from bots.chat.streams import Streamer
 
 log = logging.getLogger(__name__)
 # The first retry waits this long; each further one twice as long (up to the cap).
@@ -94,6 +96,9 @@ class Courier:
             self._lost(entry.what, age, entry.text)
             await self._give_up(entry, raw, status)
             return 0.0
+        if entry.kind == "stream" and not isinstance(self.transport, Streamer):
+            await self._give_up(entry, raw, status)  # posted as usual instead
+            return 0.0
         try:
             async with self._calling():
                 message_id = await self._send(entry, status)
@@ -128,6 +133,8 @@ class Courier:
     async def _send(self, entry: Entry, status: Status) -> str:
         """Deliver ``entry``; the id of the message it posted (if it posted one)."""
         transport, place = self.transport, self.place
+        if entry.kind == "stream" and isinstance(transport, Streamer):
+            return await transport.stream(place, entry.streamed)
         if entry.kind == "files":
             await transport.send_files(place, entry.outgoing)
             return ""
@@ -168,12 +175,16 @@ class Courier:
     async def _forget(self, entry: Entry) -> None:
         if entry.kind == "files":
             await self.transport.forget_files(entry.outgoing)
+        elif entry.kind == "stream" and isinstance(self.transport, Streamer):
+            await self.transport.forget_stream(entry.streamed)
 
     async def _give_up(self, entry: Entry, raw: str, status: Status) -> None:
         self.failures = 0
         if entry.kind == "status":  # never posted: its updates cannot be shown either
             await self.outbox.sent(self.run_id, raw, ts=GONE, version=status.version)
         else:
+            if entry.kind == "stream" and isinstance(self.transport, Streamer):
+                await self.transport.abandon(self.place, entry.streamed)
             await self.outbox.replace(self.run_id, raw, entry.instead)
         await self._forget(entry)
 

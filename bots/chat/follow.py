@@ -12,6 +12,7 @@ from bots.chat.courier import Courier
 from bots.chat.outbox import Outbox
 from bots.chat.ports import Adapter
 from bots.chat.relay import ThreadRelay
+from bots.chat.streams import Streamer
 from bots.chat.threads import Shown, Threads, after
 from core.services import Services
 from core.state.event_hub import EventHub
@@ -39,7 +40,8 @@ async def relay_run(
     """
     busy = Busy() if busy is None else busy
     run_id, place = shown.run_id, shown.place
-    relay = ThreadRelay(place, run_id, adapter.renderer, adapter.limits, svc=svc)
+    streams = isinstance(adapter.transport, Streamer)
+    relay = ThreadRelay(place, run_id, adapter.renderer, adapter.limits, svc=svc, streams=streams)
     courier = Courier(outbox, adapter, run_id, place, busy)
     if shown.status_ts:
         await outbox.keep_ts(run_id, shown.status_ts)

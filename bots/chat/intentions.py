@@ -114,7 +114,9 @@ class ChatPost:
 class Result:
     """The run's end in the thread: its result (``status`` completed) or why it did not
     complete. ``rateable``: the last message gets feedback buttons (a completed or failed
-    run). ``file``: the whole text went up as this file; render a preview pointing at it."""
+    run). ``file``: the whole text went up as this file; render a preview pointing at it.
+    ``streamed``: render it as one message to stream (``bots.chat.streams``): its text,
+    and the payload that ends the stream (the feedback buttons of a rateable run)."""
 
     run_id: str
     status: RunStatus
@@ -123,6 +125,7 @@ class Result:
     cost_usd: float = 0.0
     rateable: bool = False
     file: str | None = None
+    streamed: bool = False
     kind: Literal["result"] = "result"
 
 

@@ -34,6 +34,7 @@ from pydantic import AliasChoices, Field
 from redis.exceptions import WatchError
 
 from bots.chat.ports import Files, OutFile, Payload, Rendered, TextFile
+from bots.chat.streams import Streamed
 from core.types._base import Frozen
 
 # ``ts`` of a status message whose post was given up: its updates are dropped too.
@@ -44,12 +45,13 @@ _WATCH_TRIES = 20
 class Entry(Frozen):
     """One post of a relay (``kind`` post: ``text`` and ``payload``, rendered), its status
     message (``status``: the content is read from the status hash when posted), a text
-    file (``upload``: ``file``), or files of the run's workspace (``files``: uploaded
-    together, with ``text`` as their message; ``Transport.send_files``)."""
+    file (``upload``: ``file``), files of the run's workspace (``files``: uploaded
+    together, with ``text`` as their message; ``Transport.send_files``), or a message
+    streamed (``stream``: ``text`` and ``payload``; ``bots.chat.streams``)."""
 
     run: str
     what: str  # what it is, for the log: "milestone", "result", "proposal card", …
-    kind: Literal["post", "status", "upload", "files"] = "post"
+    kind: Literal["post", "status", "upload", "files", "stream"] = "post"
     text: str = ""
     # Entries queued before the chat layer was shared call it ``blocks``.
     payload: Payload = Field(None, validation_alias=AliasChoices("payload", "blocks"))
@@ -71,6 +73,11 @@ class Entry(Frozen):
     def outgoing(self) -> Files:
         """A ``files`` entry as the transport sends it (keyed by this entry's id)."""
         return Files(run=self.run, key=self.id, files=self.files, comment=self.text)
+
+    @property
+    def streamed(self) -> Streamed:
+        """A ``stream`` entry as the streamer sends it (keyed by this entry's id)."""
+        return Streamed(run=self.run, key=self.id, text=self.text, payload=self.payload)
 
 
 @dataclass(frozen=True)

@@ -92,8 +92,11 @@ class ThreadRelay:
         limits: Limits,
         *,
         svc: Services | None = None,
+        streams: bool = False,
     ) -> None:
         self.place, self.run_id, self.svc = place, run_id, svc
+        # The platform streams messages (bots.chat.streams): a completed result is streamed.
+        self.streams = streams
         self.renderer, self.limits = renderer, limits
         # The status message appears when the run starts (not while it is a proposal).
         self.started = False
@@ -272,5 +275,9 @@ class ThreadRelay:
                 instead=tuple(whole),
             )
             self.out.append(upload)
+        elif ok and self.streams:
+            (message,) = self.renderer.render(replace(result, streamed=True))
+            stream = Entry.post(self.run_id, "result", message)
+            self.out.append(stream.model_copy(update={"kind": "stream", "instead": tuple(whole)}))
         else:
             self.out.extend(whole)

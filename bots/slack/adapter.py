@@ -12,6 +12,7 @@ from bots.chat.threads import Threads
 from bots.slack.assistant import AssistantStatus
 from bots.slack.file_upload import FileSender
 from bots.slack.render import SlackRenderer
+from bots.slack.stream import SlackStreamer
 from bots.slack.text import SECTION_LIMIT
 from bots.slack.transport import SlackTransport
 from core.config import SlackSettings
@@ -41,11 +42,14 @@ def slack_adapter(
     assistant: AssistantStatus | None = None,
 ) -> Adapter:
     """Slack over ``client``; ``files`` uploads the runs' own files and ``assistant``
-    sets the threads' assistant status (each made here if not given)."""
+    sets the threads' assistant status (each made here if not given); results are
+    streamed where Slack lets them (``bots.slack.stream``)."""
     limits = slack_limits(svc.settings.slack)
+    outbox = Outbox(svc.redis, svc.settings.redis.key_prefix, PLATFORM)
     if files is None:
-        outbox = Outbox(svc.redis, svc.settings.redis.key_prefix, PLATFORM)
         files = FileSender(outbox, client, svc.workspace, limits.outbox_max_age_s)
     assistant = assistant if assistant is not None else slack_assistant(svc, client)
-    transport = SlackTransport(client, files, assistant)
+    keep_s = limits.outbox_max_age_s
+    streamer = SlackStreamer(client, svc.redis, outbox.prefix, svc.store, keep_s)
+    transport = SlackTransport(client, files, assistant, streamer)
     return Adapter(PLATFORM, "Slack", SlackRenderer(), transport, limits)

@@ -28,6 +28,7 @@ from bots.slack.assistant import assistant_status
 from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, status_blocks
 from bots.slack.budget import paused_message
 from bots.slack.inspector import with_link
+from bots.slack.stream import streamed_message
 from bots.slack.text import SECTION_LIMIT, escape, split
 from bots.slack.upload import preview
 from core.types.run import RunStatus
@@ -108,7 +109,9 @@ class SlackRenderer:
 
     def result(self, r: Result) -> list[Rendered]:
         """The result in pieces (or, when it went up as a file, a preview), the last with
-        the feedback buttons of a rateable run."""
+        the feedback buttons of a rateable run; streamed, one message (bots.slack.stream)."""
+        if r.streamed:
+            return [streamed_message(r)]
         body = ("" if r.status is RunStatus.COMPLETED else ":x: ") + escape(r.text)
         *head, last = [preview(body)] if r.file else self.split(body)
         buttons = _dicts(result_blocks(last, r.run_id)) if r.rateable else None

@@ -7,9 +7,11 @@ from __future__ import annotations
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.chat.ports import Failure, Files, Payload, Place, TextFile
+from bots.chat.streams import Streamed
 from bots.slack.assistant import AssistantStatus
 from bots.slack.failures import classify
 from bots.slack.file_upload import FileSender
+from bots.slack.stream import SlackStreamer, StreamingUnsupported
 
 
 def _blocks(payload: Payload) -> list[dict[str, object]] | None:
@@ -22,12 +24,18 @@ def _blocks(payload: Payload) -> list[dict[str, object]] | None:
 
 class SlackTransport:
     """The chat layer's :class:`~bots.chat.ports.Transport` for Slack; with
-    ``assistant``, the status message sets the thread's assistant status too."""
+    ``assistant``, the status message sets the thread's assistant status too; with
+    ``streamer``, the result is streamed (``bots.chat.streams.Streamer``)."""
 
     def __init__(
-        self, client: AsyncWebClient, files: FileSender, assistant: AssistantStatus | None = None
+        self,
+        client: AsyncWebClient,
+        files: FileSender,
+        assistant: AssistantStatus | None = None,
+        streamer: SlackStreamer | None = None,
     ) -> None:
         self.client, self.files, self.assistant = client, files, assistant
+        self.streamer = streamer
 
     async def post(self, place: Place, text: str, payload: Payload) -> str:
         response = await self.client.chat_postMessage(
@@ -57,6 +65,20 @@ class SlackTransport:
             title=file.title,
             initial_comment=file.comment or None,
         )
+
+    async def stream(self, place: Place, streamed: Streamed) -> str:
+        """Stream the result (``bots.chat.streams.Streamer``; refused without a streamer)."""
+        if self.streamer is None:
+            raise StreamingUnsupported("no streamer")
+        return await self.streamer.stream(place, streamed)
+
+    async def abandon(self, place: Place, streamed: Streamed) -> None:
+        if self.streamer is not None:
+            await self.streamer.abandon(place, streamed)
+
+    async def forget_stream(self, streamed: Streamed) -> None:
+        if self.streamer is not None:
+            await self.streamer.forget_stream(streamed)
 
     async def send_files(self, place: Place, files: Files) -> None:
         await self.files.send(files, place)

@@ -8,7 +8,9 @@ URL on the fake itself, the bytes posted there are kept in ``uploads`` (and reco
 call named ``upload``), ``files.completeUploadExternal`` answers with the files.
 ``rate_limit`` makes a method answer HTTP 429 with ``Retry-After`` for its next calls;
 ``refusing`` answers chosen calls ``ok: false``; with ``assistant`` False the threads are
-not assistant threads (``assistant.threads.setStatus`` is refused). ``go_down`` makes
+not assistant threads (``assistant.threads.setStatus`` is refused); with ``streaming``
+``chat.startStream`` / ``appendStream`` / ``stopStream`` work (``streams``, by ts), else
+they are refused as by a workspace without them. ``go_down`` makes
 Slack unreachable (connections refused, the open ones closed) or broken (HTTP 503 to every
 call) until ``come_back``. ``losing`` does chosen calls and then answers HTTP 503 (the
 answer lost on its way back), so a client that tries again repeats a call Slack has done.
@@ -58,6 +60,10 @@ class FakeSlackAPI:
     broken: bool = False
     # Threads are assistant threads: their status can be set (else refused).
     assistant: bool = True
+    # Streaming is offered (else refused: ``unknown_method``).
+    streaming: bool = False
+    # Streamed messages by ts: channel, thread_ts, text (so far), blocks, stopped.
+    streams: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Method → how many more calls answer HTTP 429 (see ``rate_limit``).
     limited: dict[str, int] = field(default_factory=dict)
     retry_after_s: int = 0
@@ -174,12 +180,35 @@ class FakeSlackAPI:
             body |= {"files": files}
         elif method == "files.info":
             body = self._file_info(args.get("file", ""))
+        elif method in ("chat.startStream", "chat.appendStream", "chat.stopStream"):
+            body = self._stream(method, args)
         elif method == "assistant.threads.setStatus" and not self.assistant:
             body = {"ok": False, "error": NOT_ASSISTANT}
         elif method == "users.info":
             user = self.users.get(args.get("user", ""))
             body = {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
         return body
+
+    def _stream(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        if not self.streaming:
+            return {"ok": False, "error": "unknown_method"}
+        if method == "chat.startStream":
+            ts = f"{int(time.time())}.{next(self._ts):06d}"
+            self.streams[ts] = {
+                "channel": args.get("channel"),
+                "thread_ts": args.get("thread_ts"),
+                "text": args.get("markdown_text", ""),
+                "blocks": None,
+                "stopped": False,
+            }
+            return {"ok": True, "channel": args.get("channel"), "ts": ts}
+        stream = self.streams.get(args.get("ts", ""))
+        if stream is None or stream["stopped"]:
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        stream["text"] += args.get("markdown_text", "")
+        if method == "chat.stopStream":
+            stream["stopped"], stream["blocks"] = True, args.get("blocks")
+        return {"ok": True, "channel": args.get("channel"), "ts": args["ts"]}
 
     def _file_info(self, file_id: str) -> dict[str, Any]:
         if file_id in self.hosted:
