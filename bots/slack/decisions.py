@@ -11,6 +11,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck
 from slack_sdk.models.blocks import ContextBlock, MarkdownTextObject
 
+from bots.chat.links import run_link
 from bots.slack.blocks import (
     APPROVE,
     CANCEL,
@@ -30,6 +31,7 @@ from bots.slack.edit import (
     edit_view,
     form_errors,
 )
+from bots.slack.inspector import with_link
 from bots.slack.text import escape
 from core.runs import approval
 from core.runs.approval import Approve, Decision, ProposalView, Reject, decide, may_decide
@@ -86,7 +88,10 @@ class Decisions:
             channel=body["channel"]["id"],
             ts=body["message"]["ts"],
             text=f"{verb}: {fallback_text(card)}",
-            blocks=outcome_blocks(card, f"*{verb} by <@{escape(user)}>.*"),
+            blocks=with_link(
+                [b.to_dict() for b in outcome_blocks(card, f"*{verb} by <@{escape(user)}>.*")],
+                run_link(svc.settings, run_id) or "",
+            ),
         )
 
     async def cancel(self, body: dict[str, Any]) -> None:
@@ -153,7 +158,10 @@ class Decisions:
             channel=meta["channel"],
             ts=meta["ts"],
             text=fallback_text(card),
-            blocks=[*blocks[:-1], note, blocks[-1]],
+            blocks=with_link(
+                [b.to_dict() for b in [*blocks[:-1], note, blocks[-1]]],
+                run_link(self.ctx.svc.settings, card.run_id) or "",
+            ),
         )
 
 

@@ -99,6 +99,9 @@ async def test_slack_card_and_status_link_to_the_run(
         assert "Inspect this run" in json.dumps(statuses[-1]["blocks"])
         # Buttons stay last: the link is the line above them.
         assert card["blocks"][-1]["type"] == "actions"
+        # The card as redrawn once approved keeps its link.
+        (approved,) = [m for m in h.slack.of("chat.update") if "Approved" in m["text"]]
+        assert opened_runs(approved["blocks"]) == [run_id]
 
 
 @pytest.mark.parametrize("base_url", [BASE, ""])
