@@ -11,7 +11,6 @@ pings anyone (``allowed_mentions`` none, on the client and on every call)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Coroutine
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
+from bots.chat.background import Background
 from bots.chat.ports import Adapter, Limits, Place
 from bots.chat.relays import Relays
 from bots.chat.threads import Shown, Threads
@@ -57,7 +57,7 @@ class CarambaBot(discord.Client):
         self.svc = svc
         self.sync = sync or settings.sync_commands
         self.tree = app_commands.CommandTree(self)
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.background = Background("discord")
         self.links = Links(svc.redis, svc.settings.redis.key_prefix)
         self.adapter = Adapter(
             "discord",
@@ -105,21 +105,11 @@ class CarambaBot(discord.Client):
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` after the listener returned; errors are logged, never lost."""
-
-        async def guarded() -> None:
-            try:
-                await work
-            except Exception:
-                log.exception("discord background work failed")
-
-        task = asyncio.create_task(guarded())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.background.spawn(work)
 
     async def drain(self) -> None:
         """Wait for the listeners' work (not for the relays: they last as long as runs)."""
-        while self.tasks:
-            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+        await self.background.drain()
 
     # -- life ----------------------------------------------------------------------------
 

@@ -9,7 +9,6 @@ the card, the progress and the result.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Coroutine, Sequence
 from typing import Any
@@ -19,6 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.chat.background import Background
 from bots.chat.ports import Place
 from bots.chat.relays import Relays
 from bots.chat.threads import Shown
@@ -64,7 +64,7 @@ class SlackBot:
         )
         self.app = AsyncApp(client=self.client, signing_secret=secrets.signing_secret)
         self.threads = slack_threads(svc)
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.background = Background("slack")
         self.closed = False
         self.assistant = slack_assistant(svc, self.client)
         adapter = slack_adapter(svc, self.client, assistant=self.assistant)
@@ -82,21 +82,11 @@ class SlackBot:
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` after the listener returned; errors are logged, never lost."""
-
-        async def guarded() -> None:
-            try:
-                await work
-            except Exception:
-                log.exception("slack background work failed")
-
-        task = asyncio.create_task(guarded())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.background.spawn(work)
 
     async def drain(self) -> None:
         """Wait for the listeners' work (not for the relays: they last as long as runs)."""
-        while self.tasks:
-            await asyncio.gather(*list(self.tasks), return_exceptions=True)
+        await self.background.drain()
 
     async def start(self) -> int:
         """Take up the runs earlier bot processes left (see ``Relays.start``)."""
