@@ -42,8 +42,8 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from bench.slack_ack import MODEL, OTHER_MACHINES_NICE, URL, free_port, pct, serve_llm
+from bots.chat.startup import freeze_startup_objects
 from bots.discord.bot import CarambaBot
-from bots.discord.main import freeze_startup_objects
 from core.config import load_settings
 from core.llm.scripted import ScriptedModel
 from core.process.wiring import build_services, connect_redis

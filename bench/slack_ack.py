@@ -9,7 +9,7 @@ wants it within 3 s); then every proposal card must be posted by the bot's relay
 workers and the fakes stand for other machines: they run in processes of their own at a
 lower priority (nice 10), so that on a small machine they do not take the bot's CPU.
 
-    .venv/bin/python bench/slack_ack.py [--mentions 200] [--window 10] [--workers 2]
+    .venv/bin/python bench/slack_ack.py [--mentions 200] [--window 10] [--workers 2] [--no-freeze]
 
 Last line: ``bench slack_ack: mentions=… window_s=… ack_p50_ms=… ack_p99_ms=… cards_posted=…``
 """
@@ -38,6 +38,7 @@ import httpx
 from redis.asyncio import Redis
 from slack_sdk.signature import SignatureVerifier
 
+from bots.chat.startup import freeze_startup_objects
 from bots.slack.app import SlackBot
 from bots.slack.secrets import SlackSecrets
 from bots.slack.server import EVENTS_PATH, served
@@ -165,7 +166,7 @@ def slack_events(conn: Connection, prefix: str, mentions: int, window_s: float) 
     conn.send(asyncio.run(send_mentions(port, prefix, mentions, window_s)))
 
 
-async def main(mentions: int, window_s: float, workers: int) -> None:
+async def main(mentions: int, window_s: float, workers: int, freeze: bool = True) -> None:
     prefix = f"bench-slack-{uuid.uuid4().hex[:8]}"
     queue = f"{prefix}-q"
     fork = multiprocessing.get_context("fork")
@@ -197,7 +198,7 @@ async def main(mentions: int, window_s: float, workers: int) -> None:
         try:
             for proc in procs:
                 proc.wait_for(" ready.", timeout=120)
-            latencies, posted = await _measure(prefix, queue, api, events)
+            latencies, posted = await _measure(prefix, queue, api, events, freeze)
         finally:
             for proc in procs:
                 proc.stop()
@@ -214,7 +215,7 @@ async def main(mentions: int, window_s: float, workers: int) -> None:
 
 
 async def _measure(
-    prefix: str, queue: str, api: Connection, events: Connection
+    prefix: str, queue: str, api: Connection, events: Connection, freeze: bool
 ) -> tuple[list[float], int]:
     """The bot process: mentions in, acknowledgement latencies and cards posted out."""
     api_url = await asyncio.to_thread(api.recv)
@@ -227,6 +228,8 @@ async def _measure(
     publisher = CeleryScheduler(make_app(settings), settings)
     svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
     bot = SlackBot(svc, SlackSecrets(bot_token="xoxb-bench", signing_secret=SECRET))
+    if freeze:
+        freeze_startup_objects()  # as caramba slack does once it started
     async with served(bot) as port:
         cpu = time.process_time()
         events.send(port)
@@ -249,5 +252,8 @@ if __name__ == "__main__":
     parser.add_argument("--mentions", type=int, default=200)
     parser.add_argument("--window", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=2, help="planning worker processes")
+    parser.add_argument(
+        "--no-freeze", action="store_true", help="leave start-up objects to the collector"
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.mentions, args.window, args.workers))
+    asyncio.run(main(args.mentions, args.window, args.workers, freeze=not args.no_freeze))

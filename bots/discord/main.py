@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
 
 import discord
 
+from bots.chat.startup import freeze_startup_objects
 from bots.discord.bot import CarambaBot
 from core.config import Settings
 from core.errors import ConfigError, MissingSecretError
@@ -30,15 +30,6 @@ def discord_token() -> str:
             TOKEN_VARIABLE, "the Discord bot (its token, Developer Portal → Bot)"
         )
     return token
-
-
-def freeze_startup_objects() -> None:
-    """Move what start-up made (modules, settings, the client: ~140,000 objects that live
-    as long as the process) out of the garbage collector's way. Otherwise each full
-    collection walks them all, a pause of the event loop that delays the acks: 120 ms of
-    CPU here, 200-400 ms under load (bench/discord_ack.py; about 20 ms frozen)."""
-    gc.collect()
-    gc.freeze()
 
 
 async def run_discord(settings: Settings, token: str, sync: bool) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 
+from bots.chat.startup import freeze_startup_objects
 from bots.slack.app import SlackBot
 from bots.slack.secrets import SlackSecrets
 from bots.slack.server import serve, serve_socket_mode
@@ -23,6 +24,7 @@ async def run_slack(settings: Settings, secrets: SlackSecrets, host: str, port: 
     async with chat_services(settings) as svc:
         bot = SlackBot(svc, secrets)
         resumed = await bot.start()
+        freeze_startup_objects()
         log.info("the Slack bot is up (pid %d); %d runs taken up", os.getpid(), resumed)
         try:
             if secrets.app_token:
