@@ -23,6 +23,7 @@ from bots.chat.ports import Adapter, Limits, Place
 from bots.chat.relays import Relays
 from bots.chat.threads import Shown, Threads
 from bots.discord.budget import BUDGET_ITEMS, BudgetDecisions
+from bots.discord.claims import ClaimingTree
 from bots.discord.context import DiscordContext
 from bots.discord.decisions import Decisions
 from bots.discord.feedback import Feedback
@@ -56,7 +57,7 @@ class CarambaBot(discord.Client):
         )
         self.svc = svc
         self.sync = sync or settings.sync_commands
-        self.tree = app_commands.CommandTree(self)
+        self.tree = ClaimingTree(self)
         self.background = Background("discord")
         self.links = Links(svc.redis, svc.settings.redis.key_prefix)
         self.adapter = Adapter(

@@ -26,6 +26,7 @@ from bots.chat.pause import (
 )
 from bots.chat.ports import Rendered
 from bots.discord.approvals import is_approver, mark, named
+from bots.discord.claims import Claimed
 from bots.discord.context import DiscordContext
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, escape, truncate
 from bots.discord.views import RUN
@@ -43,6 +44,7 @@ def paused_message(p: Paused) -> Rendered:
 
 
 class ExtendButton(
+    Claimed,
     discord.ui.DynamicItem[discord.ui.Button[Any]],
     template=rf"^caramba:extend:{LIMIT}:{RUN}$",
 ):
@@ -65,7 +67,9 @@ class ExtendButton(
         await _budget(interaction).decide(interaction, self.run_id, extend=self.what)
 
 
-class StopButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=rf"^caramba:stop:{RUN}$"):
+class StopButton(
+    Claimed, discord.ui.DynamicItem[discord.ui.Button[Any]], template=rf"^caramba:stop:{RUN}$"
+):
     def __init__(self, run_id: str) -> None:
         button: discord.ui.Button[Any] = discord.ui.Button(
             label=STOP_LABEL, style=discord.ButtonStyle.danger, custom_id=f"caramba:stop:{run_id}"

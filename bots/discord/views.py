@@ -12,6 +12,7 @@ from typing import Any, Protocol, cast
 
 import discord
 
+from bots.discord.claims import Claimed
 from bots.discord.text import truncate
 
 RUN = r"(?P<run>run_[0-9a-z]{1,40})"
@@ -35,7 +36,7 @@ def handlers(interaction: discord.Interaction) -> Handlers:
     return cast(Handlers, getattr(interaction.client, "handlers"))  # noqa: B009
 
 
-class _RunButton(discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"^$"):
+class _RunButton(Claimed, discord.ui.DynamicItem[discord.ui.Button[Any]], template=r"^$"):
     """A button whose custom_id is ``caramba:<action>:<run id>``."""
 
     action = ""
@@ -86,6 +87,7 @@ class CancelButton(_RunButton, template=rf"^caramba:cancel:{RUN}$"):
 
 
 class AgentSelect(
+    Claimed,
     discord.ui.DynamicItem[discord.ui.Select[Any]],
     template=rf"^caramba:pick:{RUN}:{MESSAGE}$",
 ):
