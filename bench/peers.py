@@ -43,7 +43,22 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from aiohttp import web  # noqa: E402
+
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer  # noqa: E402
+
+
+class _DeepBacklogSite(web.SockSite):
+    """The fake model's listening socket with room for 1,000 agents connecting at once:
+    with aiohttp's default backlog (128) connections beyond it wait for SYN retries, and
+    clients with a short connect timeout (the openai SDK's 5 s) fail."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["backlog"] = 4096
+        super().__init__(*args, **kwargs)
+
+
+web.SockSite = _DeepBacklogSite  # type: ignore[misc]  # read by FakeLLMServer.start
 
 DRIVERS = ROOT / "bench" / "peer_drivers"
 PEERS = ROOT / "bench" / ".peers"
