@@ -3,8 +3,10 @@ ingest rate and paraphrase top-1.
 
     .venv/bin/python bench/library.py [--reuse-only] [--calibrate] [--n 100000] ...
 
-Last line: ``bench reuse: set=… top1=… r10=… direct_right=… direct_wrong=…``; the line
-before it: ``bench library: n=… query_p50_ms=… query_p99_ms=… ingest_per_s=… top1=…``.
+Last line: ``bench reuse: set=… top1=… r10=… direct_right=… direct_wrong=…``; the two
+before it: the same for each half of the queries (``bench reuse A (tuning half)`` and
+``bench reuse B (held-out half)``); before them (without --reuse-only):
+``bench library: n=… query_p50_ms=… query_p99_ms=… ingest_per_s=… top1=…``.
 
 * **bench reuse** — the evaluation set tests/data/library_{agents,queries}.toml (85 stored
   agents, many in near-miss pairs, and 207 chat-style requests: paraphrases, indirect
@@ -13,9 +15,13 @@ before it: ``bench library: n=… query_p50_ms=… query_p99_ms=… ingest_per_s
   top1 / r10 = the expected agent first / in the first ten (``find_agents``);
   direct_right / direct_wrong = stored cohorts proposed as is (``find_reusable_cohort``)
   where that is right / wrong. Lines before it: the same with the library as it was before
-  (description only, threshold 0.6, no margin) and with other field scorings; top-1 per
-  kind of request. ``--calibrate`` lists the (threshold, margin) pairs with no wrong
-  direct reuse within 0.02 of them. Goals: top1 ≥ 0.85, r10 ≥ 0.98, direct_wrong = 0.
+  (description only, threshold 0.6, no margin), with other field scorings and with the
+  embeddings alone (no BM25); top-1 per kind of request; the time of one ``find_agents``
+  with and without the lexical re-rank. ``--tune`` tries ``lexical_weight`` from 0 to 0.6
+  and chooses it on half A of the queries only (the best top-1 there; of tied values, the
+  middle one), showing half B's top-1 beside it: what config.toml holds is that choice.
+  ``--calibrate`` lists the (threshold, margin) pairs with no wrong direct reuse within
+  0.02 of them. Goals: top1 ≥ 0.85, r10 ≥ 0.98, direct_wrong = 0.
 * **top1** (bench library) — the paraphrase set of the tests (tests/data/paraphrases.toml,
   60 pairs): each task is stored, each paraphrase searched; the share whose own task
   comes first.
@@ -47,10 +53,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.config import PROJECT_ROOT, LibrarySettings, load_settings
+from core.library import Library
 from core.library.index import IndexItem
 from core.library.local_index import LocalIndex
 from core.library.onnx_minilm import DIM, MiniLMEmbedder, embed_sync
-from tests.library_eval import EvalSet, calibrate, figures, search, stored_library
+from tests.library_eval import (
+    EvalSet,
+    absent_ceiling,
+    calibrate,
+    figures,
+    half,
+    search,
+    stored_library,
+)
 
 PARAPHRASES = PROJECT_ROOT / "tests" / "data" / "paraphrases.toml"
 KINDS = ("agent", "cohort")
@@ -93,8 +108,33 @@ def sample_texts(pairs: list[tuple[str, str]], count: int, rng: random.Random) -
     return [f"{rng.choice(pool)} {rng.choice(CONTEXTS)} (#{i})" for i in range(count)]
 
 
-async def reuse(calibrating: bool) -> str:
-    """The evaluation set's figures; returns the ``bench reuse`` line."""
+async def tune(library: Library, data: EvalSet, settings: LibrarySettings) -> None:
+    """Choose lexical_weight on half A; show half B's top-1 for each value beside it."""
+    tried: list[tuple[float, float]] = []
+    for step in range(13):
+        weight = step / 20
+        library.settings = settings.model_copy(update={"lexical_weight": weight})
+        outcomes = await search(library, data)
+        a, b = (figures(outcomes, library.settings, h) for h in "AB")
+        print(f"tune: lexical_weight={weight:.2f} top1 A={a.top1:.3f} (B={b.top1:.3f})")
+        tried.append((weight, a.top1))
+    best = max(top1 for _, top1 in tried)
+    tied = [weight for weight, top1 in tried if top1 == best]
+    print(f"tune: chosen on half A: lexical_weight={tied[len(tied) // 2]:.2f} (A top1={best:.3f})")
+
+
+async def find_ms(library: Library, data: EvalSet) -> float:
+    """Median time of one find_agents (top 10) over the set's queries, embeddings cached."""
+    times = []
+    for query in data.queries:
+        start = time.perf_counter()
+        await library.find_agents(query["q"], top_k=10)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+async def reuse(calibrating: bool, tuning: bool) -> list[str]:
+    """The evaluation set's figures; returns the ``bench reuse`` lines (halves, all)."""
     data = EvalSet.load()
     settings = load_settings().library
     library = await stored_library(data, MiniLMEmbedder(), settings)
@@ -107,6 +147,7 @@ async def reuse(calibrating: bool) -> str:
                     "weight_name": 0.0,
                     "reuse_threshold": 0.6,
                     "reuse_margin": 0.0,
+                    "lexical_weight": 0.0,
                 }
             ),
         ),
@@ -119,34 +160,51 @@ async def reuse(calibrating: bool) -> str:
             "prompt only",
             settings.model_copy(update={"weight_description": 0.0, "weight_name": 0.0}),
         ),
+        ("embeddings only (lexical_weight 0)", settings.model_copy(update={"lexical_weight": 0})),
     ]
     for label, tried in variants:
         library.settings = tried
-        f = figures(await search(library, data), tried)
+        outcomes = await search(library, data)
+        f, a, b = (figures(outcomes, tried, h) for h in (None, "A", "B"))
         print(
-            f"reuse {label}: top1={f.top1:.3f} r10={f.r10:.3f} "
+            f"reuse {label}: top1={f.top1:.3f} (A={a.top1:.3f} B={b.top1:.3f}) r10={f.r10:.3f} "
             f"direct_right={f.direct_right} direct_wrong={f.direct_wrong}"
         )
+    dense_ms = await find_ms(library, data)
+    if tuning:
+        await tune(library, data, settings)
     library.settings = settings
     outcomes = await search(library, data)
     f = figures(outcomes, settings)
     weights = f"{settings.weight_description}/{settings.weight_prompt}/{settings.weight_name}"
     print(
-        f"reuse as configured ({settings.field_scoring} {weights}, threshold "
-        f"{settings.reuse_threshold}, margin {settings.reuse_margin}): top1 by kind "
+        f"reuse as configured ({settings.field_scoring} {weights}, lexical_weight "
+        f"{settings.lexical_weight}, threshold {settings.reuse_threshold}, margin "
+        f"{settings.reuse_margin}): top1 by kind "
         + " ".join(f"{k}={v:.3f}" for k, v in f.by_kind.items())
         + f"; direct reuse right in {f.direct_right} of {f.direct_possible} where it would be"
     )
+    print(
+        f"rerank: find_agents p50_ms={await find_ms(library, data):.2f} with BM25, "
+        f"{dense_ms:.2f} embeddings only ({len(data.agents)} entries; embeddings cached)"
+    )
     if calibrating:
+        print(f"calibrate: jobs nobody stored score up to {absent_ceiling(outcomes):.3f}")
         for right, threshold, margin in calibrate(outcomes, settings)[:15]:
             print(f"calibrate: threshold={threshold:.2f} margin={margin:.2f} right={right} wrong=0")
-    return f.line(data.name)
+    lines = []
+    for h, label in (("A", "tuning"), ("B", "held-out")):
+        size = f"{len(data.agents)}x{sum(half(q) == h for q in data.queries)}"
+        lines.append(figures(outcomes, settings, h).line(size, f"bench reuse {h} ({label} half)"))
+    return [*lines, f.line(data.name)]
 
 
-async def main(n: int, sample: int, queries: int, *, reuse_only: bool, calibrating: bool) -> None:
-    reuse_line = await reuse(calibrating)
+async def main(
+    n: int, sample: int, queries: int, *, reuse_only: bool, calibrating: bool, tuning: bool
+) -> None:
+    reuse_lines = await reuse(calibrating, tuning)
     if reuse_only:
-        print(reuse_line)
+        print("\n".join(reuse_lines))
         return
     rng = random.Random(42)
     pairs = load_pairs()
@@ -204,7 +262,7 @@ async def main(n: int, sample: int, queries: int, *, reuse_only: bool, calibrati
         f"bench library: n={size} query_p50_ms={statistics.median(plain):.2f} "
         f"query_p99_ms={pct(plain, 0.99):.2f} ingest_per_s={ingest_per_s:.0f} top1={top1:.3f}"
     )
-    print(reuse_line)
+    print("\n".join(reuse_lines))
 
 
 if __name__ == "__main__":
@@ -214,6 +272,7 @@ if __name__ == "__main__":
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--reuse-only", action="store_true", help="only the evaluation set")
     parser.add_argument("--calibrate", action="store_true", help="list threshold/margin pairs")
+    parser.add_argument("--tune", action="store_true", help="choose lexical_weight on half A")
     args = parser.parse_args()
     asyncio.run(
         main(
@@ -222,5 +281,6 @@ if __name__ == "__main__":
             args.queries,
             reuse_only=args.reuse_only,
             calibrating=args.calibrate,
+            tuning=args.tune,
         )
     )

@@ -181,15 +181,15 @@ class LibrarySettings(_Section):
     # Relative paths are taken from the config file's folder.
     index_dir: Path = Path(".caramba/library")
     top_k: int = Field(5, ge=1, le=100)
-    # Each entry is embedded per field and scored by a weighted mean or the best field:
-    # core/library/fields.py.
+    # Fields' cosines (weighted mean or best) fused with BM25: core/library/search.py.
     field_scoring: Literal["weighted", "max"] = "weighted"
     weight_description: float = Field(0.3, ge=0)
     weight_prompt: float = Field(0.6, ge=0)
     weight_name: float = Field(0.1, ge=0)
+    lexical_weight: float = Field(0.25, ge=0, le=1)
     # Direct reuse of a cohort: its similarity at least reuse_threshold, at least
     # reuse_margin above the runner-up's, its record quality at least reuse_min_quality.
-    reuse_threshold: float = Field(0.55, ge=-1, le=1)
+    reuse_threshold: float = Field(0.51, ge=-1, le=1)
     reuse_margin: float = Field(0.18, ge=0, le=2)
     reuse_min_quality: float = Field(0.6, ge=0, le=1)
     # Ranking formula: core/library/records.py.

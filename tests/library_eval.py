@@ -11,11 +11,16 @@ record. Each query is then searched:
 * **direct** — ``find_reusable_cohort``: a cohort proposed as is. Right when the query
   says direct reuse is right and the cohort is the expected agent's; wrong otherwise.
 
+The queries fall in two fixed halves by a hash of their text (:func:`half`): settings are
+chosen on half A ("tuning") and half B is held out, so its figures show whether a choice
+generalises or only fits the set.
+
 Used by bench/library.py (the figures) and tests/unit/test_library_eval.py (the floor).
 """
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -79,9 +84,9 @@ class Figures:
     direct_possible: int
     by_kind: dict[str, float] = field(default_factory=dict)
 
-    def line(self, name: str) -> str:
+    def line(self, name: str, label: str = "bench reuse") -> str:
         return (
-            f"bench reuse: set={name} top1={self.top1:.3f} r10={self.r10:.3f} "
+            f"{label}: set={name} top1={self.top1:.3f} r10={self.r10:.3f} "
             f"direct_right={self.direct_right} direct_wrong={self.direct_wrong}"
         )
 
@@ -144,14 +149,22 @@ async def search(library: Library, data: EvalSet) -> list[Outcome]:
     return outcomes
 
 
-def figures(outcomes: list[Outcome], settings: LibrarySettings) -> Figures:
-    """top1, r10 and direct reuse right / wrong under ``settings``' threshold and margin."""
+def half(query: dict[str, Any]) -> str:
+    """The query's half, "A" or "B": fixed by the first byte of the SHA-256 of its text."""
+    return "AB"[hashlib.sha256(query["q"].encode()).digest()[0] % 2]
+
+
+def figures(outcomes: list[Outcome], settings: LibrarySettings, only: str | None = None) -> Figures:
+    """top1, r10 and direct reuse right / wrong under ``settings``' threshold and margin;
+    of the queries of one half (``only`` "A" / "B") or all."""
     hits: list[bool] = []
     tens: list[bool] = []
     kinds: Counter[str] = Counter()
     kind_hits: Counter[str] = Counter()
     right = wrong = possible = 0
     for o in outcomes:
+        if only is not None and half(o.query) != only:
+            continue
         q = o.query
         if q["expect"]:
             good = {q["expect"], *q.get("also", ())}
@@ -178,24 +191,33 @@ def figures(outcomes: list[Outcome], settings: LibrarySettings) -> Figures:
     )
 
 
+def absent_ceiling(outcomes: list[Outcome]) -> float:
+    """The highest similarity the best cohort reaches for a job nobody stored."""
+    return max(
+        (o.cohorts[0].similarity for o in outcomes if not o.query["expect"] and o.cohorts),
+        default=0.0,
+    )
+
+
 def calibrate(outcomes: list[Outcome], settings: LibrarySettings) -> list[tuple[int, float, float]]:
     """(right, threshold, margin) of the grid points (steps of 0.01) with no wrong direct
     reuse anywhere within 0.02 of them, most right first: a point on the edge of a wrong
-    one is not kept, so the values chosen do not hang on one query. Thresholds start at
-    0.5: a library of a few entries has no close runner-up, so the threshold must hold
-    on its own (requests for a job nobody stored score up to about 0.5 here)."""
+    one is not kept, so the values chosen do not hang on one query. Thresholds start above
+    :func:`absent_ceiling`: a library of a few entries has no close runner-up, so the
+    threshold must hold on its own against requests for a job nobody stored."""
     wrong: dict[tuple[int, int], int] = {}
     right: dict[tuple[int, int], int] = {}
-    for t in range(25, 86):
+    for t in range(10, 86):
         for m in range(0, 36):
             tried = settings.model_copy(
                 update={"reuse_threshold": t / 100, "reuse_margin": m / 100}
             )
             f = figures(outcomes, tried)
             wrong[t, m], right[t, m] = f.direct_wrong, f.direct_right
+    lowest = max(int(absent_ceiling(outcomes) * 100) + 1, 12)
     safe = [
         (right[t, m], t / 100, m / 100)
-        for t in range(50, 84)
+        for t in range(lowest, 84)
         for m in range(2, 34)
         if all(wrong[t + i, m + j] == 0 for i in range(-2, 3) for j in range(-2, 3))
     ]

@@ -2,7 +2,8 @@
 
 Interfaces: :class:`Embedder` (``onnx_minilm``, ``litellm_embedder``, ``hashing``) and
 :class:`VectorIndex` (``local_index``, ``pinecone_index``); :class:`Library` stores
-entries and their track records and ranks them (see ``records.py`` for the formula).
+entries and their track records and ranks them: the fields' cosines fused with BM25
+(``search.py``, ``lexical.py``), weighted by record (``records.py``).
 """
 
 from core.library.embedder import Embedder

@@ -8,11 +8,11 @@ Each stored agent or cohort has one vector per field in the index:
 * ``name`` — an agent's name, role and tools; a cohort's agents' names, roles and tools.
 
 A query is scored against each field and the scores combined (``library.field_scoring``):
-``weighted`` — the weighted mean with ``library.weight_*`` — or ``max`` — the best field.
-On the evaluation set (tests/data/library_*.toml, all-MiniLM-L6-v2) the weighted mean wins:
-top-1 0.831 against 0.770 for the best field and 0.760 for the description alone (see
-config.toml for the weights). The tools every agent has (``agents.base_tools``) say nothing
-about an entry and are left out of the ``name`` text.
+``weighted`` — the weighted mean with ``library.weight_*`` — or ``max`` — the best field;
+the same for the fields' cosines and their BM25 shares (``search.py`` fuses the two).
+On the evaluation set (tests/data/library_*.toml, all-MiniLM-L6-v2) the weighted mean wins
+(see config.toml for the weights and the figures). The tools every agent has
+(``agents.base_tools``) say nothing about an entry and are left out of the ``name`` text.
 """
 
 from __future__ import annotations

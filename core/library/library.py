@@ -6,16 +6,16 @@ Where things live:
   field (description, prompt, name: see ``fields.py``), with metadata ``kind``, ``field``
   and ``entry``;
 * **Redis** holds the entry itself (the spec or cohort as JSON, its name, its description
-  text) and its **track record**, one hash per entry, plus a hash of names → ids.
+  text, its terms per field) and its **track record**, one hash per entry, a hash of
+  names → ids, and the terms' statistics for BM25 (``lexical_store.py``).
 
 Records live in Redis, not in index metadata, because outcomes arrive from many workers
 at once: ``HINCRBY`` / ``HINCRBYFLOAT`` update a counter atomically, where index metadata
 would need a read-modify-write of the whole item (and Pinecone's metadata is eventually
 consistent). An index hit whose entry is gone from Redis is skipped.
 
-A search queries each field for its best ``OVERSAMPLE × k`` hits and combines, per entry
-found, the three cosines; a field where an entry was not among the hits counts as the
-lowest cosine returned for it (an upper bound, so such entries are not buried unfairly).
+A search queries each field for its best ``OVERSAMPLE × k`` hits and ranks the entries
+found by their cosines fused with BM25 over their terms, then their record (``search.py``).
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ from collections.abc import Collection
 from typing import Any
 
 from core.config import LibrarySettings
-from core.errors import UsageError
 from core.library.embedder import Embedder
-from core.library.fields import FIELDS, Field, agent_fields, cohort_fields, combine
-from core.library.index import IndexItem, VectorIndex
+from core.library.errors import EntryNotFoundError, NameTakenError
+from core.library.fields import FIELDS, Field, agent_fields, cohort_fields
+from core.library.index import Hit, IndexItem, VectorIndex
+from core.library.lexical import FieldStats, term_counts, terms
+from core.library.lexical_store import LexicalStore, dump_terms, load_terms
 from core.library.records import (
     EntryKind,
     LibraryEntry,
@@ -36,9 +38,9 @@ from core.library.records import (
     TrackRecord,
     entry_from_row,
     pick_reusable,
-    rank_score,
     scaled_rating,
 )
+from core.library.search import Query, rank
 from core.types import AgentSpec
 from core.types._base import now
 from core.types.cohort import Cohort
@@ -50,29 +52,6 @@ OVERSAMPLE = 4
 def vector_id(entry_id: str, field: Field) -> str:
     """The index id of one field's vector of an entry."""
     return f"{entry_id}#{field}"
-
-
-class EntryNotFoundError(UsageError):
-    """No library entry has this id or name."""
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        super().__init__(
-            f"no agent or cohort named or with id {key!r} in the library",
-            hint="look it up with find_cohorts / find_agents, or save it first",
-        )
-
-
-class NameTakenError(UsageError):
-    """Another entry is already saved under this name."""
-
-    def __init__(self, name: str, entry_id: str) -> None:
-        self.name = name
-        self.entry_id = entry_id
-        super().__init__(
-            f"the name {name!r} already belongs to library entry {entry_id}",
-            hint="choose another name, or save with replace=True to move the name",
-        )
 
 
 class Library:
@@ -95,6 +74,7 @@ class Library:
         # Tools every agent has (agents.base_tools): left out of the texts embedded.
         self.common_tools = frozenset(common_tools)
         self.prefix = f"{key_prefix}:library"
+        self.lexical = LexicalStore(redis, self.prefix)
 
     async def aclose(self) -> None:
         """Close the index (the local one writes itself out). Redis is the caller's."""
@@ -144,11 +124,17 @@ class Library:
                 raise NameTakenError(name, owner)
             previous = await self.redis.hget(key, "name")
         texts = self.fields_of(item)
+        counts = {f: term_counts(texts[f]) for f in FIELDS}
         fields = {"kind": kind, "text": texts["description"], "payload": item.model_dump_json()}
+        fields["terms"] = dump_terms(counts)
         if source_run is not None:
             fields["run"] = source_run
+        old_terms = load_terms(await self.redis.hget(key, "terms"))
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hset(key, mapping=fields)
+            if old_terms is not None:  # saved again: its old terms no longer count
+                self.lexical.count(pipe, kind, old_terms, -1)
+            self.lexical.count(pipe, kind, counts)
             pipe.hsetnx(key, "created_at", repr(now()))
             if name is not None:
                 if owner not in (None, entry_id):  # the name moves: its old entry loses it
@@ -174,9 +160,12 @@ class Library:
     async def delete(self, entry_id: str) -> None:
         """Forget an entry: its vector, its record and its name."""
         entry = await self.get(entry_id)
+        old_terms = load_terms(await self.redis.hget(self.entry_key(entry_id), "terms"))
         await self.index.delete([vector_id(entry_id, f) for f in FIELDS])
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.delete(self.entry_key(entry_id))
+            if old_terms is not None:
+                self.lexical.count(pipe, entry.kind, old_terms, -1)
             if entry.name is not None:
                 pipe.hdel(self._names_key, entry.name)
             await pipe.execute()
@@ -198,36 +187,30 @@ class Library:
     async def _find(self, kind: EntryKind, text: str, top_k: int | None) -> list[LibraryMatch]:
         k = max(top_k or self.settings.top_k, 2)  # the runner-up counts for direct reuse
         (vector,) = await self.embedder.embed([text])
-        per_field = await asyncio.gather(
-            *(self.index.query(vector, k * OVERSAMPLE, {"kind": kind, "field": f}) for f in FIELDS)
+        words = terms(text)
+        per_field, stats = await asyncio.gather(
+            asyncio.gather(*(self._query(vector, k, kind, f) for f in FIELDS)),
+            self._lexical_stats(kind, words),
         )
         cosines: dict[str, dict[Field, float]] = {}
         floor: dict[Field, float] = {}
         for field, hits in zip(FIELDS, per_field, strict=True):
             floor[field] = min((h.score for h in hits), default=0.0)
             for hit in hits:
-                entry_id = str(hit.metadata.get("entry", ""))
-                cosines.setdefault(entry_id, {})[field] = hit.score
-        ids = list(cosines)
-        matches = []
-        for entry_id, entry in zip(ids, await self._load_many(ids), strict=True):
-            if entry is None:  # the index outlived Redis (embedded mode restarted)
-                continue
-            scores = {f: cosines[entry_id].get(f, floor[f]) for f in FIELDS}
-            similarity = combine(scores, self.settings)
-            quality = entry.record.quality(self.settings.prior_mean, self.settings.prior_weight)
-            score = rank_score(similarity, quality, self.settings.record_weight)
-            matches.append(
-                LibraryMatch(
-                    entry=entry,
-                    similarity=similarity,
-                    quality=quality,
-                    score=score,
-                    fields=dict(scores),
-                )
-            )
-        matches.sort(key=lambda m: m.score, reverse=True)
-        return matches[: top_k or self.settings.top_k]
+                cosines.setdefault(str(hit.metadata.get("entry", "")), {})[field] = hit.score
+        rows = await self._load_rows(list(cosines))
+        query = Query(cosines, floor, words, stats)
+        return rank(query, rows, self.settings, self.fields_of, top_k or self.settings.top_k)
+
+    async def _query(self, vector: list[float], k: int, kind: EntryKind, field: Field) -> list[Hit]:
+        return await self.index.query(vector, k * OVERSAMPLE, {"kind": kind, "field": field})
+
+    async def _lexical_stats(
+        self, kind: EntryKind, words: list[str]
+    ) -> dict[Field, FieldStats] | None:
+        if self.settings.lexical_weight == 0:  # the cosines alone: nothing to read
+            return None
+        return await self.lexical.stats(kind, words)
 
     async def get(self, entry_id: str) -> LibraryEntry:
         """The entry with this id (raises EntryNotFoundError)."""
@@ -286,11 +269,15 @@ class Library:
         """Whether an entry with this id is stored."""
         return bool(await self.redis.exists(self.entry_key(entry_id)))
 
-    async def _load_many(self, ids: list[str]) -> list[LibraryEntry | None]:
+    async def _load_rows(self, ids: list[str]) -> dict[str, dict[str, str]]:
+        """The Redis hash of each entry (empty for one that is gone)."""
         if not ids:
-            return []
+            return {}
         async with self.redis.pipeline(transaction=False) as pipe:
             for entry_id in ids:
                 pipe.hgetall(self.entry_key(entry_id))
-            rows = await pipe.execute()
-        return [entry_from_row(i, row) if row else None for i, row in zip(ids, rows, strict=True)]
+            return dict(zip(ids, await pipe.execute(), strict=True))
+
+    async def _load_many(self, ids: list[str]) -> list[LibraryEntry | None]:
+        rows = await self._load_rows(ids)
+        return [entry_from_row(i, rows[i]) if rows[i] else None for i in ids]

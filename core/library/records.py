@@ -19,6 +19,7 @@ than several do: a single thumbs-down does not bury an entry that ran well ten t
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field
@@ -101,12 +102,14 @@ class LibraryMatch(Frozen):
     """An entry found for a query, with how it was ranked."""
 
     entry: LibraryEntry
-    # The fields' cosines combined (core/library/fields.py).
+    # The fields' cosines and BM25 shares combined and fused (core/library/search.py).
     similarity: float
     quality: float
     score: float
     # Cosine per field (description, prompt, name).
     fields: dict[str, float] = Field(default_factory=dict)
+    # BM25 share per field, 0..1 (empty when library.lexical_weight is 0): lexical.py.
+    lexical: dict[str, float] = Field(default_factory=dict)
 
 
 def pick_reusable(matches: list[LibraryMatch], settings: LibrarySettings) -> LibraryMatch | None:
@@ -126,14 +129,20 @@ def pick_reusable(matches: list[LibraryMatch], settings: LibrarySettings) -> Lib
     return None
 
 
-def entry_from_row(entry_id: str, row: dict[str, str]) -> LibraryEntry:
-    """An entry from its Redis hash."""
-    payload = json.loads(row["payload"])
-    kind: EntryKind = "cohort" if row["kind"] == "cohort" else "agent"
-    record = TrackRecord(
+def record_from_row(row: Mapping[str, str]) -> TrackRecord:
+    """An entry's track record from its Redis hash."""
+    return TrackRecord(
         **{name: int(row.get(name, 0)) for name in _COUNTERS},
         rating_sum=float(row.get("rating_sum", 0.0)),
     )
+
+
+def entry_from_row(
+    entry_id: str, row: Mapping[str, str], record: TrackRecord | None = None
+) -> LibraryEntry:
+    """An entry from its Redis hash (``record``: its record, if already read from it)."""
+    payload = json.loads(row["payload"])
+    kind: EntryKind = "cohort" if row["kind"] == "cohort" else "agent"
     return LibraryEntry(
         id=entry_id,
         kind=kind,
@@ -141,7 +150,7 @@ def entry_from_row(entry_id: str, row: dict[str, str]) -> LibraryEntry:
         text=row["text"],
         agent=AgentSpec.model_validate(payload) if kind == "agent" else None,
         cohort=Cohort.model_validate(payload) if kind == "cohort" else None,
-        record=record,
+        record=record or record_from_row(row),
         created_at=float(row.get("created_at", 0.0)),
         source_run=row.get("run"),
     )

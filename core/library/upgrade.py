@@ -8,6 +8,12 @@ library is rebuilt rather than refused: the first process to open it (one at a t
 lock) re-embeds every entry and deletes the old vectors, then marks the format in Redis.
 Until then a search finds no old entry (they have no field vectors), which is safe: the
 planner designs from scratch meanwhile.
+
+The lexical scoring (``lexical.py``) keeps each entry's terms in its hash and their
+statistics beside them; entries saved before it, or with terms of another
+``lexical.VERSION``, have them rebuilt the same way (no re-embedding): the statistics are
+cleared and every entry's terms counted again. Until then they are scored on the terms of
+their texts, worked out at query time.
 """
 
 from __future__ import annotations
@@ -15,7 +21,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from core.library.fields import FIELDS
+from core.library.lexical import VERSION, term_counts
+from core.library.lexical_store import dump_terms
 from core.library.library import Library
+from core.library.records import EntryKind
 from core.types import AgentSpec
 from core.types.cohort import Cohort
 
@@ -32,10 +42,11 @@ def _format_key(library: Library) -> str:
 
 async def ensure_format(library: Library) -> int:
     """Re-embed the entries of an older format; how many this call re-embedded (0 when the
-    library is current, or another process is rebuilding it)."""
+    library is current, or another process is rebuilding it). Then ensure_lexical."""
     redis: Any = library.redis
     key = _format_key(library)
     if await redis.get(key) == FORMAT:
+        await ensure_lexical(library)
         return 0
     if not await redis.set(f"{key}:lock", "1", nx=True, ex=_LOCK_S):
         return 0
@@ -48,21 +59,60 @@ async def ensure_format(library: Library) -> int:
         await redis.delete(f"{key}:lock")
     if done:
         log.info("library: re-embedded %d entries for index format %s", done, FORMAT)
+    await ensure_lexical(library)
     return done
 
 
-async def _reembed(library: Library, entry_id: str) -> int:
-    row: Any = await library.redis.hmget(library.entry_key(entry_id), ["kind", "payload"])
+async def ensure_lexical(library: Library) -> int:
+    """Count every entry's terms again if they are of another lexical.VERSION (or none);
+    how many entries this call counted (0 when current, or another process is at it)."""
+    redis: Any = library.redis
+    key = library.lexical.version_key
+    if await redis.get(key) == VERSION:
+        return 0
+    if not await redis.set(f"{key}:lock", "1", nx=True, ex=_LOCK_S):
+        return 0
+    try:
+        await library.lexical.clear()
+        done = 0
+        async for entry_key in redis.scan_iter(match=library.entry_key("*"), count=_BATCH):
+            done += await _recount(library, entry_key)
+        await redis.set(key, VERSION)
+    finally:
+        await redis.delete(f"{key}:lock")
+    if done:
+        log.info("library: counted the terms of %d entries (lexical version %s)", done, VERSION)
+    return done
+
+
+async def _recount(library: Library, entry_key: str) -> int:
+    kind, item = await _stored(library, entry_key)
+    if item is None:
+        return 0
+    texts = library.fields_of(item)
+    counts = {f: term_counts(texts[f]) for f in FIELDS}
+    async with library.redis.pipeline(transaction=True) as pipe:
+        pipe.hset(entry_key, "terms", dump_terms(counts))
+        library.lexical.count(pipe, kind, counts)
+        await pipe.execute()
+    return 1
+
+
+async def _stored(library: Library, entry_key: str) -> tuple[EntryKind, AgentSpec | Cohort | None]:
+    """An entry's kind and its spec or cohort, from its hash (None: not an entry)."""
+    row: Any = await library.redis.hmget(entry_key, ["kind", "payload"])
     kind, payload = row
     if payload is None:
+        return "agent", None
+    if kind == "cohort":
+        return "cohort", Cohort.model_validate_json(payload)
+    return "agent", AgentSpec.model_validate_json(payload)
+
+
+async def _reembed(library: Library, entry_id: str) -> int:
+    kind, item = await _stored(library, library.entry_key(entry_id))
+    if item is None:
         return 0
-    item: AgentSpec | Cohort = (
-        Cohort.model_validate_json(payload)
-        if kind == "cohort"
-        else AgentSpec.model_validate_json(payload)
-    )
-    await library.embed(
-        entry_id, "cohort" if kind == "cohort" else "agent", library.fields_of(item)
-    )
+    await library.embed(entry_id, kind, library.fields_of(item))
     await library.index.delete([entry_id])  # the format-1 vector
     return 1

@@ -18,6 +18,7 @@ from core.library.hashing import HashingEmbedder
 from core.library.index import IndexItem
 from core.library.local_index import LocalIndex
 from core.library.records import LibraryEntry, pick_reusable, rated_down
+from core.library.search import fuse
 from core.library.upgrade import FORMAT, ensure_format
 from core.types import AgentSpec, Cohort
 from tests.conftest import make_settings
@@ -96,7 +97,10 @@ async def test_search_scores_each_field_and_keeps_the_scores(redis: Any) -> None
     assert await library.index.count() == 6, "three vectors per entry"
     (best, _) = await library.find_agents("customers cancel usage stayed", top_k=2)
     assert best.entry.id == entry.id and set(best.fields) == {"description", "prompt", "name"}
-    assert best.similarity == pytest.approx(combine(best.fields, library.settings))  # type: ignore[arg-type]
+    assert set(best.lexical) == set(best.fields) and best.lexical["prompt"] > 0
+    dense = combine(best.fields, library.settings)  # type: ignore[arg-type]
+    lexical = combine(best.lexical, library.settings)  # type: ignore[arg-type]
+    assert best.similarity == pytest.approx(fuse(dense, lexical, library.settings))
     await library.delete(entry.id)
     assert await library.index.count() == 3
 

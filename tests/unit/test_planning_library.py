@@ -105,7 +105,8 @@ async def test_a_clear_well_rated_match_is_proposed_again_with_its_briefs_rewrit
         3,
         1,
     )
-    assert reused.similarity >= 0.55 and reused.quality >= 0.6 and reused.task == STORED_TASK
+    threshold = library.settings.reuse_threshold
+    assert reused.similarity >= threshold and reused.quality >= 0.6 and reused.task == STORED_TASK
     # Rated 5 stars once: the card says so (it said "rated 1.0/5").
     assert reused.mean_rating == 5.0
     run = RunState(id="run_1", task=PARAPHRASE, cohort=cohort)
