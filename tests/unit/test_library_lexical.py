@@ -5,6 +5,7 @@ older library, and the Pinecone backend re-ranked the same way."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import fakeredis
@@ -19,7 +20,9 @@ from core.library.local_index import LocalIndex
 from core.library.pinecone_index import PineconeIndex
 from core.library.search import fuse
 from core.library.upgrade import ensure_lexical
+from core.process.embedded_library import load_library, save_library
 from core.types import AgentSpec
+from tests.conftest import make_settings
 from tests.fakes.pinecone_server import FakePinecone
 
 RECONCILER = AgentSpec(
@@ -167,3 +170,21 @@ async def test_pinecone_results_are_re_ranked_the_same_way(
         best, _ = await library.find_agents("audit the expense claims", top_k=2)
         assert best.entry.agent == AUDITOR and best.lexical["prompt"] > 0
         await library.aclose()
+
+
+async def test_embedded_mode_keeps_the_statistics_between_processes(
+    redis: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(library={"index_dir": str(tmp_path), "embedder": "hashing"})
+    library = _library(redis)
+    await library.save_agent(RECONCILER)
+    before = await library.lexical.stats("agent", ["bank"])
+    await save_library(settings, redis)
+    fresh = fakeredis.FakeAsyncRedis(decode_responses=True)
+    await load_library(settings, fresh)
+    again = _library(fresh)
+    assert await again.lexical.stats("agent", ["bank"]) == before
+    assert before["prompt"].df == {"bank": 1}
+    assert await ensure_lexical(again) == 1, "no version kept: counted again, the same"
+    assert await again.lexical.stats("agent", ["bank"]) == before
+    await fresh.aclose()
