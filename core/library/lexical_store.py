@@ -5,7 +5,10 @@ holding it, plus ``#docs`` (entries) and ``#length`` (their terms in all). Savin
 adds its terms (``HINCRBY``, atomic: many workers save at once), replacing or deleting
 it subtracts the terms it was saved with (kept in its own hash as ``terms``, so the
 statistics stay exact whatever changed since). A term whose count fell to 0 stays as 0:
-it reads the same as an absent one. The hashes live beside the entries under the
+it reads the same as an absent one. (The terms an entry was saved with are read just
+before its new ones are counted: two saves of one entry at the same instant could count
+one of them twice. Statistics over many entries shrug that off, and bumping
+``lexical.VERSION`` recounts them all.) The hashes live beside the entries under the
 library's prefix, so embedded mode keeps them in ``records.json`` like the rest, and both
 index backends (local, Pinecone) share them.
 """
