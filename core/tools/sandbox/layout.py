@@ -141,10 +141,11 @@ def bwrap_command(
         mounts.system(path)
     for prefix in interp.prefixes:
         mounts.ro_bind(prefix)
-    args = [tools.bwrap, *mounts.args]
-    args += ["--proc", "/proc", "--dev", "/dev"]
+    # /tmp first: an interpreter or virtualenv that lives under /tmp (a CI checkout) is
+    # bound on top of it, not hidden by it.
     tmp_mb = max(settings.file_mb, 64)
-    args += ["--perms", "1777", "--size", str(tmp_mb * _MB), "--tmpfs", "/tmp"]
+    args = [tools.bwrap, "--perms", "1777", "--size", str(tmp_mb * _MB), "--tmpfs", "/tmp"]
+    args += [*mounts.args, "--proc", "/proc", "--dev", "/dev"]
     args += [*mounts.parents(workdir), *mounts.parents(CODE_DIR)]
     args += ["--bind", host_workdir, workdir, "--ro-bind", host_code_dir, CODE_DIR]
     if uid is None:
