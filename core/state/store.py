@@ -14,39 +14,21 @@ from redis.exceptions import WatchError
 
 from core import telemetry
 from core.errors import RunError, UsageError
+from core.state.event_log import EventLog
 from core.state.keys import Keys
 from core.state.records import agent_fields, parse_head, parse_usage, set_run
 
 # Re-exported: callers import the run-change helpers from the store they apply to.
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
+from core.state.turn_script import COMMIT_SCRIPT, script_args
 from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
-from core.types.events import RUN_EVENT, RunEvent, RunFinished
+from core.types.events import RunEvent
 from core.types.run import RunHead, RunState, RunStatus
 
 __all__ = ["PipelineWrite", "RunChange", "Store", "TransitionResult", "chain", "transition"]
 
 _MAX_CAS_ATTEMPTS = 20
-
-# A turn's save without a run change, in one round trip: if the agent's seq is still
-# ARGV[1], run the recorded commands (ARGV: count, command, args, count, …) atomically.
-# Like MULTI/EXEC, a command that fails does not stop the others; the first error is
-# returned. (The keys are not all declared: a single Redis, not a cluster.)
-_COMMIT = """
-local seq = redis.call('HGET', KEYS[1], 'seq')
-if (not seq) or tonumber(seq) ~= tonumber(ARGV[1]) then return 0 end
-local err = nil
-local i = 2
-local n = #ARGV
-while i <= n do
-  local count = tonumber(ARGV[i])
-  local reply = redis.pcall(unpack(ARGV, i + 1, i + count))
-  if type(reply) == 'table' and reply.err and not err then err = reply.err end
-  i = i + count + 1
-end
-if err then return redis.error_reply(err) end
-return 1
-"""
 
 PipelineWrite = Callable[[Any], None]
 
@@ -62,14 +44,14 @@ class TurnStart(NamedTuple):
     saved_response: str | None
 
 
-class Store:
+class Store(EventLog):
     """Typed access to everything a run keeps in Redis."""
 
     def __init__(self, redis: Redis, keys: Keys, events_maxlen: int) -> None:
         self.redis = redis
         self.keys = keys
         self.events_maxlen = events_maxlen
-        self._commit = redis.register_script(_COMMIT)
+        self._commit = redis.register_script(COMMIT_SCRIPT)
 
     # --- runs ---------------------------------------------------------------------------
 
@@ -263,12 +245,7 @@ class Store:
         # The pipeline only records the commands; the script checks seq and runs them.
         recorder = self.redis.pipeline(transaction=False)
         self._turn_writes(recorder, state, events, usage, writes)
-        argv: list[Any] = [expected_seq]
-        for args, _options in recorder.command_stack:
-            # redis-py names some commands in one string ("XGROUP CREATE"); Redis wants words.
-            command = [*str(args[0]).split(), *args[1:]]
-            argv.append(len(command))
-            argv.extend(command)
+        argv = script_args(expected_seq, recorder.command_stack)
         await recorder.reset()
         akey = self.keys.agent(state.run_id, state.spec.id)
         return bool(await self._commit(keys=[akey], args=argv))
@@ -311,36 +288,3 @@ class Store:
     async def count_delivery(self, run_id: str, agent_id: str, seq: int) -> int:
         """How many times this turn has been started, this time included."""
         return int(await self.redis.hincrby(self.keys.deliveries(run_id), f"{agent_id}:{seq}", 1))
-
-    # --- events -------------------------------------------------------------------------
-
-    async def emit(self, *events: RunEvent) -> None:
-        """Write progress events now (outside any turn transaction)."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            self.add_events(pipe, events[0].run_id if events else "", list(events))
-            await pipe.execute()
-
-    def add_events(self, pipe: object, run_id: str, events: list[RunEvent]) -> None:
-        for event in events:
-            pipe.xadd(  # type: ignore[attr-defined]
-                self.keys.events(event.run_id or run_id),
-                {"event": RUN_EVENT.dump_json(event)},
-                maxlen=self.events_maxlen,
-                approximate=True,
-            )
-            if isinstance(event, RunFinished):
-                # For the library to learn from (core.runs.learning.learn_ended).
-                pipe.sadd(self.keys.ended_runs(), event.run_id or run_id)  # type: ignore[attr-defined]
-
-    async def read_events(
-        self, run_id: str, after: str = "0-0", count: int = 100, block_ms: int | None = None
-    ) -> list[tuple[str, RunEvent]]:
-        """Events after stream id ``after``, oldest first."""
-        reply: Any = await self.redis.xread(
-            {self.keys.events(run_id): after}, count=count, block=block_ms
-        )
-        out: list[tuple[str, RunEvent]] = []
-        for _stream, entries in reply or ():
-            for entry_id, fields in entries:
-                out.append((entry_id, RUN_EVENT.validate_json(fields["event"])))
-        return out
