@@ -215,6 +215,7 @@ def run_child(
     server: ThreadedFakeLLMServer, system: System, phase: str, n: int, repeat: int
 ) -> dict[str, Any]:
     server.latency_s = (COHORT_MS if phase == "cohort" else FLAT_MS) / 1000
+    server.requests.clear()  # (the bench's memory: a child forked from it starts as big)
     before = len(server.requests)
     env = {**os.environ, **QUIET_ENV, "PYTHONUNBUFFERED": "1", **dict(system.env)}
     cmd = [

@@ -51,6 +51,12 @@ def cpu_s() -> float:
 
 
 def rss_mb() -> float:
+    """Peak RSS of this process (VmHWM). Not ``ru_maxrss``: after fork and exec that can
+    keep the parent's peak (the bench's own process, which holds every request)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
