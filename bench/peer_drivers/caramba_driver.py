@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# BENCH_CARAMBA_ROOT: another checkout of Caramba to measure (e.g. a commit before a change).
+sys.path.insert(0, os.environ.get("BENCH_CARAMBA_ROOT") or str(Path(__file__).resolve().parents[2]))
 
 import common
 from redis.asyncio import Redis
