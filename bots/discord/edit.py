@@ -12,21 +12,13 @@ import discord
 from pydantic import ValidationError
 
 from bots.discord.text import truncate
-from core.runs.edits import AgentEdit, EditField, EditProblem
+from core.runs.edits import AgentEdit, EditField, EditProblem, invalid_fields
 from core.types.agent import AgentSpec
 
 TITLE_LIMIT = 45
 LABEL_LIMIT = 45
 INPUT_LIMIT = 4000
 _SPLIT = re.compile(r"[,\s]+")
-# AgentEdit's fields → the form's fields.
-_FORM_FIELDS: dict[str, EditField] = {
-    "system_prompt": "prompt",
-    "tools": "tools",
-    "model": "model",
-    "max_tokens": "tokens",
-    "max_cost_usd": "cost",
-}
 
 
 class Submitted(Protocol):
@@ -118,8 +110,7 @@ def edit_from_form(agent: AgentSpec, values: dict[str, str]) -> AgentEdit | list
     try:
         edit = AgentEdit(**change)
     except ValidationError as exc:
-        for e in exc.errors():
-            field = _FORM_FIELDS.get(str(e["loc"][0]) if e["loc"] else "", "prompt")
-            problems.append(_problem(agent, field, e["msg"]))
+        for field, message in invalid_fields(exc):
+            problems.append(_problem(agent, field or "prompt", message))
         return problems
     return problems or edit

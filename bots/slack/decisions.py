@@ -26,7 +26,6 @@ from bots.slack.context import SlackContext
 from bots.slack.edit import (
     EDIT_VIEW,
     FormProblems,
-    agents_of,
     edit_from_values,
     edit_view,
     form_errors,
@@ -36,7 +35,7 @@ from bots.slack.text import escape
 from core.runs import approval
 from core.runs.approval import Approve, Decision, ProposalView, Reject, decide, may_decide
 from core.runs.control import cancel_run
-from core.runs.edits import EditProblem
+from core.runs.edits import EditProblem, agents_of
 
 
 class Decisions:

@@ -21,21 +21,13 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bots.slack.text import escape
-from core.runs.edits import AgentEdit, Edit, EditField, EditProblem
+from core.runs.edits import AgentEdit, Edit, EditField, EditProblem, invalid_fields
 from core.types.agent import AgentSpec
-from core.types.run import RunState
 
 EDIT_VIEW = "caramba_edit"
 _PER_AGENT = 4
 _MAX_BLOCKS = 100
 _TEXT_LIMIT = 3000
-
-
-def agents_of(run: RunState) -> list[AgentSpec]:
-    """The proposal's agents: the cohort's, or its one top agent."""
-    if run.cohort is not None:
-        return list(run.cohort.agents)
-    return [run.root] if run.root is not None else []
 
 
 def edit_view(agents: list[AgentSpec], tools: list[str], meta: dict[str, str]) -> View:
@@ -126,10 +118,11 @@ def edit_from_values(agents: list[AgentSpec], values: dict[str, Any]) -> Edit:
                 max_tokens=int(tokens) if tokens and int(tokens) != a.budget.max_tokens else None,
             )
         except ValidationError as exc:
-            for e in exc.errors():
-                field = _FORM_FIELDS.get(str(e["loc"][0]) if e["loc"] else "", "prompt")
+            for field, message in invalid_fields(exc):
                 problems.append(
-                    EditProblem(agent_id=a.id, agent_name=a.name, field=field, message=e["msg"])
+                    EditProblem(
+                        agent_id=a.id, agent_name=a.name, field=field or "prompt", message=message
+                    )
                 )
             continue
         if change.model_dump(exclude={"agent_id"}, exclude_defaults=True):
@@ -139,13 +132,8 @@ def edit_from_values(agents: list[AgentSpec], values: dict[str, Any]) -> Edit:
     return Edit(agents=tuple(changes))
 
 
-# AgentEdit's fields → the form's fields (block ids ``<field>:<agent id>``).
-_FORM_FIELDS: dict[str, EditField] = {
-    "system_prompt": "prompt",
-    "tools": "tools",
-    "model": "model",
-    "max_tokens": "tokens",
-}
+# The form's fields (block ids ``<field>:<agent id>``); no cost budget here.
+_FORM_FIELDS: tuple[EditField, ...] = ("prompt", "tools", "model", "tokens")
 
 
 class FormProblems(Exception):
@@ -161,7 +149,7 @@ def form_errors(agents: list[AgentSpec], problems: Iterable[EditProblem]) -> dic
     errors: dict[str, str] = {}
     for p in problems:
         agent = p.agent_id if p.agent_id in shown else agents[0].id
-        field = p.field if p.field in _FORM_FIELDS.values() else "prompt"
+        field = p.field if p.field in _FORM_FIELDS else "prompt"
         block = f"{field}:{agent}"
         errors[block] = (f"{errors[block]}; " if block in errors else "") + p.message
     return {k: v[:300] for k, v in errors.items()}

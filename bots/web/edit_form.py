@@ -11,17 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.runs.edits import AgentEdit, EditField, EditProblem
+from core.runs.edits import FORM_FIELDS, AgentEdit, EditProblem, invalid_fields
 from core.types.agent import AgentSpec
-
-# AgentEdit's fields → the form's fields.
-_FORM_FIELDS: dict[str, EditField] = {
-    "system_prompt": "prompt",
-    "tools": "tools",
-    "model": "model",
-    "max_tokens": "tokens",
-    "max_cost_usd": "cost",
-}
 
 
 @dataclass
@@ -64,7 +55,7 @@ class AgentForm:
     def show(self, problems: Iterable[EditProblem]) -> AgentForm:
         """``problems`` (core's) each beside its field; returns the form."""
         for p in problems:
-            self.problem(p.field if p.field in _FORM_FIELDS.values() else "agent", p.message)
+            self.problem(p.field if p.field in FORM_FIELDS.values() else "agent", p.message)
         return self
 
 
@@ -101,9 +92,8 @@ def edit_from_form(form: AgentForm, base_tools: Iterable[str]) -> AgentEdit | No
     try:
         edit = AgentEdit(**change)
     except ValidationError as exc:
-        for e in exc.errors():
-            where = _FORM_FIELDS.get(str(e["loc"][0]) if e["loc"] else "", "agent")
-            form.problem(where, e["msg"])
+        for field, message in invalid_fields(exc):
+            form.problem(field or "agent", message)
         return None
     return None if form.errors else edit
 

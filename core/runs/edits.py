@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from core.llm.models import model_problem
 from core.types._base import Frozen
@@ -48,6 +48,24 @@ class Edit(Frozen):
     kind: Literal["edit"] = "edit"
     agents: tuple[AgentEdit, ...] = ()
     add: tuple[AgentSpec, ...] = ()
+
+
+# An AgentEdit's fields → the form field each is shown under.
+FORM_FIELDS: dict[str, EditField] = {
+    "system_prompt": "prompt",
+    "tools": "tools",
+    "model": "model",
+    "max_tokens": "tokens",
+    "max_cost_usd": "cost",
+}
+
+
+def invalid_fields(exc: ValidationError) -> list[tuple[EditField | None, str]]:
+    """Each error of an ``AgentEdit`` that would not validate: the form field it belongs
+    to (None: none of them) and its message."""
+    return [
+        (FORM_FIELDS.get(str(e["loc"][0])) if e["loc"] else None, e["msg"]) for e in exc.errors()
+    ]
 
 
 class EditProblem(Frozen):
