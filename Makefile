@@ -1,5 +1,12 @@
 # One-command set-up on a fresh machine: `make demo`, `make test`.
-PYTHON ?= python3.11
+# Python 3.11, 3.12 or 3.13: the first of python3.11, python3.13, python3.12, python3 that
+# runs and is 3.11 or newer, unless you name one (make PYTHON=python3.13). A venv made by
+# another interpreter is kept: `make clean` first, or give each its own (VENV=.venv-3.13).
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(firstword $(shell for p in python3.11 python3.13 python3.12 python3; do \
+	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && echo $$p; \
+	done) python3)
+endif
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -7,7 +14,9 @@ STAMP  := $(VENV)/.installed
 .PHONY: install demo worker test test-unit lint bench clean
 
 $(BIN)/python:
-	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (or run: make PYTHON=python3)"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 || { \
+		echo "need Python 3.11 or newer (3.11, 3.12 and 3.13 are tested); $(PYTHON) is not one:"; \
+		echo "  make PYTHON=python3.12   (or the path of any Python 3.11+)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
