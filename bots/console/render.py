@@ -11,6 +11,7 @@ from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.text import Text
 
+from bots.console.text import escape, printable
 from core.types.events import (
     AgentCreated,
     AgentFinished,
@@ -78,8 +79,8 @@ class EventPrinter:
             case AgentCreated():
                 self.names[event.agent_id or ""] = event.name
                 c.print(
-                    f"  [cyan]+ {escape(event.name)}[/] ({event.role}, {event.model}) "
-                    f"tools: {', '.join(event.tools) or 'none'}"
+                    f"  [cyan]+ {escape(event.name)}[/] ({escape(event.role)}, "
+                    f"{escape(event.model)}) tools: {escape(', '.join(event.tools)) or 'none'}"
                 )
             case TurnStarted():
                 if self.verbose:
@@ -99,7 +100,7 @@ class EventPrinter:
                 mark = "[green]✓[/]" if event.ok else "[red]✗[/]"
                 c.print(
                     f"  {mark} [dim]{escape(self._who(event.agent_id))}[/] "
-                    f"[yellow]{event.tool}[/]({escape(event.arguments)}) → "
+                    f"[yellow]{escape(event.tool)}[/]({escape(event.arguments)}) → "
                     f"{escape(event.result.splitlines()[0] if event.result else '')}"
                 )
             case MessageSent():
@@ -122,7 +123,11 @@ class EventPrinter:
                 )
             case RunFinished():
                 ok = event.status is RunStatus.COMPLETED
-                body = Markdown(event.result) if event.result else Text(event.error or "")
+                body = (
+                    Markdown(printable(event.result))
+                    if event.result
+                    else Text(printable(event.error or ""))
+                )
                 c.print(
                     Panel(
                         body,
@@ -136,9 +141,9 @@ class EventPrinter:
             case ChatPosted():
                 c.print(
                     Panel(
-                        Markdown(event.text),
-                        title=f"{self._who(event.agent_id)} posted"
-                        + (f" · {event.filename}" if event.filename else ""),
+                        Markdown(printable(event.text)),
+                        title=f"{escape(self._who(event.agent_id))} posted"
+                        + (f" · {escape(event.filename)}" if event.filename else ""),
                         border_style="blue",
                     )
                 )
@@ -182,9 +187,3 @@ class EventPrinter:
         for f in files:
             where = f" → {self.folder / run_id / f.path}" if self.folder is not None else ""
             self.console.print(f"  📎 {escape(f.describe())}{escape(where)}")
-
-
-def escape(text: str) -> str:
-    from rich.markup import escape as _escape
-
-    return _escape(text)
