@@ -36,8 +36,7 @@ class LLMSettings(_Section):
     temperature: float = Field(0.2, ge=0, le=2)
     models: dict[str, str] = Field(default_factory=dict)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
-    # The call keeper: turns hand their model calls to `caramba keeper` processes, so an
-    # answer in flight outlives a worker that dies (core/agent/keeper_client.py).
+    # The call keeper: `caramba keeper` processes make the turns' calls (agent/keeper_client).
     keeper: bool = False
     # Model calls one keeper process makes at once.
     keeper_concurrency: int = Field(256, ge=1, le=10_000)
@@ -97,6 +96,8 @@ class AgentsSettings(_Section):
     children_per_agent: int = Field(8, ge=0)
     base_tools: tuple[str, ...] = ("send_message", "roster", "wait_for_messages", "finish")
     discussion_rounds: int = Field(3, ge=1, le=20)
+    text_reply: Literal["finish", "nudge"] = "finish"
+    text_nudges: int = Field(1, ge=0, le=10)
 
 
 class SchedulerSettings(_Section):

@@ -12,6 +12,7 @@ from redis.asyncio import Redis
 
 from core.config import Settings
 from core.llm.base import LLM
+from core.llm.capabilities import Ladder
 from core.prompts import PromptLibrary
 from core.scheduler.base import Scheduler
 from core.state.bus import Bus
@@ -54,6 +55,8 @@ class Services:
     open_library: Callable[[], Awaitable[Library]] | None = field(default=None, repr=False)
     _library: Library | None = field(default=None, repr=False)
     _library_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    # What each model was seen able to do with tools (core.llm.capabilities).
+    ladder: Ladder = field(default_factory=Ladder, repr=False)
 
     async def library(self) -> Library:
         """The agent library, opened on first use: its embedder loads once per process,

@@ -12,7 +12,7 @@ import logging
 import time
 
 from core import telemetry
-from core.agent import calls, faults, limits, questions, responses
+from core.agent import calls, faults, limits, questions, responses, text_reply
 from core.agent.lease import turn_lease
 from core.agent.lifecycle import end_agent
 from core.agent.limits import limits_for
@@ -116,6 +116,7 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
         agent_id=job.agent_id,
         agent_name=spec.name,
     )
+    request, rung = text_reply.offer(svc, request)
     chars = limits.prompt_chars(request.messages, request.tools)
     budget = calls.bound(svc, state, caps, run, run_usage, chars)
     if budget.agent_over is not None:
@@ -138,6 +139,7 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
         detail = f"the model did not answer within {calls.llm_deadline(svc):.0f} s (with retries)"
         return await _save_end(io, expected, started, Usage(), EndReason.LLM_ERROR, detail)
     telemetry.model_called(request, response, called_at, reused)
+    response = text_reply.read(svc, model, response, allowed)
     if reused:
         log.info("turn %s: reused the answer an earlier delivery saved", job)
     await faults.point(svc, "after_llm")
@@ -173,12 +175,9 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
 
     ctx = io.ctx
     stalled = False
+    text_end = None
     if not response.tool_calls:
-        state.thread.append(
-            ChatMessage(
-                role="user", content=svc.prompts.render("feedback/no_tool_call.j2", tools=allowed)
-            )
-        )
+        text_end = text_reply.on_text(svc, state, model, allowed, rung)
     repeats = svc.settings.limits.stall_repeats
     for call in response.tool_calls:
         stalled = limits.note_call(state.recent_calls, call, repeats) or stalled
@@ -211,6 +210,8 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     if ctx.finish_result is not None:
         state.result = ctx.finish_result
         end = (EndReason.FINISHED, "")
+    elif text_end is not None:
+        end = text_end
     elif stalled:
         end = (
             EndReason.STALLED,

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from core.agent.context import ToolContext
 from core.errors import ToolRetry
 from core.prompts import PromptLibrary
+from core.tools._coerce import NotAnObject, coerce, decode_arguments
 from core.tools._schema import arguments_model, json_schema, parse_docstring
 from core.types.chat import ToolCall
 
@@ -201,11 +202,11 @@ class ToolRegistry:
             text = prompts.render("feedback/unknown_tool.j2", name=call.name, tools=allowed)
             return ToolResult(call, False, text)
         try:
-            raw = json.loads(call.arguments or "{}")
+            raw = coerce(decode_arguments(call.arguments), t._schema)
         except json.JSONDecodeError as exc:
             return self._invalid(t, call, f"not valid JSON ({exc.msg} at char {exc.pos})", prompts)
-        if not isinstance(raw, dict):
-            return self._invalid(t, call, "arguments must be a JSON object", prompts)
+        except NotAnObject as exc:
+            return self._invalid(t, call, str(exc), prompts)
         try:
             args = t.args_model.model_validate(raw)
         except ValidationError as exc:

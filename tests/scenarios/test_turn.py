@@ -143,14 +143,17 @@ async def test_a_copy_of_a_turn_under_way_waits_for_it_and_pays_nothing(
 async def test_bad_calls_are_fed_back_then_the_turn_cap_ends_the_run(
     make_services, any_redis
 ) -> None:
-    settings = make_settings(limits={"turns_per_agent": 6, "stall_repeats": 5})
+    settings = make_settings(
+        limits={"turns_per_agent": 6, "stall_repeats": 5}, agents={"text_reply": "nudge"}
+    )
     model = ScriptedModel().script(
         "*",
         Reply(calls=(call("calculate", '{"expression": "1+'),)),  # malformed JSON
         Reply(calls=(call("calculate", {"expr": "1"}),)),  # wrong argument name
         Reply(calls=(call("browse_web", {"url": "x"}),)),  # unknown tool
     )
-    model.responder = lambda _req: Reply(content="I think the answer is 2.")  # never a tool
+    # Never a tool, never the same text twice (that would be a stall).
+    model.responder = lambda req: Reply(content=f"Maybe {len(req.messages)}.")
     svc = make_services(settings, model, redis=any_redis)
     run_id = await start_run(svc, "1+1", agent())
     events = await collect(svc, run_id)

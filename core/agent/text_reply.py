@@ -1,0 +1,109 @@
+"""A turn's model call on the model's rung of the capability ladder, and what becomes of
+a reply that calls no tool.
+
+Before the call, the request is shaped for the model's rung (``core.llm.capabilities``);
+after it, calls written in the text are read out of it and the ladder learns from the
+answer. A reply that still calls no tool:
+
+- empty: the agent is asked again once; empty twice in a row ends it as failed, saying
+  which setting picks another model;
+- text: the agent is reminded to call ``finish`` or a tool (``feedback/text_reply.j2``),
+  ``agents.text_nudges`` times; then, with ``agents.text_reply = "finish"``, the text is
+  its result (at once for a model on the ``text`` rung: it was never seen calling);
+  with ``"nudge"`` it is reminded again. The same text twice in a row is a stall.
+
+Replies without a call are counted in the agent's ``recent_calls`` (the stall detector's
+list) as ``text:<digest>``; messages that arrive clear it, so the count is "in a row".
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from core.llm import capabilities
+from core.llm.base import LLMRequest, LLMResponse
+from core.llm.capabilities import Rung
+from core.services import Services
+from core.types.agent import AgentState, EndReason
+from core.types.chat import ChatMessage
+
+MARK = "text:"
+EMPTY_PLACEHOLDER = "(empty reply)"
+
+
+def offer(svc: Services, request: LLMRequest) -> tuple[LLMRequest, Rung]:
+    """The request as the model's rung takes it, and that rung."""
+    rung = svc.ladder.rung(request.model)
+    return capabilities.offer(request, rung, svc.prompts), rung
+
+
+def read(svc: Services, model: str, response: LLMResponse, allowed: list[str]) -> LLMResponse:
+    """The answer with calls written in its text read out of it; the ladder learns."""
+    response, seen = capabilities.read(response, allowed)
+    if allowed:
+        svc.ladder.observe(model, seen)
+    return response
+
+
+def _signature(text: str) -> str:
+    normal = " ".join(text.split()).casefold()
+    return MARK + hashlib.blake2b(normal.encode(), digest_size=8).hexdigest()
+
+
+EMPTY = _signature("")
+
+
+def _in_a_row(recent: list[str]) -> list[str]:
+    """The replies without a call at the end of ``recent`` (oldest first)."""
+    out: list[str] = []
+    for sig in reversed(recent):
+        if not sig.startswith(MARK):
+            break
+        out.append(sig)
+    return out[::-1]
+
+
+def on_text(
+    svc: Services, state: AgentState, model: str, allowed: list[str], rung: Rung
+) -> tuple[EndReason, str] | None:
+    """Handle a reply (the thread's last message) that called no tool: nudge the agent
+    (None: it goes on) or end it (how and why; a text taken as the result is set as the
+    agent's result)."""
+    settings = svc.settings.agents
+    last = state.thread[-1]
+    text = (last.content or "").strip()
+    sig = _signature(text)
+    before = _in_a_row(state.recent_calls)
+    keep = max(svc.settings.limits.stall_repeats, settings.text_nudges + 2)
+    state.recent_calls = [*state.recent_calls, sig][-keep:]
+    if not text:
+        # A provider refuses an assistant message with neither text nor calls.
+        state.thread[-1] = ChatMessage(role="assistant", content=EMPTY_PLACEHOLDER)
+        if before and before[-1] == EMPTY:
+            role = state.spec.role
+            return (
+                EndReason.LLM_ERROR,
+                f"the model {model} replied with nothing twice in a row; choose another "
+                f"model for {role} agents ([llm] model, or [llm.models] {role} in config.toml)",
+            )
+        _nudge(svc, state, "feedback/empty_answer.j2", allowed)
+        return None
+    finish = settings.text_reply == "finish"
+    if finish and (len(before) >= settings.text_nudges or rung is Rung.TEXT):
+        state.result = text
+        return EndReason.FINISHED, ""
+    if before and before[-1] == sig:
+        return (
+            EndReason.STALLED,
+            f"replied with the same text twice in a row without calling a tool: {text[:200]}",
+        )
+    last_chance = finish and len(before) + 1 >= settings.text_nudges
+    _nudge(svc, state, "feedback/text_reply.j2", allowed, last_chance=last_chance)
+    return None
+
+
+def _nudge(
+    svc: Services, state: AgentState, template: str, allowed: list[str], **extra: bool
+) -> None:
+    text = svc.prompts.render(template, tools=allowed, **extra)
+    state.thread.append(ChatMessage(role="user", content=text))

@@ -1,0 +1,112 @@
+"""Tool arguments a model typed wrongly, set right where the tool's schema leaves no doubt.
+
+Small models send ``"3"`` for an integer, ``42`` for a string, an object as a JSON string,
+or the whole arguments as a JSON string of a JSON string. Each is fixed only when the
+schema names one type for the field (``T`` or ``T | None``); anything else is left for
+validation, whose error goes back to the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_INT = re.compile(r"[+-]?\d+")
+_BOOLS = {"true": True, "false": False}
+
+
+class NotAnObject(ValueError):
+    """The arguments are not a JSON object, even read twice."""
+
+
+def decode_arguments(raw: str | None) -> dict[str, Any]:
+    """The arguments of a call as an object: ``""``/``null`` are ``{}``; a JSON string
+    holding a JSON object (encoded twice) is read again. Raises ``json.JSONDecodeError``
+    (not JSON) or :class:`NotAnObject`."""
+    value: Any = json.loads(raw or "{}")
+    for _ in range(2):
+        if not isinstance(value, str):
+            break
+        text = value.strip()
+        if not text.startswith("{"):
+            break
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            break
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise NotAnObject("arguments must be a JSON object")
+    return value
+
+
+def _types(schema: dict[str, Any], defs: dict[str, Any]) -> set[str]:
+    """The JSON types a property schema allows (``null`` dropped); empty when unknown."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        schema = defs.get(ref.rsplit("/", 1)[-1], {})
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        found = {kind}
+    elif isinstance(kind, list):
+        found = {k for k in kind if isinstance(k, str)}
+    elif "anyOf" in schema or "oneOf" in schema:
+        found = set()
+        for option in schema.get("anyOf") or schema.get("oneOf") or []:
+            if isinstance(option, dict):
+                inner = _types(option, defs)
+                if not inner and option.get("type") != "null":
+                    return set()  # an option of unknown type: no guessing
+                found |= inner
+    elif "properties" in schema:
+        found = {"object"}
+    else:
+        found = set()
+    found.discard("null")
+    return found
+
+
+def _fix(value: Any, kind: str) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        if kind in ("object", "array"):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError:
+                return value
+            wanted = dict if kind == "object" else list
+            return parsed if isinstance(parsed, wanted) else value
+        if kind == "integer" and _INT.fullmatch(text):
+            return int(text)
+        if kind == "number":
+            try:
+                return float(text) if not _INT.fullmatch(text) else int(text)
+            except ValueError:
+                return value
+        if kind == "boolean" and text.lower() in _BOOLS:
+            return _BOOLS[text.lower()]
+        return value
+    if kind == "string" and isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    if kind == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def coerce(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with each top-level value of one unambiguous wrong type set right."""
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return arguments
+    defs = schema.get("$defs") or {}
+    out = dict(arguments)
+    for name, value in arguments.items():
+        sub = props.get(name)
+        if not isinstance(sub, dict):
+            continue
+        kinds = _types(sub, defs)
+        if len(kinds) == 1:
+            out[name] = _fix(value, next(iter(kinds)))
+    return out
