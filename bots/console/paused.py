@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bots.console.render import escape
+from bots.console.text import escape
 from core.runs.budget import extend_run, stop_run
 from core.services import Services
 from core.types.events import BudgetReached

@@ -12,8 +12,9 @@ from rich.prompt import Prompt
 from bots.console import proposal
 from bots.console.lines import Lines
 from bots.console.logs import FileLogs
-from bots.console.render import EventPrinter, escape
+from bots.console.render import EventPrinter
 from bots.console.session import RunConsole
+from bots.console.text import escape
 from core.config import Settings
 from core.errors import UsageError
 from core.planning import plan
@@ -22,6 +23,8 @@ from core.process.embedded import embedded_services, run_proposal
 from core.runs import learning
 from core.runs.approval import Approve, Decision, ProposalView
 from core.runs.control import start_run
+from core.runs.edits import AgentEdit, Edit, EditProblem, apply_edit
+from core.services import Services
 from core.types.cohort import Cohort
 from core.types.run import RunState, RunStatus
 
@@ -43,17 +46,25 @@ async def run_task(
 
     def asked(question: str) -> str:
         try:
-            return str(Prompt.ask(question, console=console, default="", stream=stream))
+            return str(
+                Prompt.ask(question, console=console, default="", show_default=False, stream=stream)
+            )
         except EOFError:  # nobody left to answer: skipped
             console.print()
             return ""
 
-    async def ask(view: ProposalView) -> Decision:
+    async def ask(svc: Services, view: ProposalView) -> Decision:
         if yes:
             console.print(proposal.card(view))
             return Approve()
+        run = await svc.store.get_run(view.run_id)
+
+        def check(change: AgentEdit) -> list[EditProblem]:
+            """Core's problems with ``change`` to the proposal as it is now."""
+            return apply_edit(run, Edit(agents=(change,)), svc.tools, svc.settings)[1]
+
         try:
-            return await asyncio.to_thread(proposal.ask, console, view, stream)
+            return await asyncio.to_thread(proposal.ask, console, view, stream, check)
         except EOFError:
             console.print()
             raise UsageError(
@@ -91,9 +102,9 @@ async def run_task(
             svc,
             task,
             designed,
-            ask,
+            lambda view: ask(svc, view),
             on_event=printer,
-            on_message=console.print,
+            on_message=lambda text: console.print(escape(text)),
             library=library,
             follow_run=runner.follow,
         )

@@ -29,7 +29,8 @@ from rich.status import Status
 
 from bots.console.lines import Lines
 from bots.console.paused import PausedBudget
-from bots.console.render import EventPrinter, escape
+from bots.console.render import EventPrinter
+from bots.console.text import escape
 from core.agent.questions import answer_question
 from core.runs.control import cancel_run
 from core.services import Services

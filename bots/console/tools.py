@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
 from rich.table import Table
 
+from bots.console.text import escape
 from core.tools.catalogue import catalogue
 from core.tools.registry import ToolRegistry
 

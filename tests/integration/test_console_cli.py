@@ -36,7 +36,7 @@ def server() -> Iterator[ThreadedFakeLLMServer]:
 def _env(server: ThreadedFakeLLMServer, home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CARAMBA_")}
     env.update(
-        COLUMNS="160",
+        COLUMNS=extra.pop("COLUMNS", "160"),
         CARAMBA_REDIS__URL="",
         CARAMBA_LLM__MODEL="openai/fake-model",
         CARAMBA_LLM__API_BASE=server.base_url,
@@ -80,7 +80,7 @@ def test_answer_name_then_reuse_by_name_and_extend_at_the_budget(
     second = _run(env, "a\ne\n\n\n\n", "--cohort", "asker", "spend it")
     out = second.stdout
     assert second.returncode == 0, out + second.stderr
-    assert "Proposal for console: spend it" in out and "plan:" not in out  # no planning
+    assert "Proposal for console" in out and "│ spend it " in out and "plan:" not in out
     assert "⏸ paused: the run spent $2.00 of $1.50" in out
     assert "extended by $2.00 (now" in out
     assert "Spent enough: 3 sums." in out and "completed ·" in out
@@ -118,3 +118,27 @@ def test_ctrl_c_cancels_the_run_and_no_rating_is_asked(
     assert "Ctrl-C: cancelling the run (Ctrl-C again quits at once)" in out
     assert "cancelled ·" in out and "The run was cancelled." in out
     assert "Rate the result" not in out and "Traceback" not in out
+
+
+def test_at_80_columns_the_card_wraps_the_edit_keeps_what_was_given_and_esc_is_text(
+    server: ThreadedFakeLLMServer, tmp_path: Path
+) -> None:
+    """A task with terminal escapes in it, the card at 80 columns, and an edit with a
+    budget that is not a number and a tool that does not exist: each refused in a plain
+    sentence and asked again, the rest kept; the edited proposal approved and run."""
+    task = "please ask me \x1b]0;pwned\x07\x1b[2J which city"
+    typed = "e\n\nAsk, then finish.\nnope\nask_user, calculate\n\nabc\n50,000\n\n\nPorto\n\n\n"
+    done = _run(_env(server, tmp_path, COLUMNS="80"), typed, task)
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert not {"\x1b", "\x07"} & set(out), repr(out)
+    assert "please ask me \\x1b]0;pwned\\x07\\x1b[2J which city" in out
+    card = out[out.index("╭─ Proposal for console") : out.index("╯") + 1].splitlines()
+    assert max(len(line) for line in card) <= 80 and len(card) <= 20
+    assert "└── 1. Helper · orchestrator · openai/fake-model" in out
+    assert "Not changed: Helper (tools): there is no tool named nope" in out
+    assert "Not a number: write a whole number of tokens, at least 1,000, or leave it" in out
+    assert "invalid literal" not in out and "Traceback" not in out
+    assert out.count("New instructions") == 1
+    assert "50,000 tokens" in out and "“Ask, then finish.”" in out
+    assert "Approved by console." in out and "Going with Porto." in out

@@ -20,10 +20,10 @@ def test_demo_plans_proposes_approves_and_runs_a_team_offline() -> None:
     assert "router (1 call): plan" in out and "planner (1 call): 5 agents" in out
     assert "prompt creator (15 calls)" in out  # draft, critique, refine × 5
     card, run = out.split("approved automatically (not a terminal)")
-    assert "Proposal for console: Budget our 3-night team offsite" in card
+    assert "Proposal for console" in card and "Budget our 3-night team offsite" in card
     for i, name in enumerate(("Orchestrator", "Budget lead", "Trains", "Rooms", "Meals"), 1):
-        assert f"│ {i} │ {name} " in card
-    assert "Budget lead: fan_out" in card and "scripted/offline" in card
+        assert f"── {i}. {name} · " in card  # the agent tree (bots/console/card.py)
+    assert "Budget lead · lead · team: fan out" in card and "scripted/offline" in card
     assert "Approved by console." in run
     for member, amount in (("Trains", "1068"), ("Rooms", "2520"), ("Meals", "1980")):
         assert f"✉ Budget lead → {member}: Your part" in run  # fan-out

@@ -8,6 +8,7 @@ import typing
 from rich.console import Console
 
 from bots.console.render import EventPrinter
+from bots.console.text import escape, printable
 from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
@@ -80,3 +81,37 @@ def test_every_event_kind_is_printed() -> None:
         printer(event)
     text = out.getvalue()
     assert "Ana [bot]" in text and "which?" in text and "paused" in text and "interim" in text
+
+
+def test_control_characters_are_written_out_and_newlines_and_tabs_kept() -> None:
+    assert printable("a\x1b[31mred\x1b[0m") == "a\\x1b[31mred\\x1b[0m"
+    assert printable("bell\x07 del\x7f csi\x9b nul\x00") == "bell\\x07 del\\x7f csi\\x9b nul\\x00"
+    assert printable("line\r\nnext\rover\ttab\n") == "line\nnext\\rover\ttab\n"
+    assert printable("abc\u202edcba") == "abc\\u202edcba"  # a bidi override
+    assert printable("naïve € 🙂") == "naïve € 🙂"
+    assert escape("[bold]\x1b") == "\\[bold]\\x1b"
+
+
+def test_no_control_byte_from_people_or_agents_reaches_the_terminal() -> None:
+    """ESC in the task, names, tool output, results and errors: printed as text, never as
+    the byte a terminal acts on."""
+    esc = "\x1b]0;pwned\x07\x1b[2J\x9b31m"
+    out = io.StringIO()
+    printer = EventPrinter(Console(file=out, width=100, force_terminal=False), verbose=True)
+    events: list[RunEvent] = [
+        RunStarted(run_id=R, task=f"task {esc}"),
+        AgentCreated(run_id=R, agent_id=A, name=f"Ana{esc}", role=f"r{esc}", model=f"m{esc}"),
+        ToolCalled(run_id=R, agent_id=A, seq=0, tool=f"t{esc}", arguments=esc, ok=True, result=esc),
+        MessageSent(run_id=R, agent_id=A, message_id="m", recipient=esc, preview=esc),
+        ChatPosted(run_id=R, agent_id=A, text=f"**{esc}**", filename=f"r{esc}.md"),
+        QuestionAsked(run_id=R, agent_id=A, question_id="q", question=esc, timeout_s=60),
+        ErrorRaised(run_id=R, agent_id=A, message=esc, hint=esc),
+        RunFinished(run_id=R, status=RunStatus.COMPLETED, result=f"# {esc}"),
+        RunFinished(run_id=R, status=RunStatus.FAILED, error=f"failed {esc}"),
+    ]
+    for event in events:
+        printer(event)
+    text = out.getvalue()
+    assert not set(text) & {"\x1b", "\x07", "\x9b"}, repr(text)
+    assert "task \\x1b]0;pwned\\x07\\x1b[2J\\x9b31m" in text
+    assert "Ana\\x1b" in text and "failed \\x1b" in text

@@ -5,6 +5,7 @@ log warnings kept out of the terminal in a log file."""
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,21 @@ def test_no_input_is_no_approval(caramba_run: Any) -> None:
     assert result.exit_code == 1
     assert "the input ended before anyone decided about the proposal" in result.output
     assert "--yes" in result.output and "▶ run" not in result.output
+
+
+def test_an_edit_refused_by_core_asks_that_field_again_and_keeps_the_rest(
+    caramba_run: Any,
+) -> None:
+    """A tool that does not exist (core's rule) and a budget that is not a number: each
+    said plainly and asked again; the edit made of the rest goes through, then runs."""
+    typed = "e\n\nI ask first.\nnope\nask_user, calculate\n\nabc\n50000\n\na\nPorto\n\n\n"
+    result = caramba_run("ask me", typed)
+    out = result.output
+    assert result.exit_code == 0, out
+    assert "Not changed: Helper (tools): there is no tool named nope" in out
+    assert "Not a number: write a whole number of tokens, at least 1,000" in out
+    assert "invalid literal" not in out and "Traceback" not in out
+    assert out.count("New instructions") == 1  # given once, kept while tools were re-asked
+    assert "Updated by console; approve it to start." in out
+    assert re.search(r"1\. Helper · orchestrator · \S+ · 50,000 tokens", out)
+    assert "“I ask first.”" in out and "Going with Porto." in out
