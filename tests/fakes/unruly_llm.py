@@ -22,7 +22,7 @@ Habits (``--habit``):
   a JSON string;
 * ``reasoning``: ``<think>…</think>`` before every answer;
 * ``empty``: the first answer of each conversation is empty;
-* ``slow``: the first answer of the server comes after ``--delay`` seconds.
+* ``slow``: its first answer comes after ``--delay`` seconds.
 
 A model named after a habit (``openai/obedient``, ``openai/text``…) has that habit, any
 other name the server's. Run it: ``python -m tests.fakes.unruly_llm --habit text --port
@@ -44,10 +44,7 @@ from tests.fakes.llm_server import FakeItem, FakeRaw, FakeReply, ThreadedFakeLLM
 from tests.fakes.llm_server import _completion_body as completion_body
 
 HABITS = ("obedient", "text", "json_prose", "wrong_types", "reasoning", "empty", "slow")
-ANSWERS = {
-    "capital of france": "The capital of France is Paris.",
-    "2+2": "2 + 2 = 4.",
-}
+ANSWERS = {"capital of france": "The capital of France is Paris.", "2+2": "2 + 2 = 4."}
 _SUM = re.compile(r"(\d+)\s*([-+*/x×])\s*(\d+)")
 Call = tuple[str, dict[str, Any]]
 
@@ -251,7 +248,7 @@ class UnrulyModel:
             raise ValueError(f"unknown habit {habit!r} (one of {', '.join(HABITS)})")
         self.habit, self.delay_s = habit, delay_s
         self._seen: set[str] = set()
-        self._answered = 0
+        self._answered: dict[str, int] = {}
         self._lock = threading.Lock()
 
     def _first(self, body: dict[str, Any]) -> bool:
@@ -263,13 +260,12 @@ class UnrulyModel:
             return first
 
     def __call__(self, body: dict[str, Any]) -> FakeItem:
-        # A model named after a habit has it (per-role models: a strong planner, say).
         named = str(body.get("model") or "").rsplit("/", 1)[-1]
         habit = named if named in HABITS else self.habit
         reply = shape(habit, role_of(body), obedient(body), self._first(body))
         with self._lock:
-            self._answered += 1
-            slow = habit == "slow" and self._answered == 1
+            self._answered[habit] = self._answered.get(habit, 0) + 1
+            slow = habit == "slow" and self._answered[habit] == 1
         if not slow:
             return reply
         model = str(body.get("model") or "unruly")

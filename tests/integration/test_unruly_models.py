@@ -1,0 +1,132 @@
+"""Any model that answers: ``caramba run --yes`` as a person runs it (its own process,
+embedded mode) against tests/fakes/unruly_llm.py, an OpenAI-compatible model with one
+habit, through the whole flow — route, plan, approve, agents, result.
+
+Each run either completes with the model's answer (exit 0, the answer printed) or ends
+with one clear sentence naming the setting to change; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from core.config import PROJECT_ROOT
+from tests.fakes.llm_server import ThreadedFakeLLMServer
+from tests.fakes.unruly_llm import HABITS, serve
+
+pytestmark = pytest.mark.integration
+
+CARAMBA = str(Path(sys.executable).parent / "caramba")
+SUM_TASK = "Work out 6*7 and explain the result in one sentence"
+SUM_ANSWER = "so the answer is 42."
+# A strong planner, cheap workers: planning on a model that calls tools (per-role models).
+OBEDIENT_PLANNING = {
+    "router": "openai/obedient",
+    "planner": "openai/obedient",
+    "prompt_creator": "openai/obedient",
+}
+# A sentence that names the setting to change.
+SETTING = re.compile(r"\[(planning|llm|llm\.models)\]|llm\.models|CARAMBA_LLM__")
+
+
+# The router and planner's side of a text-only model is core/planning's (issue 22): until
+# the router falls back to a path without a JSON reply, these end "router failed".
+PLANNING_TEXT = pytest.mark.xfail(
+    strict=True, reason="core/planning: the router fails on a model that never writes JSON"
+)
+WHOLE_FLOW = [pytest.param(h, marks=PLANNING_TEXT) if h == "text" else h for h in HABITS]
+
+
+@pytest.fixture(params=HABITS)
+def habit(request: pytest.FixtureRequest) -> Iterator[tuple[str, ThreadedFakeLLMServer]]:
+    server = serve(request.param, delay_s=2.0)
+    try:
+        yield request.param, server
+    finally:
+        server.stop()
+
+
+def run(
+    server: ThreadedFakeLLMServer, home: Path, task: str, models: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CARAMBA_")}
+    env.update(
+        COLUMNS="120",
+        CARAMBA_REDIS__URL="",
+        CARAMBA_LLM__MODEL="openai/unruly",
+        CARAMBA_LLM__API_BASE=server.base_url,
+        CARAMBA_LLM__API_KEY_ENV="",
+        CARAMBA_LIBRARY__EMBEDDER="hashing",
+        CARAMBA_LIBRARY__INDEX_DIR=str(home / "library"),
+        CARAMBA_WORKSPACE__DIR=str(home / "workspaces"),
+    )
+    if models:
+        env["CARAMBA_LLM__MODELS"] = json.dumps(models)
+    return subprocess.run(
+        [CARAMBA, "run", "--yes", task],
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def _answered(done: subprocess.CompletedProcess[str], answer: str) -> bool:
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out, out
+    return done.returncode == 0 and answer in done.stdout and "completed" in done.stdout
+
+
+def _told_what_to_change(done: subprocess.CompletedProcess[str]) -> bool:
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out, out
+    return done.returncode != 0 and bool(SETTING.search(out))
+
+
+def test_agents_of_each_habit_answer_behind_a_planner_that_calls_tools(
+    habit: tuple[str, ThreadedFakeLLMServer], tmp_path: Path
+) -> None:
+    name, server = habit
+    done = run(server, tmp_path, SUM_TASK, OBEDIENT_PLANNING)
+    assert _answered(done, SUM_ANSWER), done.stdout + done.stderr
+    asked = [r for r in server.requests if r.get("model") == "unruly"]
+    assert asked, "the agents used the unruly model"
+    if name == "text":
+        # Replied in prose, was reminded once, replied in prose again: that is its answer.
+        assert len(asked) == 2
+        assert "without calling a tool" in asked[1]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("name", WHOLE_FLOW)
+def test_the_whole_flow_on_one_model_of_each_habit(name: str, tmp_path: Path) -> None:
+    server = serve(name, delay_s=2.0)
+    try:
+        done = run(server, tmp_path, SUM_TASK)
+    finally:
+        server.stop()
+    if name == "text":
+        # A model that never writes JSON cannot design a cohort: either the request is
+        # answered another way or the person is told which setting picks a planner.
+        assert _answered(done, SUM_ANSWER) or _told_what_to_change(done), done.stdout + done.stderr
+    else:
+        assert _answered(done, SUM_ANSWER), done.stdout + done.stderr
+
+
+@PLANNING_TEXT
+def test_a_question_to_a_text_only_model_is_answered(tmp_path: Path) -> None:
+    server = serve("text")
+    try:
+        done = run(server, tmp_path, "What is the capital of France?")
+    finally:
+        server.stop()
+    assert _answered(done, "The capital of France is Paris."), done.stdout + done.stderr
