@@ -4,7 +4,9 @@ Small and local models often answer a tool-calling request with the call written
 text: a ``{"tool": name, "arguments": {...}}`` object (or ``{"name": …, "arguments": …}``,
 or OpenAI's own shape), a list of them, inside a ```json fence, with prose around it,
 after a ``<think>…</think>`` block, with trailing commas or single quotes. This module
-finds such calls; it never invents one: only tools that were offered count.
+finds such calls; it never invents one: only calls of offered tools count, or an object
+that is unmistakably a call (``{"tool": x, "arguments": {…}}`` alone), so that a model
+calling a tool it does not have is told which ones it has.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _NAME_KEYS = ("tool", "name", "tool_name", "function", "action")
 _ARG_KEYS = ("arguments", "args", "parameters", "input", "tool_input", "action_input")
 _NOT_ARGS = frozenset({*_NAME_KEYS, "type", "id"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.-]{0,63}")
 # Longer texts are not searched for calls (a model's answer is far shorter).
 _MAX_CHARS = 200_000
 _NOTHING = object()
@@ -120,12 +123,23 @@ def _one(value: Any, names: Collection[str]) -> tuple[str, Any] | None:
     if isinstance(inner, dict):  # OpenAI's shape: {"type": "function", "function": {...}}
         value = inner
     name = next((value[k] for k in _NAME_KEYS if isinstance(value.get(k), str)), None)
-    if name is None or name not in names:
-        return None
     args = next((value[k] for k in _ARG_KEYS if k in value), _NOTHING)
+    if name is None or (name not in names and not _explicit(value, name, args)):
+        return None
     if args is _NOTHING:  # {"tool": "finish", "result": "…"}: the rest are the arguments
         args = {k: v for k, v in value.items() if k not in _NOT_ARGS}
     return name, args
+
+
+def _explicit(value: dict[str, Any], name: str, args: Any) -> bool:
+    """``{"tool": "x", "arguments": {…}}`` and nothing else: a call even of a tool that was
+    not offered (the model is told so), never an answer that happens to hold a name."""
+    return (
+        _IDENTIFIER.fullmatch(name) is not None
+        and isinstance(args, dict)
+        and set(value) - _NOT_ARGS <= set(_ARG_KEYS)
+        and sum(k in value for k in ("tool", "function")) == 1
+    )
 
 
 def as_calls(value: Any, names: Collection[str]) -> list[tuple[str, Any]]:

@@ -69,7 +69,8 @@ def test_a_list_of_calls_and_calls_in_several_fences() -> None:
     [
         "The capital of France is Paris.",
         '{"name": "Paris", "population": 2100000}',  # JSON, but no offered tool
-        '{"tool": "launch_rockets", "arguments": {}}',  # a tool nobody offered
+        '{"name": "launch_rockets", "arguments": {}}',  # a tool nobody offered, loosely
+        '{"tool": "launch", "arguments": {}, "city": "Paris"}',  # more than a call
         '[{"tool": "finish", "arguments": {}}, {"city": "Paris"}]',  # part of it is no call
         '<think>I could write {"tool": "finish", "arguments": {}}</think>Paris.',
         "{unbalanced: 'brace'",
@@ -78,6 +79,11 @@ def test_a_list_of_calls_and_calls_in_several_fences() -> None:
 )
 def test_no_call_is_invented(text: str) -> None:
     assert calls_in_text(text, NAMES) == ()
+
+
+def test_an_unmistakable_call_of_a_tool_not_offered_is_read_to_be_refused() -> None:
+    calls = calls_in_text('```json\n{"tool": "web_search", "arguments": {"q": "x"}}\n```', NAMES)
+    assert [(c.name, c.arguments) for c in calls] == [("web_search", '{"q": "x"}')]
 
 
 def test_reasoning_is_dropped_from_the_text() -> None:
