@@ -132,11 +132,19 @@ def _args(raw: str) -> Any:
 
 def offer(request: LLMRequest, rung: Rung, prompts: PromptLibrary) -> LLMRequest:
     """``request`` as sent to a model on ``rung``: unchanged on ``native`` (or without
-    tools); else its tools described in the system prompt and its thread in plain text."""
+    tools); else its tools described in the system prompt and its thread in plain text,
+    roles alternating."""
     if rung is Rung.NATIVE or not request.tools:
         return request
     guide = prompts.render(TEMPLATE, offered=_tool_lines(request.tools))
-    messages = [_as_text(m) for m in request.messages]
+    messages: list[ChatMessage] = []
+    for message in map(_as_text, request.messages):
+        if messages and message.role == "user" and messages[-1].role == "user":
+            # One turn of the person's side: strict chat templates want roles alternating.
+            joined = f"{messages[-1].content or ''}\n\n{message.content or ''}"
+            messages[-1] = ChatMessage(role="user", content=joined)
+        else:
+            messages.append(message)
     if messages and messages[0].role == "system":
         messages[0] = ChatMessage(role="system", content=f"{messages[0].content or ''}\n\n{guide}")
     else:

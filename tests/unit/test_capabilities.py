@@ -128,6 +128,7 @@ def test_on_the_json_rung_tools_go_in_the_prompt_and_the_thread_is_text() -> Non
             ChatMessage(role="user", content="6*7?"),
             ChatMessage(role="assistant", tool_calls=[call_]),
             ChatMessage(role="tool", tool_call_id="c1", name="calculate", content="6*7 = 42"),
+            ChatMessage(role="user", content="[A message from Lead] Hurry."),
         ),
         tools=tools,
     )
@@ -143,7 +144,9 @@ def test_on_the_json_rung_tools_go_in_the_prompt_and_the_thread_is_text() -> Non
         "tool": "calculate",
         "arguments": {"expression": "6*7"},
     }
-    assert sent.messages[3].content == "Result of the tool calculate:\n6*7 = 42"
+    assert sent.messages[3].content == (
+        "Result of the tool calculate:\n6*7 = 42\n\n[A message from Lead] Hurry."
+    )
 
 
 def test_read_keeps_native_calls_and_finds_written_ones() -> None:
