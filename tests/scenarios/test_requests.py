@@ -121,16 +121,23 @@ class _Killed(BaseException):
 
 
 class _DiesOnce:
-    """The worker dies (SIGKILL: nothing after it runs) at its ``nth`` model call."""
+    """The worker dies (SIGKILL: nothing after it runs) at its ``nth`` model call: that
+    call and every later one of the dead worker (the prompt creator's calls run side by
+    side: which of them start before the exception reaches the test depends on the
+    interpreter's scheduling) fail, until the job is delivered again (:meth:`revive`)."""
 
     def __init__(self, inner: ScriptedModel, nth: int) -> None:
-        self.inner, self.nth, self.calls = inner, nth, 0
+        self.inner, self.nth, self.calls, self.dead = inner, nth, 0, False
 
     async def complete(self, request: Any) -> Any:
         self.calls += 1
-        if self.calls == self.nth:
+        if self.calls == self.nth or self.dead:
+            self.dead = True
             raise _Killed
         return await self.inner.complete(request)
+
+    def revive(self) -> None:
+        self.dead = False
 
     async def aclose(self) -> None:
         return None
@@ -146,6 +153,8 @@ async def test_planning_after_a_crash_reuses_the_answers_paid_for(make_services)
     paid = len(m.requests)
     assert paid == 2
     # The dead worker's claim lapses (it renews it no more); the job is delivered again.
+    await asyncio.sleep(0.05)  # its other calls in flight die with it
+    dying.revive()
     await svc.redis.delete(svc.store.keys.planning(run_id))
     assert await plan_request(svc, run_id) is TurnOutcome.ENDED
     assert (await svc.store.get_run(run_id)).status is RunStatus.PROPOSED
