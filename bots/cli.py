@@ -110,7 +110,7 @@ def run(
         console.print("[yellow]Quit at once; the run stopped with this process.[/]")
         raise typer.Exit(130) from None
     except CarambaError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
     finally:
         logs.stop()
