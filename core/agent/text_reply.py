@@ -3,7 +3,8 @@ a reply that calls no tool.
 
 Before the call, the request is shaped for the model's rung (``core.llm.capabilities``);
 after it, calls written in the text are read out of it and the ladder learns from the
-answer. A reply that still calls no tool:
+answer. A rung that changes is saved in Redis (``Keys.llm_rungs``): a process meeting a
+model for the first time starts where the others got to. A reply that still calls no tool:
 
 - empty: the agent is asked again once; empty twice in a row ends it as failed, saying
   which setting picks another model;
@@ -28,20 +29,33 @@ from core.types.agent import AgentState, EndReason
 from core.types.chat import ChatMessage
 
 MARK = "text:"
+# What a model was seen able to do is forgotten a day after it last changed (the model
+# behind a name may be replaced).
+RUNGS_TTL_S = 24 * 3600
 EMPTY_PLACEHOLDER = "(empty reply)"
 
 
-def offer(svc: Services, request: LLMRequest) -> tuple[LLMRequest, Rung]:
-    """The request as the model's rung takes it, and that rung."""
-    rung = svc.ladder.rung(request.model)
+async def offer(svc: Services, request: LLMRequest) -> tuple[LLMRequest, Rung]:
+    """The request as the model's rung takes it, and that rung (a model new to this
+    process starts on the rung other processes saved for it)."""
+    ladder = svc.ladder
+    if request.tools and not ladder.known(request.model):
+        saved = await svc.redis.hget(svc.store.keys.llm_rungs(), request.model)
+        ladder.seed(request.model, Rung(saved) if saved in tuple(Rung) else None)
+    rung = ladder.rung(request.model)
     return capabilities.offer(request, rung, svc.prompts), rung
 
 
-def read(svc: Services, model: str, response: LLMResponse, allowed: list[str]) -> LLMResponse:
-    """The answer with calls written in its text read out of it; the ladder learns."""
+async def read(svc: Services, model: str, response: LLMResponse, allowed: list[str]) -> LLMResponse:
+    """The answer with calls written in its text read out of it; the ladder learns, and
+    saves a model's new rung for the other processes."""
     response, seen = capabilities.read(response, allowed)
-    if allowed:
-        svc.ladder.observe(model, seen)
+    if allowed and svc.ladder.observe(model, seen):
+        key = svc.store.keys.llm_rungs()
+        async with svc.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, model, svc.ladder.rung(model).value)
+            pipe.expire(key, RUNGS_TTL_S)
+            await pipe.execute()
     return response
 
 

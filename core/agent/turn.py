@@ -116,7 +116,7 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
         agent_id=job.agent_id,
         agent_name=spec.name,
     )
-    request, rung = text_reply.offer(svc, request)
+    request, rung = await text_reply.offer(svc, request)
     chars = limits.prompt_chars(request.messages, request.tools)
     budget = calls.bound(svc, state, caps, run, run_usage, chars)
     if budget.agent_over is not None:
@@ -139,7 +139,7 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
         detail = f"the model did not answer within {calls.llm_deadline(svc):.0f} s (with retries)"
         return await _save_end(io, expected, started, Usage(), EndReason.LLM_ERROR, detail)
     telemetry.model_called(request, response, called_at, reused)
-    response = text_reply.read(svc, model, response, allowed)
+    response = await text_reply.read(svc, model, response, allowed)
     if reused:
         log.info("turn %s: reused the answer an earlier delivery saved", job)
     await faults.point(svc, "after_llm")

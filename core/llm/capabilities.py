@@ -78,12 +78,29 @@ class Ladder:
             return Rung.JSON
         return Rung.NATIVE
 
-    def observe(self, model: str, seen: Seen) -> None:
+    def observe(self, model: str, seen: Seen) -> bool:
+        """Learn from one answer; True when the model's rung changed."""
+        before = self.rung(model)
         with self._lock:
             record = self._models.setdefault(model, _Record())
             record.native = record.native or seen.native
             record.in_text = record.in_text or seen.in_text
             record.silent = 0 if seen.native or seen.in_text else record.silent + 1
+        return self.rung(model) is not before
+
+    def known(self, model: str) -> bool:
+        with self._lock:
+            return model in self._models
+
+    def seed(self, model: str, rung: Rung | None) -> None:
+        """Start ``model`` on ``rung`` (what another process learnt; None: from scratch)."""
+        record = _Record(
+            native=rung is Rung.NATIVE,
+            in_text=rung is Rung.JSON,
+            silent=2 * self.patience if rung is Rung.TEXT else 0,
+        )
+        with self._lock:
+            self._models.setdefault(model, record)
 
     def forget(self, model: str | None = None) -> None:
         """Start over for ``model`` (all models when None)."""

@@ -53,6 +53,11 @@ class Keys:
         """Set with a short TTL while a call keeper is alive (its heartbeat)."""
         return f"{self.prefix}:llm:keepers"
 
+    def llm_rungs(self) -> str:
+        """Hash: model name → its rung of the capability ladder (``core.llm.capabilities``),
+        so every process starts where others got to; expires a day after the last change."""
+        return f"{self.prefix}:llm:rungs"
+
     def llm_replies(self, process: str) -> str:
         """Pub/sub channel: ids of the kept calls of one requesting process that ended."""
         return f"{self.prefix}:llm:replies:{process}"

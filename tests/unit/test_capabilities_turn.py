@@ -118,3 +118,22 @@ async def test_the_ladder_learns_a_text_only_model_across_runs(settings, make_se
     third, _, _ = await _run(svc)
     assert len(model.requests) == 5  # known to answer in text: no nudge
     assert {first.result, second.result, third.result} == {"Paris."}
+
+
+async def test_a_new_process_starts_on_the_rung_others_saved(
+    settings, make_services, any_redis
+) -> None:
+    model = ScriptedModel(responder=lambda _r: Reply(content="Paris."))
+    first = make_services(settings, model, redis=any_redis)
+    await _run(first)
+    await _run(first)
+    assert first.ladder.rung(settings.llm.model) is Rung.TEXT
+    key = first.store.keys.llm_rungs()
+    assert await any_redis.hget(key, settings.llm.model) == "text"
+    assert 0 < await any_redis.ttl(key) <= 24 * 3600
+
+    later = ScriptedModel(responder=lambda _r: Reply(content="Paris."))
+    second = make_services(settings, later, redis=any_redis)  # another process's services
+    final, _, _ = await _run(second)
+    assert final.result == "Paris."
+    assert len(later.requests) == 1 and later.requests[0].tools == ()
