@@ -3,7 +3,8 @@
 Small and local models often answer a tool-calling request with the call written in their
 text: a ``{"tool": name, "arguments": {...}}`` object (or ``{"name": …, "arguments": …}``,
 or OpenAI's own shape), a list of them, inside a ```json fence, with prose around it,
-after a ``<think>…</think>`` block, with trailing commas or single quotes. This module
+after a ``<think>…</think>`` block, with trailing commas or single quotes; or as Python
+(``[finish(result="…")]``, Llama 3.2's way). This module
 finds such calls; it never invents one: only calls of offered tools count, or an object
 that is unmistakably a call (``{"tool": x, "arguments": {…}}`` alone), so that a model
 calling a tool it does not have is told which ones it has.
@@ -154,12 +155,44 @@ def as_calls(value: Any, names: Collection[str]) -> list[tuple[str, Any]]:
     return [c for c in calls if c is not None]
 
 
+def pythonic_calls(text: str, names: Collection[str]) -> list[tuple[str, Any]]:
+    """Calls written as Python (Llama 3.2's format): ``[finish(result="Paris")]`` or
+    ``finish(result="Paris")`` as the whole text, keyword arguments with literal values."""
+    body = text.strip().strip("`").strip()
+    if body.startswith("python\n"):
+        body = body[len("python\n") :]
+    if not body or len(body) > _MAX_CHARS:
+        return []
+    try:
+        tree = ast.parse(body, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return []
+    nodes = tree.elts if isinstance(tree, ast.List) else [tree]
+    found: list[tuple[str, Any]] = []
+    for node in nodes:
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in names
+            and not node.args
+        ):
+            return []
+        try:
+            args = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg}
+            json.dumps(args)
+        except (ValueError, TypeError, SyntaxError, RecursionError):
+            return []
+        found.append((node.func.id, args))
+    return found
+
+
 def calls_in_text(text: str | None, names: Collection[str]) -> tuple[ToolCall, ...]:
     """The calls of offered tools written in ``text`` (reasoning ignored), in order."""
     clean = strip_reasoning(text)
     if not clean or not names:
         return ()
     found = [call for value in json_values(clean) for call in as_calls(value, names)]
+    found = found or pythonic_calls(clean, names)
     return tuple(
         ToolCall(
             id=f"call_{uuid.uuid4().hex[:12]}",

@@ -38,6 +38,8 @@ def _calls(text: str) -> list[tuple[str, dict[str, object]]]:
         '{"tool": "finish", "result": "Paris"}',  # arguments inline
         '{"tool_calls": [{"function": {"name": "finish", "arguments": {"result": "Paris"}}}]}',
         'reasoning first</think>\n```\n{"tool": "finish", "args": {"result": "Paris"}}\n```',
+        '[finish(result="Paris")]',  # Llama 3.2's pythonic calls
+        "```python\nfinish(result='Paris')\n```",
     ],
 )
 def test_a_call_is_read_out_of_the_ways_models_write_it(text: str) -> None:
@@ -74,6 +76,8 @@ def test_a_list_of_calls_and_calls_in_several_fences() -> None:
         '[{"tool": "finish", "arguments": {}}, {"city": "Paris"}]',  # part of it is no call
         '<think>I could write {"tool": "finish", "arguments": {}}</think>Paris.',
         "{unbalanced: 'brace'",
+        'print("Paris")',  # Python, but no offered tool
+        'finish("Paris")',  # positional: no guessing which argument
         "",
     ],
 )
