@@ -86,12 +86,27 @@ def _tree(view: ProposalView) -> Tree:
     model, shared = _shared_model(agents), set(_shared_tools(agents))
     teams = dict(_team(p, agents) for p in view.patterns)
     tree = Tree(Text("Agents", style="bold"), guide_style="cyan")
-    nodes: dict[str, Tree] = {}
     said: dict[str, str] = {}  # instructions → the first agent given them
-    for number, agent in enumerate(agents, 1):
-        label = _label(number, agent, model, shared, teams.get(agent.name), said)
-        parent = nodes.get(agent.parent or "", tree)
-        nodes.setdefault(agent.name, parent.add(label))
+    names = {a.name for a in agents}
+    placed: set[int] = set()
+
+    def grow(node: Tree, parent: str | None) -> None:
+        """Each agent under its parent, in the card's order (one whose parent is not on
+        the card sits at the top)."""
+        for number, agent in enumerate(agents, 1):
+            above = agent.parent if agent.parent in names else None
+            if above != parent or number in placed:
+                continue
+            placed.add(number)
+            label = _label(number, agent, model, shared, teams.get(agent.name), said)
+            grow(node.add(label), agent.name)
+
+    grow(tree, None)
+    for number, agent in enumerate(agents, 1):  # in a loop of parents: shown all the same
+        if number not in placed:
+            placed.add(number)
+            label = _label(number, agent, model, shared, teams.get(agent.name), said)
+            grow(tree.add(label), agent.name)
     return tree
 
 

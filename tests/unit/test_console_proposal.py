@@ -209,3 +209,16 @@ def test_a_cost_that_is_not_an_amount_is_refused(typed: str) -> None:
     decision, printed = _ask(["e", "1", "", "", "", "", typed, "0"], view)
     assert "or leave it empty to keep no cost limit." in printed
     assert isinstance(decision, Edit) and decision.agents[0].max_cost_usd == 0
+
+
+def test_every_agent_is_under_its_parent_whatever_the_order_and_none_is_lost() -> None:
+    agents = [
+        _agent(1, "Member", "Lead", "m"),
+        _agent(2, "Lead", "Top", "l"),
+        _agent(3, "Top", None, "t"),
+        _agent(4, "Ping", "Pong", "p"),  # a loop of parents: still on the card
+        _agent(5, "Pong", "Ping", "q"),
+    ]
+    text = "\n".join(_rendered(_view(agents)))
+    assert re.search(r"── 3\. Top.*\n.*\n.*│   └── 2\. Lead.*\n.*\n.*│       └── 1\. Member", text), text
+    assert "4. Ping" in text and "5. Pong" in text
