@@ -15,8 +15,8 @@ STAMP  := $(VENV)/.installed
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 || { \
-		echo "need Python 3.11 or newer (3.11, 3.12 and 3.13 are tested); $(PYTHON) is not one:"; \
-		echo "  make PYTHON=python3.12   (or the path of any Python 3.11+)"; exit 1; }
+		echo "need Python 3.11 or newer (3.11, 3.12 and 3.13 are tested): $(PYTHON) does not run or is older"; \
+		echo "  make PYTHON=/path/to/python3.13   (any Python 3.11 or newer)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
