@@ -1,7 +1,7 @@
 # One-command set-up on a fresh machine: `make demo`, `make test`.
 # Python 3.11, 3.12 or 3.13: the first of python3.11, python3.13, python3.12, python3 that
 # runs and is 3.11 or newer, unless you name one (make PYTHON=python3.13). A venv made by
-# another interpreter is kept: `make clean` first, or give each its own (VENV=.venv-3.13).
+# another interpreter is kept: `make clean` first, or give each its own (VENV=~/venv-3.13).
 ifeq ($(origin PYTHON),undefined)
 PYTHON := $(firstword $(shell for p in python3.11 python3.13 python3.12 python3; do \
 	$$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1 && echo $$p; \
