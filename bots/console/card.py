@@ -34,9 +34,6 @@ def card(view: ProposalView) -> Panel:
         for i, step in enumerate(view.steps, 1):
             steps.add_row(f"{i}.", Text(printable(step)))
         parts.append(steps)
-    common = _common(view.agents)
-    if common is not None:
-        parts.append(common)
     parts.append(Text())
     parts.append(_tree(view))
     if view.reused_from:
@@ -47,7 +44,7 @@ def card(view: ProposalView) -> Panel:
         b = view.budget
         parts.append(
             Text.from_markup(
-                f"[bold]Budget[/] for the whole run: {tokens(b.tokens)} · "
+                f"\n[bold]Budget[/] for the whole run: {tokens(b.tokens)} · "
                 f"{money(b.cost_usd)} · {duration(b.wall_clock_s)}"
             )
         )
@@ -78,14 +75,20 @@ def _common(agents: Sequence[AgentCard]) -> Text | None:
     )
     if not said:
         return None
-    return Text.from_markup("[bold]Every agent:[/] " + "; ".join(said))
+    return Text.from_markup("[dim]every agent:[/] " + "; ".join(said))
 
 
 def _tree(view: ProposalView) -> Tree:
     agents = view.agents
     model, shared = _shared_model(agents), set(_shared_tools(agents))
     teams = dict(_team(p, agents) for p in view.patterns)
-    tree = Tree(Text("Agents", style="bold"), guide_style="cyan")
+    common = _common(agents)
+    root = (
+        Text("Agents", style="bold")
+        if common is None
+        else Group(Text("Agents", style="bold"), common)
+    )
+    tree = Tree(root, guide_style="cyan")
     said: dict[str, str] = {}  # instructions → the first agent given them
     names = {a.name for a in agents}
     placed: set[int] = set()
