@@ -42,8 +42,9 @@ def _fields(agent: AgentCard) -> list[Field]:
         Field(
             "tools",
             "tools",
-            f"Tools, comma-separated (enter keeps {', '.join(agent.tools) or 'none'})",
-            _tool_list,
+            "Tools, comma-separated; +name adds one, -name takes one away "
+            f"(enter keeps {', '.join(agent.tools) or 'none'})",
+            lambda text: _tool_list(text, agent.tools),
         ),
         Field("model", "model", f"Model (enter keeps {agent.model})", str.strip),
         Field(
@@ -160,11 +161,29 @@ def _below(agent: AgentCard, agents: Sequence[AgentCard]) -> int:
     return len(doomed) - 1
 
 
-def _tool_list(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
-    if not names:
+def _tool_list(text: str, current: Sequence[str]) -> tuple[str, ...]:
+    """The tools typed ("a, b"), or the current ones changed ("+a, -b")."""
+    typed = [t.strip() for t in text.split(",") if t.strip()]
+    if not typed:
         raise ValueError("No tools named: write tool names separated by commas.")
-    return names
+    if all(t[0] in "+-" for t in typed):
+        names = list(current)
+        for t in typed:
+            name = t[1:].strip()
+            if t[0] == "+" and name not in names:
+                names.append(name)
+            elif t[0] == "-" and name in names:
+                names.remove(name)
+    elif any(t[0] in "+-" for t in typed):
+        raise ValueError(
+            "Either list the tools the agent should have, or change its list with +name "
+            "and -name only: not both."
+        )
+    else:
+        names = typed
+    if not names:
+        raise ValueError("An agent needs at least one tool: name one, or press enter to keep.")
+    return tuple(dict.fromkeys(names))
 
 
 def _number(text: str) -> float:

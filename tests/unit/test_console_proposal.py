@@ -220,5 +220,19 @@ def test_every_agent_is_under_its_parent_whatever_the_order_and_none_is_lost() -
         _agent(5, "Pong", "Ping", "q"),
     ]
     text = "\n".join(_rendered(_view(agents)))
-    assert re.search(r"── 3\. Top.*\n.*\n.*│   └── 2\. Lead.*\n.*\n.*│       └── 1\. Member", text), text
+    assert re.search(
+        r"── 3\. Top.*\n.*\n.*│   └── 2\. Lead.*\n.*\n.*│       └── 1\. Member", text
+    ), text
     assert "4. Ping" in text and "5. Pong" in text
+
+
+def test_tools_can_be_added_and_taken_away_by_name() -> None:
+    view = _view([_agent(1, "Analyst", None, "Analyse.", tools=("calculate", "finish"))])
+    typed = ["e", "1", "", "+web_search, -calculate", "", "", ""]
+    decision, printed = _ask(typed, view)
+    assert isinstance(decision, Edit)
+    assert decision.agents[0].tools == ("finish", "web_search")
+    mixed = ["e", "1", "", "web_search, -calculate", "fetch_url", "", "", ""]
+    decision, printed = _ask(mixed, view)
+    assert "Either list the tools the agent should have" in printed
+    assert isinstance(decision, Edit) and decision.agents[0].tools == ("fetch_url",)
