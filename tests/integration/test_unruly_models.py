@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -130,3 +131,38 @@ def test_a_question_to_a_text_only_model_is_answered(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert _answered(done, "The capital of France is Paris."), done.stdout + done.stderr
+
+
+def test_the_fake_runs_as_a_process_of_its_own() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.unruly_llm", "--habit", "json_prose", "--port", "0"],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        url = line.rsplit(" ", 1)[-1].strip()
+        assert line.startswith("unruly model (json_prose) serving on http://127.0.0.1:"), line
+        body = {
+            "model": "unruly",
+            "messages": [
+                {"role": "system", "content": "You are Solo. Call `finish` when done."},
+                {"role": "user", "content": "What is the capital of France?"},
+            ],
+            "tools": [{"type": "function", "function": {"name": "finish", "parameters": {}}}],
+        }
+        request = urllib.request.Request(
+            f"{url}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            message = json.load(answer)["choices"][0]["message"]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert "tool_calls" not in message
+    assert '"tool": "finish"' in message["content"] and "```json" in message["content"]
+    assert "The capital of France is Paris." in message["content"]
