@@ -11,7 +11,11 @@ from core.tools.registry import ToolRegistry
 
 def tools_table(registry: ToolRegistry) -> Table:
     """Available tools by category, with what they may touch; then the unavailable ones."""
-    table = Table("tool", "category", "may touch", "what it does", show_lines=False)
+    table = Table(show_lines=False, expand=True)
+    table.add_column("tool", no_wrap=True)
+    table.add_column("category", no_wrap=True)
+    table.add_column("may touch", ratio=1)
+    table.add_column("what it does", ratio=3)
     for e in catalogue(registry):
         flags = ", ".join(e["flags"])
         colour = "green" if e["flags"] == ["read-only"] else "yellow"
