@@ -20,11 +20,26 @@ class NotAnObject(ValueError):
     """The arguments are not a JSON object, even read twice."""
 
 
-def decode_arguments(raw: str | None) -> dict[str, Any]:
+def lone_string(schema: dict[str, Any]) -> str | None:
+    """The name of a tool's only parameter when it is a string (``finish``'s ``result``)."""
+    props = schema.get("properties")
+    if not isinstance(props, dict) or len(props) != 1:
+        return None
+    name, sub = next(iter(props.items()))
+    return name if isinstance(sub, dict) and sub.get("type") == "string" else None
+
+
+def decode_arguments(raw: str | None, lone: str | None = None) -> dict[str, Any]:
     """The arguments of a call as an object: ``""``/``null`` are ``{}``; a JSON string
-    holding a JSON object (encoded twice) is read again. Raises ``json.JSONDecodeError``
-    (not JSON) or :class:`NotAnObject`."""
-    value: Any = json.loads(raw or "{}")
+    holding a JSON object (encoded twice) is read again; for a tool whose only parameter
+    ``lone`` is a string, a bare text or JSON string is that parameter. Raises
+    ``json.JSONDecodeError`` (not JSON) or :class:`NotAnObject`."""
+    try:
+        value: Any = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        if lone is None or (raw or "").lstrip().startswith(("{", "[")):
+            raise
+        return {lone: raw}
     for _ in range(2):
         if not isinstance(value, str):
             break
@@ -37,6 +52,8 @@ def decode_arguments(raw: str | None) -> dict[str, Any]:
             break
     if value is None:
         return {}
+    if isinstance(value, str) and lone is not None:
+        return {lone: value}
     if not isinstance(value, dict):
         raise NotAnObject("arguments must be a JSON object")
     return value

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from core.agent.context import ToolContext
 from core.errors import ToolRetry
 from core.prompts import PromptLibrary
-from core.tools._coerce import NotAnObject, coerce, decode_arguments
+from core.tools._coerce import NotAnObject, coerce, decode_arguments, lone_string
 from core.tools._schema import arguments_model, json_schema, parse_docstring
 from core.types.chat import ToolCall
 
@@ -202,7 +202,7 @@ class ToolRegistry:
             text = prompts.render("feedback/unknown_tool.j2", name=call.name, tools=allowed)
             return ToolResult(call, False, text)
         try:
-            raw = coerce(decode_arguments(call.arguments), t._schema)
+            raw = coerce(decode_arguments(call.arguments, lone_string(t._schema)), t._schema)
         except json.JSONDecodeError as exc:
             return self._invalid(t, call, f"not valid JSON ({exc.msg} at char {exc.pos})", prompts)
         except NotAnObject as exc:

@@ -11,7 +11,7 @@ from core.llm.capabilities import Ladder, LadderLLM, Rung, Seen, offer, read
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.llm.text_calls import calls_in_text, strip_reasoning
 from core.prompts import PromptLibrary
-from core.tools._coerce import NotAnObject, coerce, decode_arguments
+from core.tools._coerce import NotAnObject, coerce, decode_arguments, lone_string
 from core.tools.builtin import default_registry
 from core.types.chat import ChatMessage, ToolCall
 
@@ -199,6 +199,13 @@ def test_arguments_are_decoded_twice_and_coerced_by_the_schema() -> None:
         decode_arguments("[1, 2]")
     with pytest.raises(NotAnObject):
         decode_arguments('"just a sentence"')
+    # A tool whose only parameter is a string takes a bare text as that parameter.
+    lone = lone_string(default_registry().get("finish")._schema)  # type: ignore[union-attr]
+    assert lone == "result"
+    assert decode_arguments("Paris", lone) == {"result": "Paris"}
+    assert decode_arguments('"Paris"', lone) == {"result": "Paris"}
+    with pytest.raises(json.JSONDecodeError):
+        decode_arguments('{"result": "Par', lone)
     schema = {
         "properties": {
             "page": {"type": "integer"},
