@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field
 
 from core.runs import learning
-from core.runs.control import approve_run, planned_budget, reject_run
+from core.runs.budget import edited_budget
+from core.runs.control import approve_run, reject_run
 from core.runs.edits import Edit, EditProblem, agents_of, apply_edit
 from core.tools.catalogue import agent_risks
 from core.types._base import Frozen
@@ -212,9 +213,10 @@ async def decide(
         if current.status is not RunStatus.PROPOSED:
             return None, []
         update: dict[str, object] = {"root": edited.root, "cohort": edited.cohort}
-        if edited.cohort is not None:
-            # Budgets edited per agent change the run's: it follows the design.
-            update["budget"] = planned_budget(svc, edited.cohort)
+        # Only an edit of agents' budgets, or of which agents there are, moves the run's.
+        budget = edited_budget(svc, current, edited)
+        if budget is not None:
+            update["budget"] = budget
         return current.model_copy(update=update), []
 
     saved = await svc.store.update_run(run_id, change)

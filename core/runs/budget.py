@@ -1,6 +1,12 @@
-"""A paused run's budget: a person's extension (the parked agents resume) or refusal
-(the run ends with the results so far). Pausing at a limit is the turn's side
+"""A run's budget: the one it is proposed with, what an edit of the proposal does to it,
+and a paused run's extension by a person (the parked agents resume) or refusal (the run
+ends with the results so far). Pausing at a limit is the turn's side
 (``core.agent.limits``).
+
+One path for every adapter: a run is proposed with :func:`proposal_budget` whoever
+planned it (a chat request planned by a worker, ``core.runs.requests``, or the console's
+``core.runs.control.propose_run``); the card shows ``run.budget`` and approval starts
+the run with that same budget, so what people approve is what runs.
 """
 
 from __future__ import annotations
@@ -8,11 +14,72 @@ from __future__ import annotations
 import time
 
 from core.agent.wake import nudge, nudge_all
-from core.runs.control import default_budget
 from core.services import Services
 from core.state.store import TransitionResult, transition
+from core.types.cohort import Cohort
 from core.types.events import RunEvent, RunFinished, RunStatusChanged
 from core.types.run import RunBudget, RunState, RunStatus
+
+
+def default_budget(svc: Services) -> RunBudget:
+    """The configured ceiling of a run (``[limits]``): a direct answer's budget."""
+    limits = svc.settings.limits
+    return RunBudget(
+        tokens=limits.tokens_per_run,
+        cost_usd=limits.cost_per_run_usd,
+        wall_clock_s=limits.wall_clock_s,
+    )
+
+
+def planned_budget(svc: Services, cohort: Cohort) -> RunBudget:
+    """The budget the planner designed for a cohort, within the configured caps.
+
+    Tokens: its agents' token budgets added up (an agent without one counts the
+    configured ``tokens_per_agent``, the most its turns may spend). Cost: its agents' cost
+    budgets added up when every agent has one (a person set them all in an edit), else
+    the cohort's ``budget_usd`` (the caps where it set none). The wall clock is the
+    configured one.
+    """
+    limits = svc.settings.limits
+    tokens = sum(a.budget.max_tokens or limits.tokens_per_agent for a in cohort.agents)
+    costs = [a.budget.max_cost_usd for a in cohort.agents]
+    if costs and all(c is not None for c in costs):
+        cost = sum(c for c in costs if c is not None)
+    else:
+        cost = cohort.total_budget_usd if cohort.total_budget_usd > 0 else limits.cost_per_run_usd
+    return RunBudget(
+        tokens=max(1, min(limits.tokens_per_run, tokens)),
+        cost_usd=min(limits.cost_per_run_usd, cost),
+        wall_clock_s=limits.wall_clock_s,
+    )
+
+
+def proposal_budget(svc: Services, cohort: Cohort | None) -> RunBudget:
+    """The budget a proposal is recorded, shown and run with: a designed cohort's
+    :func:`planned_budget`; a single agent's (a direct answer) the configured
+    :func:`default_budget`."""
+    return planned_budget(svc, cohort) if cohort is not None else default_budget(svc)
+
+
+def _agent_budgets(run: RunState) -> dict[str, tuple[int | None, float | None]]:
+    agents = run.cohort.agents if run.cohort is not None else (run.root,) if run.root else ()
+    return {a.id: (a.budget.max_tokens, a.budget.max_cost_usd) for a in agents}
+
+
+def edited_budget(svc: Services, before: RunState, after: RunState) -> RunBudget | None:
+    """The run's budget after an edit of its proposal, ``before`` → ``after``.
+
+    An edit changes only what it edits: one that leaves every agent's token and cost
+    budget as it was and adds or removes no agent (new instructions, tools, a model)
+    keeps the run's budget exactly as the card showed it. One that changes an agent's
+    budget, or adds or removes agents, gives a designed cohort its budget recomputed from
+    the edited design (:func:`planned_budget`: a lead's budget raised by 25,000 tokens
+    raises the run's by as much). A single agent's run keeps its budget. The budget to
+    set, or None to keep it.
+    """
+    if after.cohort is None or _agent_budgets(before) == _agent_budgets(after):
+        return None
+    return planned_budget(svc, after.cohort)
 
 
 async def extend_run(

@@ -1,5 +1,5 @@
 """What people decide about a run: propose, approve, reject, cancel, or start one at
-once (budgets: ``core.runs.budget``).
+once (budgets: ``core.runs.budget``, the one path every proposal's budget takes).
 
 Every decision is one atomic transition of the run in Redis (``Store.transition_run`` /
 ``Store.update_run``), so two people clicking Approve at once start one run, and an
@@ -15,6 +15,7 @@ from core.agent.create import require_known_tools, spawn_cohort
 from core.agent.wake import nudge_all
 from core.effects.timers import ExpireProposal, schedule, unschedule
 from core.errors import RunError
+from core.runs.budget import default_budget, proposal_budget
 from core.services import Services
 from core.state.store import TransitionResult, transition
 from core.types._base import new_id
@@ -22,29 +23,6 @@ from core.types.agent import AgentSpec
 from core.types.cohort import Cohort
 from core.types.events import RunEvent, RunFinished, RunStarted
 from core.types.run import SYSTEM, RunBudget, RunState, RunStatus
-
-
-def default_budget(svc: Services) -> RunBudget:
-    limits = svc.settings.limits
-    return RunBudget(
-        tokens=limits.tokens_per_run,
-        cost_usd=limits.cost_per_run_usd,
-        wall_clock_s=limits.wall_clock_s,
-    )
-
-
-def planned_budget(svc: Services, cohort: Cohort) -> RunBudget:
-    """The budget the planner designed for a cohort, within the configured caps: the sum
-    of its agents' token budgets and its ``budget_usd`` (the caps where it set none)."""
-    limits = svc.settings.limits
-    per_agent = [a.budget.max_tokens for a in cohort.agents]
-    tokens = limits.tokens_per_run
-    if per_agent and all(t is not None for t in per_agent):
-        tokens = min(tokens, sum(t for t in per_agent if t is not None))
-    cost = limits.cost_per_run_usd
-    if cohort.total_budget_usd > 0:
-        cost = min(cost, cohort.total_budget_usd)
-    return RunBudget(tokens=tokens, cost_usd=cost, wall_clock_s=limits.wall_clock_s)
 
 
 async def propose_run(
@@ -56,8 +34,9 @@ async def propose_run(
     budget: RunBudget | None = None,
 ) -> str:
     """Record a proposed run — one top agent, or a designed cohort — that nothing runs
-    until someone approves it (``approval.expire_s`` to decide); returns its id. A
-    cohort's run gets the budget its planner designed (:func:`planned_budget`)."""
+    until someone approves it (``approval.expire_s`` to decide); returns its id. It gets
+    ``budget`` if given, else the budget every proposal gets
+    (``core.runs.budget.proposal_budget``: a cohort's as its planner designed it)."""
     cohort = root if isinstance(root, Cohort) else None
     top = root.root if isinstance(root, Cohort) else root
     for spec in cohort.agents if cohort else (top,):
@@ -69,7 +48,7 @@ async def propose_run(
         root_agent_id=top.id,
         root=top,
         cohort=cohort,
-        budget=budget or (planned_budget(svc, cohort) if cohort else default_budget(svc)),
+        budget=budget or proposal_budget(svc, cohort),
         expires_at=time.time() + svc.settings.approval.expire_s,
     )
     await svc.store.create_run(run)
@@ -99,9 +78,7 @@ Guard = Callable[[RunState], str | None]
 
 
 def _expired(run: RunState, now: float) -> bool:
-    return (
-        run.status is RunStatus.PROPOSED and run.expires_at is not None and now >= run.expires_at
-    )
+    return run.status is RunStatus.PROPOSED and run.expires_at is not None and now >= run.expires_at
 
 
 def _expire(run: RunState) -> tuple[RunState, list[RunEvent]]:

@@ -26,7 +26,8 @@ from core import telemetry
 from core.agent.responses import RememberingLLM
 from core.errors import CarambaError
 from core.planning import plan
-from core.runs.control import approve_run, default_budget, schedule_expiry
+from core.runs.budget import proposal_budget
+from core.runs.control import approve_run, schedule_expiry
 from core.scheduler.base import TurnJob, TurnOutcome
 from core.state.store import transition
 from core.types._base import new_id
@@ -60,6 +61,9 @@ async def request_run(
 ) -> str:
     """Record ``task`` as a run in ``planning`` and hand its planning to the scheduler.
 
+    The run has no budget until it is proposed: planning gives it the one its card shows
+    and it runs with (``core.runs.budget.proposal_budget``).
+
     ``files`` were attached to the request and are in the workspace of ``run_id``
     already: the planner and the agents are told they exist.
     """
@@ -69,7 +73,6 @@ async def request_run(
         status=RunStatus.PLANNING,
         requested_by=requested_by,
         files=list(files),
-        budget=default_budget(svc),
     )
     await svc.store.create_run(run)
     await svc.scheduler.submit(TurnJob(run_id=run.id, kind="plan"))
@@ -137,7 +140,9 @@ async def _plan(svc: Services, run_id: str) -> TurnOutcome:
 
 
 async def _propose(svc: Services, run_id: str, outcome: PlanOutcome) -> None:
-    """Planning → proposed with the cohort (or the UI agent, then started at once)."""
+    """Planning → proposed with the cohort (or the UI agent, then started at once), and
+    with the budget every proposal gets (``core.runs.budget.proposal_budget``): a
+    designed cohort's as its planner designed it, a direct answer's the default."""
     cohort: Cohort | None = outcome.cohort
     top = outcome.direct or (cohort.root if cohort is not None else None)
     assert top is not None, "planning returns a direct agent or a cohort"
@@ -148,6 +153,7 @@ async def _propose(svc: Services, run_id: str, outcome: PlanOutcome) -> None:
             return None, []  # cancelled while planning
         new = step.run
         new.root, new.root_agent_id, new.cohort = top, top.id, cohort
+        new.budget = proposal_budget(svc, cohort)
         new.planning = outcome.usage
         new.expires_at = time.time() + svc.settings.approval.expire_s
         note = f"{outcome.path}: {outcome.llm_calls} planning calls"
