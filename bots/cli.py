@@ -27,6 +27,13 @@ def demo(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every turn."),
     solo: bool = typer.Option(False, "--solo", help="One agent and its tools, no planning."),
     cohort: bool = typer.Option(False, "--cohort", help="Agents creating agents at run time."),
+    pace: float | None = typer.Option(
+        None,
+        "--pace",
+        min=0,
+        help="Seconds each scripted model answer takes, so you can watch the agents work "
+        "(default: 1 at a terminal, 0 when the output is not a terminal).",
+    ),
 ) -> None:
     """Run the offline demo: a request routed, planned, proposed, approved and done by a
     team of agents over the bus. Zero services; a scripted model answers every call."""
@@ -51,18 +58,20 @@ def demo(
         console.print("[bold green]✓ approved automatically[/] (not a terminal)")
         return Approve()
 
+    pace_s = pace if pace is not None else (1.0 if sys.stdout.isatty() else 0.0)
     if solo or cohort:
         task, root, model = (
             (COHORT_TASK, cohort_orchestrator(), cohort_model())
             if cohort
             else (DEMO_TASK, demo_agent(), demo_model())
         )
+        model.pace_s = pace_s
         run = asyncio.run(
             run_embedded(settings, task, root, llm=model, on_event=printer, timeout_s=60)
         )
     else:
         say = lambda m: console.print(f"[dim]{escape(m)}[/]")  # noqa: E731
-        run = asyncio.run(run_demo(settings, ask, on_event=printer, on_message=say))
+        run = asyncio.run(run_demo(settings, ask, on_event=printer, on_message=say, pace_s=pace_s))
     if run.status.value == "rejected":
         return
     if run.status.value != "completed" or printer.tools_called == 0:

@@ -54,10 +54,17 @@ def web(
         help="Everything in this process with the scripted offline model: no services, "
         "no keys (try the product in a browser).",
     ),
+    pace: float = typer.Option(
+        1.0,
+        "--pace",
+        min=0,
+        help="With --demo: seconds each scripted model answer takes, so you can watch the "
+        "agents work (0: as fast as it goes).",
+    ),
 ) -> None:
     """Serve the web chat (/chat: the same flow as in Slack and Discord) and the run
     inspector (every run's plan, agents, messages, tool calls, files and result, live).
     Open on 127.0.0.1; elsewhere pages need their signed links."""
     from bots.web.main import run_web
 
-    serve(run_web(settings_or_exit(), host, port, demo=demo))
+    serve(run_web(settings_or_exit(), host, port, demo=demo, pace_s=pace))

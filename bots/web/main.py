@@ -59,11 +59,12 @@ def local_signer(settings: Settings, host: str) -> Signer:
 
 
 def web_services(
-    settings: Settings, demo: bool
+    settings: Settings, demo: bool, pace_s: float = 0.0
 ) -> contextlib.AbstractAsyncContextManager[Services]:
     """The services the web chat runs requests with: ``chat_services`` (jobs to the Celery
     workers, or everything in this process in embedded mode), or with ``demo`` the
-    offline demo's (embedded, the scripted model, nothing kept)."""
+    offline demo's (embedded, the scripted model taking ``pace_s`` seconds an answer,
+    nothing kept)."""
     if not demo:
         return chat_services(settings)
 
@@ -71,26 +72,32 @@ def web_services(
     async def offline() -> AsyncIterator[Services]:
         with tempfile.TemporaryDirectory(prefix="caramba-web-demo-") as scratch:
             demo_settings = offline_settings(settings, Path(scratch))
-            async with embedded_services(demo_settings, team_model()) as svc:
+            async with embedded_services(demo_settings, team_model(pace_s)) as svc:
                 yield svc
 
     return offline()
 
 
 async def run_web(
-    settings: Settings, host: str | None = None, port: int | None = None, *, demo: bool = False
+    settings: Settings,
+    host: str | None = None,
+    port: int | None = None,
+    *,
+    demo: bool = False,
+    pace_s: float = 0.0,
 ) -> None:
     """Serve the inspector and the web chat until SIGTERM or SIGINT, on ``host``:``port``
     (default ``[web_ui] host`` and ``port``). The runs list and the chat are open on a
     loopback address and need an operator's link (:func:`bots.web.access.operator_link`)
     anywhere else; run pages always need their run's link
     (:func:`bots.web.access.run_link`). ``demo``: everything in this process with the
-    scripted offline model (no services, no keys): try the product in a browser."""
+    scripted offline model (no services, no keys), each answer taking ``pace_s`` seconds:
+    try the product in a browser."""
     host = host or settings.web_ui.host
     port = port or settings.web_ui.port
     local = host in LOOPBACK
     sign = local_signer(settings, host)
-    async with web_services(settings, demo) as svc:
+    async with web_services(settings, demo, pace_s) as svc:
         live = Live(svc.store, blocking=not svc.settings.redis.embedded)
         inspector = Inspector(svc.settings, svc.store, svc.workspace, sign, live, open_list=local)
         chat = WebChat(svc, sign, open=local)

@@ -6,6 +6,7 @@ only the completion itself is scripted.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections import deque
@@ -58,6 +59,8 @@ class ScriptedModel:
     responder: Responder | None = None
     cost_per_call_usd: float = 0.0
     requests: list[LLMRequest] = field(default_factory=list)
+    # Seconds each answer takes (the demos' --pace: a person can watch the agents work).
+    pace_s: float = 0.0
 
     def script(self, agent: str, *replies: Reply | Fail) -> ScriptedModel:
         self.scripts.setdefault(agent, deque()).extend(replies)
@@ -65,6 +68,8 @@ class ScriptedModel:
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         self.requests.append(request)
+        if self.pace_s > 0:
+            await asyncio.sleep(self.pace_s)
         queue = next(
             (
                 self.scripts[k]

@@ -15,16 +15,21 @@ from pathlib import Path
 
 from core.config import Settings
 from core.llm.base import LLMRequest
-from core.llm.scripted import SCRIPTED_MODEL, Reply, ScriptedModel, call
+from core.llm.scripted import SCRIPTED_MODEL, Reply, ScriptedModel
 from core.planning import PlanOutcome, plan
-from core.process.demo_planning import planning
+from core.process import demo_general
+from core.process.demo_planning import is_budget, planning
+from core.process.demo_reading import system_text
 from core.process.demo_team import LEAD, PARTS, TEAM_TASK, lead, member, orchestrator
 from core.process.embedded import Decider, EventCallback, embedded_services, run_proposal
 from core.types.run import RunState
 
 
-def team_model() -> ScriptedModel:
-    """The scripted model answering the planning stages and every agent of the demo."""
+def team_model(pace_s: float = 0.0) -> ScriptedModel:
+    """The scripted model answering the planning stages and every agent of the demo: the
+    budget team for the budget task, a cohort shaped from its words for any other request
+    (core/process/demo_general.py). ``pace_s``: seconds each answer takes, so a person can
+    watch the agents work (0 in tests)."""
     brains = {"Orchestrator": orchestrator, LEAD: lead, **{p.member: member for p in PARTS}}
 
     def respond(r: LLMRequest) -> Reply:
@@ -32,11 +37,11 @@ def team_model() -> ScriptedModel:
         if planned is not None:
             return planned
         brain = brains.get(r.agent_name)
-        if brain is None:  # an agent the demo does not know: end it plainly
-            return Reply(calls=(call("finish", {"result": "(nothing to do)"}),))
-        return brain(r)
+        if brain is not None and is_budget(system_text(r)):
+            return brain(r)
+        return demo_general.agent(r)
 
-    return ScriptedModel(responder=respond)
+    return ScriptedModel(responder=respond, pace_s=pace_s)
 
 
 def offline_settings(settings: Settings, scratch: Path) -> Settings:
@@ -77,9 +82,11 @@ async def run_demo(
     on_message: Callable[[str], None] = print,
     requested_by: str = "console",
     timeout_s: float = 60,
+    pace_s: float = 0.0,
 ) -> RunState:
-    """Plan :data:`TEAM_TASK`, let ``ask`` decide on the proposal, run it; the final state."""
-    model = team_model()
+    """Plan :data:`TEAM_TASK`, let ``ask`` decide on the proposal, run it; the final state.
+    ``pace_s``: seconds each scripted answer takes (a person watching)."""
+    model = team_model(pace_s)
     with tempfile.TemporaryDirectory(prefix="caramba-demo-") as scratch:
         offline = offline_settings(settings, Path(scratch))
         async with embedded_services(offline, model) as svc:
@@ -95,5 +102,5 @@ async def run_demo(
                 on_event=on_event,
                 on_message=on_message,
                 requested_by=requested_by,
-                timeout_s=timeout_s,
+                timeout_s=timeout_s + 100 * pace_s,  # room for the paced answers
             )

@@ -10,7 +10,25 @@ from typing import Any
 
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, call
+from core.process import demo_shapes
 from core.process.demo_team import BUDGET_FILE, LEAD, PARTS
+
+_ROUTER_TASK = re.compile(r"The request:\n\n(.+?)\n\nChoose one path", re.DOTALL)
+_PLANNER_TASK = re.compile(r"carry out this task:\n\n(.+?)\n\n(?:The requester|## What)", re.DOTALL)
+_COHORT_TASK = re.compile(r"The cohort's task: (.+?)\n\nThe plan:", re.DOTALL)
+_OFFERED = re.compile(r"^- `(\w+)` \(", re.MULTILINE)
+
+
+def is_budget(task: str) -> bool:
+    """Whether ``task`` is the demo's budget (its worked example, TEAM_TASK), not another
+    request shaped from its words (core/process/demo_shapes.py)."""
+    return "budget" in task.lower()
+
+
+def _task(r: LLMRequest, pattern: re.Pattern[str]) -> str:
+    found = pattern.search(r.messages[-1].content or "")
+    return found.group(1).strip() if found else ""
+
 
 ROUTE = {
     "path": "plan",
@@ -87,6 +105,12 @@ def prompt_creator(r: LLMRequest) -> Reply:
     found = _AGENT.search(text)
     role = found.group(2) if found else "member"
     draft = _DRAFTS.get(role, _DRAFTS["member"])
+    if not is_budget(_task(r, _COHORT_TASK)):
+        name = found.group(1) if found else "the agent"
+        draft = (
+            f"You are {name}. Do your part of the task as your brief says, keep to your "
+            "team's playbook, and finish with a short, sourced result for your parent."
+        )
     if "A reviewer's critique" in text:
         return Reply(content=draft + _REFINED)
     if "Critique the draft" in text:
@@ -97,9 +121,16 @@ def prompt_creator(r: LLMRequest) -> Reply:
 def planning(r: LLMRequest) -> Reply | None:
     """The planning stages' replies; None for the agents of the run."""
     if r.agent_name == "router":
-        return Reply(calls=(call("submit_router", ROUTE),))
+        task = _task(r, _ROUTER_TASK)
+        route = ROUTE if is_budget(task) else demo_shapes.route(task)
+        return Reply(calls=(call("submit_router", route),))
     if r.agent_name == "planner":
-        return Reply(content="A fan-out team fits.", calls=(call("submit_planner", design()),))
+        task = _task(r, _PLANNER_TASK)
+        if is_budget(task):
+            return Reply(content="A fan-out team fits.", calls=(call("submit_planner", design()),))
+        offered = frozenset(_OFFERED.findall(r.messages[-1].content or ""))
+        shaped = demo_shapes.design(task, offered)
+        return Reply(content="Shaped from the request.", calls=(call("submit_planner", shaped),))
     if r.agent_name == "prompt_creator":
         return prompt_creator(r)
     return None
