@@ -15,6 +15,10 @@ class LLMRequest(Frozen):
     # The most tokens the answer may take (None: llm.max_output_tokens); the turn lowers it
     # to what is left of the agent's and the run's token budgets.
     max_tokens: int | None = None
+    # Structured output, as the OpenAI API takes it ({"type": "json_object"} or
+    # {"type": "json_schema", "json_schema": {...}}); None: free text. The planner asks for it
+    # from models that do not call its submit tool.
+    response_format: dict[str, Any] | None = None
     # For accounting and logs only.
     run_id: str = ""
     agent_id: str = ""

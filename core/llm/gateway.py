@@ -69,6 +69,8 @@ class LiteLLMGateway:
         }
         if request.tools:
             kwargs["tools"] = list(request.tools)
+        if request.response_format is not None:
+            kwargs["response_format"] = request.response_format
         if s.api_base:
             kwargs["api_base"] = s.api_base
         if self._api_key:
