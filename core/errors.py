@@ -78,6 +78,37 @@ class LLMError(RunError):
         )
 
 
+class LLMSetupError(LLMError, ConfigError):
+    """The model cannot be called as configured — no key, a refused key, a model the server
+    does not know, no server at the address — so no retry helps. A configuration error
+    (what to fix is in ``hint``) that is also an :class:`LLMError` (a turn or a planning
+    that meets it fails with this one line).
+
+    ``kind``: ``no_key``, ``bad_key``, ``unknown_model`` or ``no_server``; ``variable``: the
+    environment variable of the key, when it is about a key.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str,
+        kind: str,
+        hint: str,
+        status: int | None = None,
+        attempts: int = 0,
+        variable: str = "",
+    ) -> None:
+        self.model = model
+        self.status = status
+        self.attempts = attempts
+        self.retryable = False
+        self.kind = kind
+        self.variable = variable
+        self.hint = hint
+        CarambaError.__init__(self, f"{message} — {hint}")
+
+
 class WorkspaceError(RunError):
     """A file operation of the run's workspace was refused (a bad path, a missing file,
     a size or count cap); the message says what to do instead."""

@@ -38,6 +38,9 @@ _INVALID = re.compile(
     re.DOTALL,
 )
 _NO_CHOICES_KEY = "provider returned 'choices' that is not a list"
+# How the openai client and servers say there is no key, or no such model.
+_NO_KEY = ("missing credentials", "api_key client option must be set", "no api key provided")
+_NO_MODEL = ("model not found", "model_not_found", "llm provider not provided")
 
 
 class CallFailure(Exception):
@@ -46,7 +49,9 @@ class CallFailure(Exception):
     ``retry``: another attempt of this call may help; ``max_attempts``: a cap on the attempts
     this kind of failure deserves (None: ``llm.max_attempts``); ``wait_s``: what the server
     asked to wait before the next one (None: the backoff); ``transient``: a later call may
-    succeed (becomes ``LLMError.retryable``).
+    succeed (becomes ``LLMError.retryable``); ``setup``: the failure is the setup's
+    (``no_key``, ``bad_key``, ``unknown_model``, ``no_server``), said as a
+    :class:`core.errors.LLMSetupError`; ``address``: the host it could not reach.
     """
 
     def __init__(
@@ -58,6 +63,8 @@ class CallFailure(Exception):
         transient: bool = False,
         max_attempts: int | None = None,
         wait_s: float | None = None,
+        setup: str = "",
+        address: str = "",
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -66,6 +73,8 @@ class CallFailure(Exception):
         self.transient = transient
         self.max_attempts = max_attempts
         self.wait_s = wait_s
+        self.setup = setup
+        self.address = address
 
 
 def classify(exc: BaseException, litellm: Any, retry_after_max_s: float) -> CallFailure:
@@ -76,6 +85,9 @@ def classify(exc: BaseException, litellm: Any, retry_after_max_s: float) -> Call
     if bad is not None:
         return bad
     status = _status(exc)
+    kind = setup_kind(exc, litellm, status)
+    if kind:
+        return CallFailure(f"{type(exc).__name__}: {short(exc)}", status=status, setup=kind)
     transient = _transient(exc, litellm, status)
     wait_s = retry_after_s(exc) if transient else None
     if wait_s is not None and wait_s > retry_after_max_s:
@@ -93,6 +105,18 @@ def classify(exc: BaseException, litellm: Any, retry_after_max_s: float) -> Call
         transient=transient,
         wait_s=wait_s,
     )
+
+
+def setup_kind(exc: BaseException, lm: Any, status: int | None) -> str:
+    """``no_key``, ``bad_key`` or ``unknown_model`` when no retry can help, else ""."""
+    text = " ".join(str(e) for e in _chain(exc)).lower()
+    if any(m in text for m in _NO_KEY):
+        return "no_key"
+    if status in (401, 403) or isinstance(exc, lm.AuthenticationError | lm.PermissionDeniedError):
+        return "bad_key"
+    if status == 404 or isinstance(exc, lm.NotFoundError) or any(m in text for m in _NO_MODEL):
+        return "unknown_model"
+    return ""
 
 
 def no_choices(response: Any) -> CallFailure | None:
@@ -170,7 +194,9 @@ def _bad_answer(exc: BaseException) -> CallFailure | None:
 
 
 def _no_connection(exc: BaseException) -> CallFailure | None:
-    """Refused or unresolvable: litellm says "InternalServerError" (500); say what it was."""
+    """Refused or unresolvable: litellm says "InternalServerError" (500); say what it was.
+    A setup error (``no_server``); a refused connection is tried once more (a server
+    restarting), an unknown host is not."""
     if getattr(exc, "litellm_response_headers", None) is not None:
         return None
     chain = list(_chain(exc))
@@ -182,11 +208,14 @@ def _no_connection(exc: BaseException) -> CallFailure | None:
     where = next(
         (f" at {e.host}:{e.port}" for e in chain if isinstance(getattr(e, "host", None), str)), ""
     )
+    refused = isinstance(cause, ConnectionRefusedError)
     return CallFailure(
         f"could not connect to the model server{where} ({cause}): check llm.api_base and that "
         "the server is running",
-        retry=True,
-        transient=True,
+        retry=refused,
+        max_attempts=2,
+        setup="no_server",
+        address=where.removeprefix(" at "),
     )
 
 

@@ -1,12 +1,14 @@
 """The real model path: litellm (any provider or a local OpenAI-compatible server).
 
-Retries transient failures (rate limits, 5xx, timeouts, connection errors) with
+Retries transient failures (rate limits, 5xx, timeouts, dropped connections) with
 exponential backoff and jitter, capped, or after what the server's ``Retry-After`` asks when
 that is at most ``llm.retry_after_max_s`` (longer ends the call at once, saying so). A 200
 that is not a completion (an HTML page, a body that is not JSON, no choices) is reported as
-such and retried only when that can help (see :mod:`core.llm.failures`). Accounts tokens and
-cost per call. Models litellm has no price for are priced from ``[llm.prices]`` or registered
-at zero instead of crashing. litellm is imported lazily: it costs seconds and ~200 MB.
+such and retried only when that can help (see :mod:`core.llm.failures`). A setup error (no
+key, a refused key, an unknown model, no server) is not retried, a refused connection once,
+and is raised as one line saying what to do (:class:`core.errors.LLMSetupError`). Accounts
+tokens and cost per call. Models litellm has no price for are priced from ``[llm.prices]`` or
+registered at zero instead of crashing. litellm is imported lazily: it costs seconds and ~200 MB.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ from typing import Any
 from tenacity import AsyncRetrying, RetryCallState, stop_after_attempt, wait_random_exponential
 
 from core.config import LLMSettings
-from core.errors import LLMError
+from core.errors import LLMError, LLMSetupError
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.failures import CallFailure, classify, no_choices
+from core.llm.setup import missing_key, setup_error
 from core.types.chat import ToolCall, Usage
 
 log = logging.getLogger(__name__)
+_PLACEHOLDER = "no-key-needed"
 
 
 def import_litellm() -> Any:
@@ -46,6 +50,7 @@ class LiteLLMGateway:
         self._litellm = import_litellm()
         self._api_key = settings.api_key() or self._local_placeholder_key()
         self._zero_priced: set[str] = set()
+        self._key_problems: dict[str, LLMSetupError | None] = {}
 
     def _local_placeholder_key(self) -> str | None:
         """A local OpenAI-compatible server needs no key, but the client insists on one."""
@@ -55,10 +60,19 @@ class LiteLLMGateway:
             report = self._litellm.validate_environment(model=self.settings.model)
         except Exception:
             return None
-        return None if report.get("keys_in_environment") else "no-key-needed"
+        return None if report.get("keys_in_environment") else _PLACEHOLDER
+
+    def _missing_key(self, model: str) -> LLMSetupError | None:
+        """No key for ``model`` in the environment: said before any call, never retried."""
+        if model not in self._key_problems:
+            self._key_problems[model] = missing_key(self.settings, model, self._litellm)
+        return self._key_problems[model]
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         s = self.settings
+        problem = self._missing_key(request.model)
+        if problem is not None:
+            raise problem
         kwargs: dict[str, Any] = {
             "model": request.model,
             "messages": [m.to_openai() for m in request.messages],
@@ -108,6 +122,17 @@ class LiteLLMGateway:
                     if empty is not None:
                         raise empty
         except CallFailure as failure:
+            if failure.setup:
+                raise setup_error(
+                    s,
+                    request.model,
+                    failure.setup,
+                    status=failure.status,
+                    attempts=attempts,
+                    keyed=self._api_key != _PLACEHOLDER,
+                    address=failure.address,
+                    litellm=self._litellm,
+                ) from (failure.__cause__ or failure)
             raise LLMError(
                 failure.message,
                 model=request.model,

@@ -12,7 +12,7 @@ from email.utils import formatdate
 
 import pytest
 
-from core.errors import LLMError
+from core.errors import LLMError, LLMSetupError
 from core.llm.base import LLMRequest
 from core.llm.gateway import LiteLLMGateway
 from core.types import ChatMessage
@@ -178,7 +178,7 @@ async def test_a_503_with_an_http_date_too_far_is_not_retried(llm_server) -> Non
     assert len(llm_server.requests) == 1
 
 
-# -- transient failures keep being retried -------------------------------------------------------
+# -- transient failures keep being retried, setup errors are not ---------------------------------
 
 
 async def test_429s_within_the_ceiling_use_every_attempt(llm_server) -> None:
@@ -189,16 +189,21 @@ async def test_429s_within_the_ceiling_use_every_attempt(llm_server) -> None:
     assert len(llm_server.requests) == 3
 
 
-async def test_connection_refused_is_retried() -> None:
+async def test_connection_refused_is_tried_once_more_then_said_as_a_setup_error() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again below: nothing listens there
-    with pytest.raises(LLMError) as info:
-        await gateway(f"http://127.0.0.1:{port}/v1", max_attempts=3).complete(request())
+    base = f"http://127.0.0.1:{port}/v1"
+    with pytest.raises(LLMSetupError) as info:
+        await gateway(base, max_attempts=4).complete(request())
     error = info.value
-    assert (error.status, error.attempts, error.retryable) == (None, 3, True)
+    assert (error.kind, error.status, error.attempts, error.retryable) == (
+        "no_server",
+        None,
+        2,
+        False,
+    )
     assert str(error) == (
-        f"LLM call to {MODEL} failed after 3 attempt(s): could not connect to the model server "
-        f"at 127.0.0.1:{port} ([Errno 111] Connect call failed ('127.0.0.1', {port})): check "
-        "llm.api_base and that the server is running"
+        f"Cannot reach the model server at {base} — start it, or fix [llm] api_base in "
+        "config.toml, or CARAMBA_LLM__API_BASE"
     )
