@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 def cost(usd: float) -> str:
     """``$0.42``, ``$3.10``, ``$1,204.00``; ``under $0.01`` below a cent, ``$0`` for none."""
@@ -10,6 +12,16 @@ def cost(usd: float) -> str:
     if usd < 0.01:
         return "under $0.01"
     return f"${usd:,.2f}"
+
+
+def exact_cost(usd: float) -> str:
+    """A budget, or spending set against one, exact enough to decide on: as :func:`cost`
+    from a cent up; below a cent to two significant figures (``$0.0004``, ``$0.0012``)
+    where :func:`cost` would say "under $0.01" — a planner's budget may be that small."""
+    if not 0 < usd < 0.01:
+        return cost(usd)
+    decimals = 1 - math.floor(math.log10(usd))
+    return f"${usd:.{decimals}f}".rstrip("0")
 
 
 def tokens(n: int) -> str:

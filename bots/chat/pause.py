@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bots.chat.intentions import Note, Paused
-from bots.chat.numbers import cost, tokens
+from bots.chat.numbers import cost, exact_cost, tokens
 from core.config import HumansSettings
 from core.types.events import BudgetReached, RunStatusChanged
 from core.types.run import RunStatus
@@ -28,10 +28,11 @@ def _duration(seconds: float) -> str:
 
 
 def spent(p: Paused) -> str:
-    """What the run used against its limit: ``$4.08 of $3.00``, ``120,000 of 100,000
-    tokens``; core's own words where the limit is not known (or is the wall clock)."""
+    """What the run used against its limit: ``$4.08 of $3.00`` (``$0.0012 of $0.0004``:
+    exact below a cent too), ``120,000 of 100,000 tokens``; core's own words where the
+    limit is not known (or is the wall clock)."""
     if p.what == "cost" and p.limit_cost_usd:
-        return f"the run spent {cost(p.cost_usd)} of {cost(p.limit_cost_usd)}"
+        return f"the run spent {exact_cost(p.cost_usd)} of {exact_cost(p.limit_cost_usd)}"
     if p.what == "tokens" and p.limit_tokens:
         return f"the run used {p.tokens:,} of {tokens(p.limit_tokens)}"
     return p.detail
@@ -116,4 +117,4 @@ async def _going_on(relay: ThreadRelay) -> str:
     budget = (await relay.svc.store.get_run(relay.run_id)).budget
     if budget is None:
         return said + "."
-    return f"{said} (its budget is now {cost(budget.cost_usd)} · {tokens(budget.tokens)})."
+    return f"{said} (its budget is now {exact_cost(budget.cost_usd)} · {tokens(budget.tokens)})."

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import discord
 
+from bots.chat.numbers import exact_cost, tokens
 from bots.discord.text import escape, truncate
 from core.runs.approval import AgentCard, ProposalView
 
@@ -38,7 +39,10 @@ def _budget(view: ProposalView) -> str:
     parts: list[str] = []
     if view.budget is not None:
         b = view.budget
-        parts.append(f"Budget: {b.tokens} tokens · ${b.cost_usd:.2f} · {b.wall_clock_s:.0f} s")
+        # The run's budget as approved: exact, whatever the planner set ($0.0004 too).
+        parts.append(
+            f"Budget: {tokens(b.tokens)} · {exact_cost(b.cost_usd)} · {b.wall_clock_s:.0f} s"
+        )
     if view.planning is not None:
         spent = view.planning
         parts.append(f"planning used {spent.total_tokens} tokens (${spent.cost_usd:.4f})")

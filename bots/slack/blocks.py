@@ -14,7 +14,7 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
-from bots.chat.numbers import cost, tokens
+from bots.chat.numbers import cost, exact_cost, tokens
 from bots.slack.text import MAX_BLOCKS, escape, truncate
 from core.runs.approval import AgentCard, ProposalView
 
@@ -77,7 +77,7 @@ def _footer(view: ProposalView) -> list[Block]:
             ContextBlock(
                 elements=[
                     MarkdownTextObject(
-                        text=f"Budget: {tokens(b.tokens)} · {cost(b.cost_usd)} · "
+                        text=f"Budget: {tokens(b.tokens)} · {exact_cost(b.cost_usd)} · "
                         f"{b.wall_clock_s:.0f} s{planned} · run `{view.run_id}`"
                     )
                 ]
