@@ -66,6 +66,8 @@ ROUTE_PLAN = Reply(calls=(call("submit_router", {"path": "plan", "reason": "many
 def prompt_writer(request: Any) -> Reply:
     """The prompt creator's replies: a draft, a critique, a refinement, by template."""
     text = request.messages[-1].content or ""
+    if "The agent: " not in text:  # not the prompt creator: a planner asked again
+        return Reply(content="I cannot help with that.")
     name = text.split("The agent: ", 1)[1].split(",", 1)[0]
     if "Critique the draft" in text:
         return Reply(content=f"Critique of {name}: say when to finish.")

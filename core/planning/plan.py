@@ -1,4 +1,10 @@
-"""Planning end to end: router → direct UI agent, or planner → prompt creator → cohort."""
+"""Planning end to end: router → direct UI agent, or planner → prompt creator → cohort.
+
+A request routed to planning whose model cannot design a team (no valid design, even in
+the short form) is not lost: the UI agent answers it directly, as on the fast path, and
+:attr:`PlanOutcome.note` says plainly that this model could not design a team and which
+setting picks one that can (shown to people with the answer).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,8 @@ from typing import Literal
 from core.config import Settings
 from core.library import Library
 from core.llm.base import LLM
+from core.planning.errors import PlanningError
+from core.planning.models import could_not_plan
 from core.planning.planner import design_cohort
 from core.planning.prompt_creator import PromptCreator
 from core.planning.router import RouteDecision, direct_agent_spec, route
@@ -34,6 +42,8 @@ class PlanOutcome(Frozen):
     # Tokens and cost of the planning calls themselves.
     usage: Usage = Usage()
     llm_calls: int = 0
+    # For people: why a request routed to planning is answered directly instead.
+    note: str = ""
 
     @property
     def reused(self) -> bool:
@@ -54,8 +64,8 @@ async def plan(
     """Route ``task``; plan a cohort for it unless the fast path answers it (the planner
     is told of the ``files`` attached to the request).
 
-    Raises :class:`core.planning.errors.PlanningError` when the router or the planner
-    cannot produce a valid answer within the configured attempts.
+    Never fails for want of a valid routing or design (see the module docstring); a
+    model that cannot be called at all raises its :class:`core.errors.LLMError`.
     """
     prompts = prompts or PromptLibrary(settings.prompts_dir)
     meter = Meter()
@@ -69,9 +79,27 @@ async def plan(
             usage=meter.usage,
             llm_calls=meter.calls,
         )
-    cohort = await design_cohort(
-        settings, llm, registry, prompts, task, library=library, meter=meter, files=files
-    )
+    try:
+        cohort = await design_cohort(
+            settings, llm, registry, prompts, task, library=library, meter=meter, files=files
+        )
+    except PlanningError as failed:
+        note = could_not_plan(failed)
+        return PlanOutcome(
+            task=task,
+            path="direct",
+            decision=decision.model_copy(
+                update={
+                    "path": "direct",
+                    "reason": f"{note} One agent answers instead.",
+                    "fallback": True,
+                }
+            ),
+            direct=direct_agent_spec(settings, registry),
+            usage=meter.usage,
+            llm_calls=meter.calls,
+            note=note,
+        )
     # New agents get a prompt; a reused cohort's and adapted agents' are rewritten.
     cohort = await PromptCreator(settings, llm, registry, prompts, meter).write_all(cohort)
     return PlanOutcome(

@@ -9,7 +9,10 @@ from core.config import Settings
 from core.library import Library
 from core.llm.base import LLM, LLMRequest
 from core.planning.design import CohortDesign, DesignRules, design_problems, to_cohort
+from core.planning.errors import PlanningError
+from core.planning.models import planning_model
 from core.planning.reuse import library_context, reuse_cohort, reused_entry, shown
+from core.planning.simple import SimpleDesign, to_design
 from core.planning.structured import Meter, ask_structured
 from core.prompts import PromptLibrary
 from core.tools.catalogue import catalogue
@@ -45,7 +48,8 @@ async def design_cohort(
     planner call (its briefs are rewritten by the prompt creator). Otherwise the model,
     shown the best stored agents and cohorts with their records, designs one; designs
     with problems go back with the problems, up to ``planning.planner_attempts``
-    replies, then PlanningError names the last problems.
+    replies. A model that cannot write the design is then asked for a flat list of agents
+    (planning/simple.py), twice at most; after that PlanningError names the last problems.
     """
     reused = await reuse_cohort(library, task)
     if reused is not None:
@@ -76,19 +80,62 @@ async def design_cohort(
         },
         **shown(ctx),
     )
+    meter = meter or Meter()
     request = LLMRequest(
-        model=settings.llm.model_for("planner"),
+        model=planning_model(settings, "planner"),
         messages=(ChatMessage(role="user", content=text),),
         agent_name="planner",
     )
-    design = await ask_structured(
-        llm,
-        prompts,
-        request,
-        CohortDesign,
-        stage="planner",
-        attempts=settings.planning.planner_attempts,
-        meter=meter or Meter(),
-        check=lambda d: design_problems(d, rules),
-    )
+    try:
+        design = await ask_structured(
+            llm,
+            prompts,
+            request,
+            CohortDesign,
+            stage="planner",
+            attempts=settings.planning.planner_attempts,
+            meter=meter,
+            check=lambda d: design_problems(d, rules),
+        )
+    except PlanningError as failed:
+        design = await _simple_design(llm, prompts, request, task, rules, meter, failed)
     return to_cohort(task, design, rules)
+
+
+async def _simple_design(
+    llm: LLM,
+    prompts: PromptLibrary,
+    asked: LLMRequest,
+    task: str,
+    rules: DesignRules,
+    meter: Meter,
+    failed: PlanningError,
+) -> CohortDesign:
+    """The last resort: a flat list of agents, the tree built by code. Raises the first
+    failure, or this one's when the model did write JSON this time."""
+    s = rules.settings
+    text = prompts.render(
+        "planning/planner_simple.j2",
+        task=task,
+        tool_docs=[
+            {"name": t.name, "description": t.description}
+            for t in rules.registry.subset(rules.registry.names())
+            if t.name not in s.agents.base_tools
+        ],
+        caps={"per_run": s.agents.per_run},
+    )
+    request = asked.model_copy(update={"messages": (ChatMessage(role="user", content=text),)})
+    try:
+        simple = await ask_structured(
+            llm,
+            prompts,
+            request,
+            SimpleDesign,
+            stage="planner",
+            attempts=2,
+            meter=meter,
+            check=lambda d: design_problems(to_design(task, d, rules), rules),
+        )
+    except PlanningError as again:
+        raise (again if again.answered_json and not failed.answered_json else failed) from None
+    return to_design(task, simple, rules)

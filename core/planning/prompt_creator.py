@@ -21,6 +21,7 @@ from typing import Any
 from core import telemetry
 from core.config import Settings
 from core.llm.base import LLM, LLMRequest
+from core.planning.models import planning_model
 from core.planning.structured import Meter
 from core.prompts import PromptLibrary
 from core.tools.registry import ToolRegistry
@@ -101,7 +102,7 @@ class PromptCreator:
     ) -> str:
         text = self.prompts.render(template, **context, **extra)
         request = LLMRequest(
-            model=self.settings.llm.model_for("prompt_creator"),
+            model=planning_model(self.settings, "prompt_creator"),
             messages=(ChatMessage(role="user", content=text),),
             agent_name="prompt_creator",
             agent_id=spec.id,

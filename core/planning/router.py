@@ -1,13 +1,23 @@
-"""The router: a fast path for simple requests, planning for complex ones."""
+"""The router: a fast path for simple requests, planning for complex ones.
+
+A model that cannot route (no usable JSON) never fails the request: a reply that says the
+path in words (``plan.``, ``Path: direct``) is taken at its word; otherwise the request
+takes the direct path — the UI agent answers, which works with any model — and the
+decision's reason says why.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from core.config import Settings
 from core.llm.base import LLM, LLMRequest
+from core.planning.errors import PlanningError
+from core.planning.models import planning_model
 from core.planning.structured import Meter, ask_structured
 from core.prompts import PromptLibrary
 from core.tools.registry import ToolRegistry
@@ -24,6 +34,30 @@ class RouteDecision(BaseModel):
     reason: str = Field(min_length=1)
     # A draft answer for the direct path (the UI agent may use or check it).
     answer: str | None = None
+    # True when the model could not route and the direct path was taken for it.
+    fallback: SkipJsonSchema[bool] = False
+
+
+# A reply that opens with the path alone ("plan.", "Direct", "Path: plan") or names it
+# ("path = direct"); "Plan your trip…" or "Direct flights…" say nothing about routing.
+_OPENS = re.compile(
+    r"\W*(?:(?:path|route|decision|answer)\s*[:=-]\s*)?"
+    r"[\"'*`]*(direct|plan)[\"'*`]*[ \t]*(?:[.:!,;\n]|$)",
+    re.IGNORECASE,
+)
+_NAMES = re.compile(r"\b(?:path|route)[\"']?\s*[:=]\s*[\"']?(direct|plan)\b", re.IGNORECASE)
+
+
+def decided_in(text: str) -> RouteDecision | None:
+    """The path a reply without JSON states clearly, or None."""
+    found = _OPENS.match(text) or _NAMES.search(text)
+    if found is None:
+        return None
+    path = found.group(1).lower()
+    return RouteDecision(
+        path="plan" if path == "plan" else "direct",
+        reason=f"the router said {path!r} in words, not in JSON",
+    )
 
 
 def direct_tool_names(settings: Settings, registry: ToolRegistry) -> tuple[str, ...]:
@@ -64,7 +98,8 @@ async def route(
     *,
     meter: Meter | None = None,
 ) -> RouteDecision:
-    """One router call (re-asked on malformed output); raises PlanningError at the cap."""
+    """One router call, re-asked on malformed output; a model that cannot route gets the
+    direct path (see the module docstring)."""
     text = prompts.render(
         "planning/router.j2",
         task=task,
@@ -72,16 +107,29 @@ async def route(
         all_tools=registry.names(),
     )
     request = LLMRequest(
-        model=settings.llm.model_for("router"),
+        model=planning_model(settings, "router"),
         messages=(ChatMessage(role="user", content=text),),
         agent_name="router",
     )
-    return await ask_structured(
-        llm,
-        prompts,
-        request,
-        RouteDecision,
-        stage="router",
-        attempts=settings.planning.router_attempts,
-        meter=meter or Meter(),
-    )
+    try:
+        return await ask_structured(
+            llm,
+            prompts,
+            request,
+            RouteDecision,
+            stage="router",
+            attempts=settings.planning.router_attempts,
+            meter=meter or Meter(),
+            from_text=decided_in,
+        )
+    except PlanningError as failed:
+        if failed.answered_json:
+            why = f"its routing answers had errors ({'; '.join(failed.errors)})"
+        else:
+            why = "it did not answer in the JSON routing needs"
+        return RouteDecision(
+            path="direct",
+            reason=f"The model '{request.model}' could not route this request ({why}), "
+            "so one agent answers it directly.",
+            fallback=True,
+        )
