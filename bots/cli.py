@@ -11,7 +11,15 @@ import typer
 from rich.table import Table
 
 from bots.cli_chat import discord, slack, web
-from bots.cli_common import console, settings_or_exit
+from bots.cli_common import (
+    Debug,
+    configuration_error,
+    console,
+    keys_or_exit,
+    redis_or_exit,
+    say_unexpected,
+    settings_or_exit,
+)
 from bots.console.render import EventPrinter, escape
 from core.errors import CarambaError
 from core.types.run import RunState
@@ -20,6 +28,17 @@ app = typer.Typer(
     help="Caramba: a team of LLM agents for your chat.", no_args_is_help=True, add_completion=False
 )
 _settings = settings_or_exit
+log = logging.getLogger("bots.cli")
+
+
+@app.callback()
+def options(
+    debug: bool = typer.Option(
+        False, "--debug", help="Show the traceback of an error instead of one line."
+    ),
+) -> None:
+    """Caramba: a team of LLM agents for your chat."""
+    Debug.on = debug
 
 
 @app.command()
@@ -90,12 +109,15 @@ def run(
     While it runs: type an answer when an agent asks, c (or Ctrl-C) to cancel, e or s
     when it pauses at its budget; what is typed before anything is asked is kept for
     the next question."""
+    settings = _settings()
+    # Before the imports of a run (a second or more): Redis and the key, said at once.
+    redis_or_exit(settings)
+    keys_or_exit(settings)
     from bots.console.lines import StdinLines
     from bots.console.logs import FileLogs
     from bots.console.run import run_task
     from bots.console.session import Interrupted
 
-    settings = _settings()
     logs = FileLogs(settings.workspace_dir.parent / "console.log").start()
     if settings.redis.embedded:
         console.print(
@@ -119,8 +141,10 @@ def run(
         console.print("[yellow]Quit at once; the run stopped with this process.[/]")
         raise typer.Exit(130) from None
     except CarambaError as exc:
-        console.print(f"[bold red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(say_unexpected(exc)) from None
+    except Exception:
+        log.exception("caramba run stopped on an unexpected error")  # into console.log
+        raise
     finally:
         logs.stop()
         if logs.warnings:
@@ -165,8 +189,8 @@ def worker(
     try:
         require_redis(settings)
     except CarambaError as exc:
-        console.print(f"[bold red]configuration error:[/] {exc}")
-        raise typer.Exit(2) from None
+        raise configuration_error(exc) from None
+    redis_or_exit(settings)
     count = processes if processes is not None else settings.celery.processes
     count = count or os.cpu_count() or 1
     slots = concurrency or settings.celery.concurrency
@@ -192,12 +216,12 @@ def keeper(
     from core.process.keeper_main import configure_logging, serve
 
     settings = _settings()
+    redis_or_exit(settings)
     configure_logging(loglevel)
     try:
         asyncio.run(serve(settings))
     except CarambaError as exc:
-        console.print(f"[bold red]configuration error:[/] {exc}")
-        raise typer.Exit(2) from None
+        raise configuration_error(exc) from None
 
 
 @app.command()
@@ -243,6 +267,10 @@ def main() -> None:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:
+        if Debug.on:
+            raise
+        sys.exit(say_unexpected(exc))
 
 
 if __name__ == "__main__":

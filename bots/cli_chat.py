@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from bots.cli_common import configuration_error, serve, settings_or_exit
+from bots.cli_common import configuration_error, redis_or_exit, serve, settings_or_exit
 from core.errors import CarambaError
 
 
@@ -19,6 +19,7 @@ def slack(
     from bots.slack.secrets import SlackSecrets
 
     settings = settings_or_exit()
+    redis_or_exit(settings)
     try:
         secrets = SlackSecrets.from_env()
     except CarambaError as exc:
@@ -38,6 +39,7 @@ def discord(
     from bots.discord.main import discord_token, run_discord
 
     settings = settings_or_exit()
+    redis_or_exit(settings)
     try:
         token = discord_token()
     except CarambaError as exc:
@@ -67,4 +69,7 @@ def web(
     Open on 127.0.0.1; elsewhere pages need their signed links."""
     from bots.web.main import run_web
 
-    serve(run_web(settings_or_exit(), host, port, demo=demo, pace_s=pace))
+    settings = settings_or_exit()
+    if not demo:  # the demo has its Redis in the process
+        redis_or_exit(settings)
+    serve(run_web(settings, host, port, demo=demo, pace_s=pace))

@@ -1,5 +1,6 @@
-"""What the ``caramba`` commands share: the console, settings read or a clear exit, and a
-service run until it stops with its errors said in one line."""
+"""What the ``caramba`` commands share: the console, settings read or a clear exit, Redis
+and the model's key checked before a command starts, a service run until it stops with its
+errors said in one line, and ``--debug`` (a traceback only for a person who asks for one)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,17 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from bots.console.text import escape
 from core.config import Settings, load_settings
-from core.errors import CarambaError
+from core.errors import CarambaError, ConfigError
 
 console = Console()
+
+
+class Debug:
+    """``caramba --debug``: tracebacks are shown instead of one line."""
+
+    on = False
 
 
 def settings_or_exit(**overrides: object) -> Settings:
@@ -23,14 +31,52 @@ def settings_or_exit(**overrides: object) -> Settings:
     try:
         return load_settings(**overrides)  # type: ignore[arg-type]
     except CarambaError as exc:
-        console.print(f"[bold red]configuration error:[/] {exc}")
-        raise typer.Exit(2) from None
+        raise configuration_error(exc) from None
 
 
 def configuration_error(exc: CarambaError) -> typer.Exit:
     """Say ``exc`` (a missing secret, a bad setting) and exit with 2."""
-    console.print(f"[bold red]configuration error:[/] {exc}")
+    console.print(f"[bold red]configuration error:[/] {escape(str(exc))}", highlight=False)
     return typer.Exit(2)
+
+
+def redis_or_exit(settings: Settings) -> None:
+    """Outside embedded mode, a Redis that does not answer is said in one line (where it
+    was tried, what to do) and the command exits with 2 — before anything starts."""
+    if settings.redis.embedded:
+        return
+    from core.state.reach import redis_problem
+
+    problem = asyncio.run(redis_problem(settings.redis.url))
+    if problem is not None:
+        raise configuration_error(problem)
+
+
+def keys_or_exit(settings: Settings) -> None:
+    """A configured model whose API key is not in the environment is said in one line
+    (the variable to export) and the command exits with 2, before litellm is imported."""
+    from core.llm.setup import check_keys
+
+    problem = check_keys(settings)
+    if problem is not None:
+        raise configuration_error(problem)
+
+
+def say_unexpected(exc: BaseException) -> int:
+    """``exc`` in one line (an exception nobody expected says to run with ``--debug`` for
+    its traceback); the exit code: 2 for a configuration error, else 1."""
+    if isinstance(exc, CarambaError):
+        kind = "configuration error" if isinstance(exc, ConfigError) else "error"
+        console.print(f"[bold red]{kind}:[/] {escape(str(exc))}", highlight=False)
+        return 2 if isinstance(exc, ConfigError) else 1
+    text = " ".join(str(exc).split())
+    text = text if len(text) <= 300 else text[:300] + "…"
+    what = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    console.print(
+        f"[bold red]error:[/] {escape(what)} [dim](run with --debug for the details)[/]",
+        highlight=False,
+    )
+    return 1
 
 
 def serve(service: Coroutine[Any, Any, None]) -> None:
@@ -40,5 +86,4 @@ def serve(service: Coroutine[Any, Any, None]) -> None:
     try:
         asyncio.run(service)
     except CarambaError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(1) from None
+        raise typer.Exit(say_unexpected(exc)) from None

@@ -13,6 +13,7 @@ supervisor, systemd's ``Restart=on-failure``) starts it again.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import signal
@@ -28,6 +29,7 @@ from celery.exceptions import CPendingDeprecationWarning
 
 from core.config import Settings, load_settings
 from core.errors import CarambaError
+from core.state.reach import redis_problem
 from tasks.app import make_app, require_redis, worker_of
 
 log = logging.getLogger(__name__)
@@ -128,6 +130,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         settings = load_settings()
         require_redis(settings)
+        # Said in one line now, not as Celery's traceback after its retries.
+        problem = asyncio.run(redis_problem(settings.redis.url))
+        if problem is not None:
+            raise problem
     except CarambaError as exc:
         log.error("configuration error: %s", exc)
         raise SystemExit(2) from None

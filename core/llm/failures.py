@@ -87,7 +87,10 @@ def classify(exc: BaseException, litellm: Any, retry_after_max_s: float) -> Call
     status = _status(exc)
     kind = setup_kind(exc, litellm, status)
     if kind:
-        return CallFailure(f"{type(exc).__name__}: {short(exc)}", status=status, setup=kind)
+        # What the server said, without litellm's prefixes ("litellm.NotFoundError: …
+        # OpenAIException - "), for the one line.
+        said = str(exc).rsplit("Exception - ", 1)[-1]
+        return CallFailure(_clip(said, 160), status=status, setup=kind)
     transient = _transient(exc, litellm, status)
     wait_s = retry_after_s(exc) if transient else None
     if wait_s is not None and wait_s > retry_after_max_s:

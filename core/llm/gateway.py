@@ -131,6 +131,7 @@ class LiteLLMGateway:
                     attempts=attempts,
                     keyed=self._api_key != _PLACEHOLDER,
                     address=failure.address,
+                    said=failure.message if failure.status else "",
                     litellm=self._litellm,
                 ) from (failure.__cause__ or failure)
             raise LLMError(

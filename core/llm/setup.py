@@ -100,11 +100,12 @@ def setup_error(
     attempts: int,
     keyed: bool,
     address: str = "",
+    said: str = "",
     litellm: Any = None,
 ) -> LLMSetupError:
     """The one line for a call that failed because of the setup (``kind`` as classified by
     :mod:`core.llm.failures`); ``keyed``: a real key was sent (not none, not a placeholder)."""
-    code = f" (HTTP {status})" if status else ""
+    code = f" (HTTP {status}{': ' + said if said else ''})" if status else ""
     server = llm.api_base or "the provider"
     if kind == "bad_key" and not keyed:
         kind = "no_key"
