@@ -113,10 +113,11 @@ class ChatPost:
 @dataclass(frozen=True)
 class Result:
     """The run's end in the thread: its result (``status`` completed) or why it did not
-    complete. ``rateable``: the last message gets feedback buttons (a completed or failed
-    run). ``file``: the whole text went up as this file; render a preview pointing at it.
-    ``streamed``: render it as one message to stream (``bots.chat.streams``): its text,
-    and the payload that ends the stream (the feedback buttons of a rateable run)."""
+    complete. ``rateable``: the last message gets feedback buttons (a completed run only:
+    a failure is never shown as a result to rate). ``file``: the whole text went up as
+    this file; render a preview pointing at it. ``streamed``: render it as one message to
+    stream (``bots.chat.streams``): its text, and the payload that ends the stream (the
+    feedback buttons of a rateable run)."""
 
     run_id: str
     status: RunStatus

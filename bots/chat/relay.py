@@ -249,7 +249,7 @@ class ThreadRelay:
     def post_result(self, event: RunFinished) -> None:
         """The result (or why the run failed) in the thread; a long one as a file with a
         preview (or, if the file cannot be uploaded, in pieces). The last message has
-        buttons to rate a run that completed or failed."""
+        buttons to rate a run that completed; a failed run shows why, without them."""
         if self.quiet:
             return
         ok = event.status is RunStatus.COMPLETED
@@ -260,7 +260,8 @@ class ThreadRelay:
             text=body or "(no result)",
             tokens=event.tokens,
             cost_usd=event.cost_usd,
-            rateable=event.status in (RunStatus.COMPLETED, RunStatus.FAILED) and bool(self.run_id),
+            # A failure is said as one (its reason), never offered for rating like a result.
+            rateable=ok and bool(self.run_id),
         )
         whole = self.entries("result", result)
         if ok and event.result and len(event.result) > self.limits.result_file_chars:

@@ -108,12 +108,14 @@ async def run_task(
             library=library,
             follow_run=runner.follow,
         )
-        # Only a run that ran is rated and named: not a rejected or cancelled one.
+        # Only a run that ran is named (not a rejected or cancelled one), and only a
+        # result is rated: a failure is not offered for rating as if it were one.
         ran = final.status in (RunStatus.COMPLETED, RunStatus.FAILED)
         if ran and final.cohort is not None and not yes:
-            stars = await asyncio.to_thread(asked, "Rate the result 1-5 (enter: skip)")
-            if stars.strip() in {"1", "2", "3", "4", "5"}:
-                await learning.rate(svc, final, stars=int(stars))
+            if final.status is RunStatus.COMPLETED:
+                stars = await asyncio.to_thread(asked, "Rate the result 1-5 (enter: skip)")
+                if stars.strip() in {"1", "2", "3", "4", "5"}:
+                    await learning.rate(svc, final, stars=int(stars))
             name = await asyncio.to_thread(asked, "Save this cohort as (enter: skip)")
             if name.strip():
                 await learning.save_as(library, final, name.strip())

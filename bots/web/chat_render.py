@@ -92,6 +92,8 @@ class WebRenderer:
     def _result(self, r: Result) -> list[Rendered]:
         ok = r.status is RunStatus.COMPLETED
         text = r.text or ("(no result)" if ok else r.status.value)
+        if not ok:
+            text = f"{r.status.value.capitalize()}: {text}"
         if r.file:
             text = f"{text[:1500]}\n\n(the whole result is in {r.file} above)"
         out = self._texts(text, "result", ok=ok, run=r.run_id)

@@ -40,7 +40,9 @@ _INVALID = re.compile(
 _NO_CHOICES_KEY = "provider returned 'choices' that is not a list"
 # How the openai client and servers say there is no key, or no such model.
 _NO_KEY = ("missing credentials", "api_key client option must be set", "no api key provided")
-_NO_MODEL = ("model not found", "model_not_found", "llm provider not provided")
+_NO_MODEL = re.compile(
+    r"model\b[^.\n]{0,80}?\b(?:not found|does not exist)|model_not_found|llm provider not provided"
+)
 
 
 class CallFailure(Exception):
@@ -117,7 +119,7 @@ def setup_kind(exc: BaseException, lm: Any, status: int | None) -> str:
         return "no_key"
     if status in (401, 403) or isinstance(exc, lm.AuthenticationError | lm.PermissionDeniedError):
         return "bad_key"
-    if status == 404 or isinstance(exc, lm.NotFoundError) or any(m in text for m in _NO_MODEL):
+    if status == 404 or isinstance(exc, lm.NotFoundError) or _NO_MODEL.search(text):
         return "unknown_model"
     return ""
 

@@ -49,6 +49,8 @@ def caramba_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
         "CARAMBA_LIBRARY__INDEX_DIR": str(tmp_path / "library"),
         "CARAMBA_WORKSPACE__DIR": str(tmp_path / "workspaces"),
         "CARAMBA_PLANNING__REFLECTION_ROUNDS": "0",
+        # caramba run asks for the model's key before it starts; the scripted model needs none.
+        "OPENAI_API_KEY": "sk-never-used",
     }
 
     def invoke(task: str, typed: str) -> Any:
