@@ -27,13 +27,11 @@ def could_not_plan(error: PlanningError) -> str:
     """The sentence people see when the planning model could not design a team."""
     model = error.model or "the planning model"
     if error.answered_json:
-        why = "its designs kept breaking the planner's rules"
-        if error.errors:
-            why += f", last: {error.errors[0]}"
+        why = "its designs did not fit the planner's rules"
     else:
         why = "it did not answer in the JSON the planner needs"
     return (
         f"The model '{model}' could not design a team ({why}). Pick a stronger planning "
-        f'model: set planning = "<model>" under [llm.models] in config.toml (or '
-        f"CARAMBA_LLM__MODELS__PLANNING=<model>); the agents can keep the cheap one."
+        f'model: set planning = "…" under [llm.models] in config.toml (or '
+        f"CARAMBA_LLM__MODELS__PLANNING=…); the agents can keep the cheap one."
     )

@@ -8,6 +8,7 @@ setting picks one that can (shown to people with the answer).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Literal
 
@@ -27,6 +28,8 @@ from core.types.agent import AgentSpec
 from core.types.chat import Usage
 from core.types.cohort import Cohort
 from core.types.files import AttachedFile
+
+log = logging.getLogger(__name__)
 
 
 class PlanOutcome(Frozen):
@@ -84,6 +87,7 @@ async def plan(
             settings, llm, registry, prompts, task, library=library, meter=meter, files=files
         )
     except PlanningError as failed:
+        log.warning("planning with %s gave up, answering directly: %s", failed.model, failed)
         note = could_not_plan(failed)
         return PlanOutcome(
             task=task,

@@ -32,7 +32,7 @@ from core.scheduler.base import TurnJob, TurnOutcome
 from core.state.store import transition
 from core.types._base import new_id
 from core.types.cohort import Cohort
-from core.types.events import RunEvent, RunFinished, RunStatusChanged
+from core.types.events import ErrorRaised, RunEvent, RunFinished, RunStatusChanged
 from core.types.files import AttachedFile
 from core.types.run import SYSTEM, RunState, RunStatus
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 # How long a planning worker's claim outlives its last renewal (it renews every third).
 _CLAIM_S = 30
+_INSTEAD = "one agent answers this request directly instead"
 
 
 def new_run_id() -> str:
@@ -162,6 +163,8 @@ async def _propose(svc: Services, run_id: str, outcome: PlanOutcome) -> None:
             events.append(
                 RunStatusChanged(run_id=r.id, status=RunStatus.PROPOSED, by=SYSTEM, note=note)
             )
+        elif outcome.note:  # the model could not design a team: said above the answer
+            events.append(ErrorRaised(run_id=r.id, message=outcome.note, hint=_INSTEAD))
         return new, events
 
     proposed = await svc.store.update_run(run_id, propose)

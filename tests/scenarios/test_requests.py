@@ -11,7 +11,7 @@ import pytest
 
 from core.agent.questions import follow_up
 from core.config import Settings
-from core.llm.scripted import Reply, ScriptedModel, call
+from core.llm.scripted import Fail, Reply, ScriptedModel, call
 from core.process.jobs import handle
 from core.runs import control
 from core.runs.control import start_run
@@ -20,7 +20,7 @@ from core.scheduler.base import TurnJob, TurnOutcome
 from core.services import Services
 from core.state.event_hub import EventHub
 from core.types import AgentSpec
-from core.types.events import RunFinished, RunStarted, RunStatusChanged
+from core.types.events import ErrorRaised, RunFinished, RunStarted, RunStatusChanged
 from core.types.run import RunStatus
 from tests.helpers import collect
 from tests.planning_helpers import as_json, design, model
@@ -84,13 +84,29 @@ async def test_a_simple_request_starts_at_once(services, kind) -> None:
 
 @SCHEDULERS
 async def test_a_planning_failure_ends_the_run_with_the_reason(services, kind) -> None:
-    m = model(planner=(Reply(content="no plan, sorry"),) * 3)
+    m = model(planner=(Fail("the model server is gone", status=500),))
     svc = await services(quiet_settings(), m)
     run_id = await request_run(svc, "Plan a trip.", requested_by="@ana")
     (event,) = await collect(svc, run_id, timeout_s=20)
     assert isinstance(event, RunFinished) and event.status is RunStatus.FAILED
-    assert event.error is not None and event.error.startswith("planning failed: planner")
+    assert event.error is not None and event.error.startswith("planning failed: LLM call")
     assert (await svc.store.get_run(run_id)).status is RunStatus.FAILED
+
+
+@SCHEDULERS
+async def test_a_model_that_cannot_plan_answers_directly_with_a_note(services, kind) -> None:
+    m = model(planner=(Reply(content="no plan, sorry"),) * 4)
+    svc = await services(quiet_settings(), m)
+    run_id = await request_run(svc, "Plan a trip.", requested_by="@ana")
+    events = await collect(svc, run_id, timeout_s=20)
+    note = events[0]
+    assert isinstance(note, ErrorRaised)
+    assert note.message.startswith("The model 'openai/planner' could not design a team")
+    assert "one agent answers" in note.hint
+    assert any(isinstance(e, RunStarted) for e in events)
+    assert events[-1].status is RunStatus.COMPLETED  # type: ignore[union-attr]
+    run = await svc.store.get_run(run_id)
+    assert run.cohort is None and run.root is not None and run.root.role == "ui"
 
 
 async def test_a_request_cancelled_while_planning_is_not_proposed(make_services, settings) -> None:
