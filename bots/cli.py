@@ -43,6 +43,11 @@ def options(
 
 @app.command()
 def demo(
+    task: str | None = typer.Argument(
+        None,
+        help="What to ask the demo (default: budget a team offsite). A simple question is "
+        "answered directly; anything else gets a team shaped from its words.",
+    ),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every turn."),
     solo: bool = typer.Option(False, "--solo", help="One agent and its tools, no planning."),
     cohort: bool = typer.Option(False, "--cohort", help="Agents creating agents at run time."),
@@ -60,6 +65,7 @@ def demo(
     from core.process.demo import DEMO_TASK, demo_agent, demo_model
     from core.process.demo_cohort import COHORT_TASK, cohort_model, cohort_orchestrator
     from core.process.demo_flow import run_demo
+    from core.process.demo_team import TEAM_TASK as TEAM
     from core.process.embedded import run_embedded
     from core.runs.approval import Approve, Decision, ProposalView
 
@@ -90,10 +96,14 @@ def demo(
         )
     else:
         say = lambda m: console.print(f"[dim]{escape(m)}[/]")  # noqa: E731
-        run = asyncio.run(run_demo(settings, ask, on_event=printer, on_message=say, pace_s=pace_s))
+        run = asyncio.run(
+            run_demo(
+                settings, ask, on_event=printer, on_message=say, pace_s=pace_s, task=task or TEAM
+            )
+        )
     if run.status.value == "rejected":
         return
-    if run.status.value != "completed" or printer.tools_called == 0:
+    if run.status.value != "completed" or (task is None and printer.tools_called == 0):
         raise typer.Exit(1)
 
 

@@ -21,7 +21,14 @@ from core.process import demo_general
 from core.process.demo_planning import is_budget, planning
 from core.process.demo_reading import system_text
 from core.process.demo_team import LEAD, PARTS, TEAM_TASK, lead, member, orchestrator
-from core.process.embedded import Decider, EventCallback, embedded_services, run_proposal
+from core.process.embedded import (
+    Decider,
+    EventCallback,
+    embedded_services,
+    follow,
+    run_proposal,
+)
+from core.runs.control import start_run
 from core.types.run import RunState
 
 
@@ -83,24 +90,30 @@ async def run_demo(
     requested_by: str = "console",
     timeout_s: float = 60,
     pace_s: float = 0.0,
+    task: str = TEAM_TASK,
 ) -> RunState:
-    """Plan :data:`TEAM_TASK`, let ``ask`` decide on the proposal, run it; the final state.
-    ``pace_s``: seconds each scripted answer takes (a person watching)."""
+    """Plan ``task`` (the budget of :data:`TEAM_TASK` by default), answer it directly or
+    let ``ask`` decide on the proposal and run it; the final state. ``pace_s``: seconds
+    each scripted answer takes (a person watching)."""
     model = team_model(pace_s)
     with tempfile.TemporaryDirectory(prefix="caramba-demo-") as scratch:
         offline = offline_settings(settings, Path(scratch))
         async with embedded_services(offline, model) as svc:
-            outcome = await plan(offline, svc.llm, svc.tools, TEAM_TASK, prompts=svc.prompts)
+            outcome = await plan(offline, svc.llm, svc.tools, task, prompts=svc.prompts)
             for line in planning_lines(outcome, model):
                 on_message(line)
-            assert outcome.cohort is not None, "the demo's router always plans"
+            limit = timeout_s + 100 * pace_s  # room for the paced answers
+            if outcome.direct is not None:
+                run_id = await start_run(svc, task, outcome.direct, requested_by=requested_by)
+                return await follow(svc, run_id, on_event, limit)
+            assert outcome.cohort is not None, "planning ends direct or with a cohort"
             return await run_proposal(
                 svc,
-                TEAM_TASK,
+                task,
                 outcome.cohort,
                 ask,
                 on_event=on_event,
                 on_message=on_message,
                 requested_by=requested_by,
-                timeout_s=timeout_s + 100 * pace_s,  # room for the paced answers
+                timeout_s=limit,
             )

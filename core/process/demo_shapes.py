@@ -192,7 +192,7 @@ def shape(task: str, offered: frozenset[str] = frozenset()) -> list[TeamShape]:
             "Research lead",
             f"Research {', '.join(items) if items else topic.lower()}, one part each.",
             researchers,
-            have("web_search", "fetch_url", "write_file"),
+            have("read_file", "write_file"),  # offline: no web tools on the demo's card
         )
     ]
     if _FIGURES.search(task):

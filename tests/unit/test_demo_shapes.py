@@ -81,3 +81,21 @@ async def test_pace_slows_each_answer() -> None:
     await asyncio.sleep(0)
     assert not task.done()  # still "thinking"
     assert (await task).tool_calls[0].name == "submit_router"
+
+
+def test_caramba_demo_takes_a_task() -> None:
+    """``caramba demo "…"``: a simple question answered directly, a request planned."""
+    from typer.testing import CliRunner
+
+    from bots.cli import app
+
+    runner = CliRunner()
+    simple = runner.invoke(app, ["demo", "What is 2+2?"], env={"COLUMNS": "200"})
+    assert simple.exit_code == 0, simple.output
+    assert "router (1 call): direct" in simple.output and "4 (2+2 = 4)" in simple.output
+    assert "Proposal for console" not in simple.output
+
+    planned = runner.invoke(app, ["demo", "Research the history of the bicycle"])
+    assert planned.exit_code == 0, planned.output
+    assert "planner (1 call): 4 agents" in planned.output and "Bicycle researcher" in planned.output
+    assert "uses the internet" not in planned.output  # the demo is offline, card included
