@@ -13,7 +13,8 @@ from core.llm.base import LLMRequest
 from core.llm.scripted import ScriptedModel
 from core.planning import plan
 from core.process.demo_flow import offline_settings, team_model
-from core.process.demo_shapes import direct, items_in, route, shape
+from core.process.demo_shapes import direct, route, shape
+from core.process.demo_words import items_in
 from core.process.embedded import embedded_services
 from core.types.chat import ChatMessage
 from tests.conftest import make_settings
@@ -44,6 +45,13 @@ def test_different_tasks_get_different_cohorts() -> None:
     three = teams("Estimate the cost of a bakery in Porto and write a plan")
     assert list(three) == ["Research", "Numbers", "Writing"]
     assert route("Compare three databases")["path"] == "plan"
+    trip = shape("Plan a trip to Lisbon, Porto and Madrid")
+    assert [m for m, _ in trip[0].members][:3] == [
+        "Lisbon researcher",
+        "Porto researcher",
+        "Madrid researcher",
+    ]
+    assert trip[-1].members[0] == ("Writer", "Drafts the plan from the findings.")
 
 
 async def _planned(task: str) -> tuple[object, ScriptedModel]:
