@@ -26,8 +26,8 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
 }
 _OPENAI_NAMES = ("gpt-", "o1", "o3", "o4", "chatgpt-")
-_WHICH_MODEL = "[llm] model in config.toml, or CARAMBA_LLM__MODEL"
-_WHICH_BASE = "[llm] api_base in config.toml, or CARAMBA_LLM__API_BASE"
+_WHICH_MODEL = "[llm] model or CARAMBA_LLM__MODEL"
+_WHICH_BASE = "[llm] api_base or CARAMBA_LLM__API_BASE"
 
 
 def key_variables(llm: LLMSettings, model: str, litellm: Any = None) -> tuple[str, ...]:
@@ -123,7 +123,7 @@ def setup_error(
             status=status,
             attempts=attempts,
             variable=variables[0] if variables else "",
-            hint=f"check {which}: export {which}=… with a valid key"
+            hint=f"put a valid key in {which} (export {which}=…)"
             if variables
             else "check the provider's API key",
         )
@@ -135,7 +135,7 @@ def setup_error(
             status=status,
             attempts=attempts,
             hint=f"set a model it serves in {_WHICH_MODEL}"
-            + (f" (or fix {_WHICH_BASE})" if llm.api_base else ""),
+            + (f" (or check {_WHICH_BASE})" if llm.api_base else ""),
         )
     url = llm.api_base or address or "the provider"
     return LLMSetupError(

@@ -204,6 +204,6 @@ async def test_connection_refused_is_tried_once_more_then_said_as_a_setup_error(
         False,
     )
     assert str(error) == (
-        f"Cannot reach the model server at {base} — start it, or fix [llm] api_base in "
-        "config.toml, or CARAMBA_LLM__API_BASE"
+        f"Cannot reach the model server at {base} — start it, or fix [llm] api_base or "
+        "CARAMBA_LLM__API_BASE"
     )
