@@ -146,12 +146,31 @@ def test_the_missing_key_is_named_before_any_call(monkeypatch: pytest.MonkeyPatc
     assert missing_key(local, MODEL) is None
 
 
-def test_litellm_names_the_key_of_other_providers(
-    lm: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_litellm_names_the_key_of_other_providers(lm: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("COHERE_API_KEY", raising=False)
     monkeypatch.delenv("CO_API_KEY", raising=False)
     llm = make_settings(llm={"model": "cohere/command-r", "api_base": ""}).llm
     assert missing_key(llm, llm.model) is None, "not in the short list: not said without litellm"
     problem = missing_key(llm, llm.model, lm)
     assert problem is not None and problem.variable.endswith("_API_KEY"), problem
+
+
+def test_every_chat_renders_a_failed_run_as_a_failure() -> None:
+    """The relay never offers a failed run for rating (test_slack_results); each renderer
+    marks it as a failure, with its reason."""
+    from bots.chat.intentions import Result
+    from bots.discord.renderer import DiscordRenderer
+    from bots.slack.render import SlackRenderer
+    from bots.web.chat_render import WebRenderer
+    from core.types.run import RunStatus
+
+    reason = "planning failed: No API key for the model m — export OPENAI_API_KEY=…"
+    failed = Result("run_1", RunStatus.FAILED, reason)
+    (slack,) = SlackRenderer().render(failed)
+    (discord,) = DiscordRenderer().render(failed)
+    (web,) = WebRenderer().render(failed)
+    assert slack.text.startswith(":x: planning failed: No API key") and slack.payload is None
+    assert discord.text.startswith("❌ planning failed: No API key")
+    assert "👍" not in discord.text and not discord.payload
+    assert web.text == f"Failed: {reason}"
+    assert isinstance(web.payload, dict) and "rate" not in web.payload and not web.payload["ok"]
