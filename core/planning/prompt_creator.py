@@ -21,6 +21,7 @@ from typing import Any
 from core import telemetry
 from core.config import Settings
 from core.llm.base import LLM, LLMRequest
+from core.llm.text_calls import strip_reasoning
 from core.planning.models import planning_model
 from core.planning.structured import Meter
 from core.prompts import PromptLibrary
@@ -111,7 +112,8 @@ class PromptCreator:
         response = await self.llm.complete(request)
         telemetry.model_called(request, response, called_at)
         self.meter.add(response)
-        return (response.content or "").strip()
+        # Reasoning models write <think>…</think> first: only the text after it is the prompt.
+        return strip_reasoning(response.content)
 
     def _context(self, cohort: Cohort, spec: AgentSpec) -> dict[str, Any]:
         by_id = {a.id: a for a in cohort.agents}

@@ -118,7 +118,10 @@ async def _call(llm: LLM, asking: _Asking, meter: Meter) -> LLMResponse:
         try:
             response = await llm.complete(sent)
         except LLMError as exc:
-            refused = not isinstance(exc, LLMSetupError) and not exc.retryable
+            # A server that does not take the parameter answers 400 or 422 (some 500).
+            refused = not isinstance(exc, LLMSetupError) and (
+                not exc.retryable or exc.status in (500, 501)
+            )
             if sent.response_format is None or not refused or not asking.lower():
                 raise
             continue

@@ -220,3 +220,11 @@ def test_one_model_for_every_planning_role() -> None:
     assert planning_model(strong, "planner") == "openai/strong"
     assert planning_model(strong, "prompt_creator") == "openai/pc"  # its own entry wins
     assert strong.llm.model_for("member") == strong.llm.model  # the agents keep theirs
+
+
+async def test_the_prompt_creators_reasoning_is_left_out_of_the_prompt() -> None:
+    m = model(planner=(as_json(SOLO),))
+    m.script("prompt_creator", Reply(content="<think>short is best</think>\nFind the fares."))
+    outcome = await plan(settings(), m, REGISTRY, TASK)
+    assert outcome.cohort is not None
+    assert outcome.cohort.root.system_prompt == "Find the fares."
