@@ -22,7 +22,8 @@ Habits (``--habit``):
   a JSON string;
 * ``reasoning``: ``<think>…</think>`` before every answer;
 * ``empty``: the first answer of each conversation is empty;
-* ``slow``: its first answer comes after ``--delay`` seconds.
+* ``slow``: its first answer comes after ``--delay`` seconds;
+* ``silent`` (no model worth using): every answer is empty.
 
 A model named after a habit (``openai/obedient``, ``openai/text``…) has that habit, any
 other name the server's. Run it: ``python -m tests.fakes.unruly_llm --habit text --port
@@ -44,17 +45,18 @@ from tests.fakes.llm_server import FakeItem, FakeRaw, FakeReply, ThreadedFakeLLM
 from tests.fakes.llm_server import _completion_body as completion_body
 
 HABITS = ("obedient", "text", "json_prose", "wrong_types", "reasoning", "empty", "slow")
+# Beyond what models do and Caramba copes with: ``silent`` never says anything.
+ALL_HABITS = (*HABITS, "silent")
 ANSWERS = {"capital of france": "The capital of France is Paris.", "2+2": "2 + 2 = 4."}
 _SUM = re.compile(r"(\d+)\s*([-+*/x×])\s*(\d+)")
 Call = tuple[str, dict[str, Any]]
 
 
 def _texts(body: dict[str, Any]) -> list[tuple[str, str]]:
-    out = []
-    for m in body.get("messages") or ():
-        content = m.get("content")
-        out.append((str(m.get("role")), content if isinstance(content, str) else ""))
-    return out
+    messages = body.get("messages") or ()
+    return [
+        (str(m.get("role")), c if isinstance(c := m.get("content"), str) else "") for m in messages
+    ]
 
 
 def _offered(body: dict[str, Any]) -> set[str]:
@@ -208,7 +210,7 @@ def _stringly(value: Any) -> Any:
 def shape(habit: str, role: str, answer: Answer, first: bool) -> FakeReply:
     """The obedient ``answer`` as a model with ``habit`` gives it (``first``: the first
     answer of its conversation)."""
-    if habit == "empty" and first:
+    if habit == "silent" or (habit == "empty" and first):
         return FakeReply(content="")
     if habit == "text":
         return FakeReply(content=answer.prose)
@@ -244,8 +246,8 @@ class UnrulyModel:
     """The responder: one habit, the conversations seen, the first answer's delay."""
 
     def __init__(self, habit: str, delay_s: float = 3.0) -> None:
-        if habit not in HABITS:
-            raise ValueError(f"unknown habit {habit!r} (one of {', '.join(HABITS)})")
+        if habit not in ALL_HABITS:
+            raise ValueError(f"unknown habit {habit!r} (one of {', '.join(ALL_HABITS)})")
         self.habit, self.delay_s = habit, delay_s
         self._seen: set[str] = set()
         self._answered: dict[str, int] = {}
@@ -261,7 +263,7 @@ class UnrulyModel:
 
     def __call__(self, body: dict[str, Any]) -> FakeItem:
         named = str(body.get("model") or "").rsplit("/", 1)[-1]
-        habit = named if named in HABITS else self.habit
+        habit = named if named in ALL_HABITS else self.habit
         reply = shape(habit, role_of(body), obedient(body), self._first(body))
         with self._lock:
             self._answered[habit] = self._answered.get(habit, 0) + 1
@@ -283,7 +285,7 @@ def serve(habit: str, port: int = 0, delay_s: float = 3.0) -> ThreadedFakeLLMSer
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="an OpenAI-compatible model with one habit")
-    parser.add_argument("--habit", choices=HABITS, default="obedient")
+    parser.add_argument("--habit", choices=ALL_HABITS, default="obedient")
     parser.add_argument("--port", type=int, default=8997)
     parser.add_argument("--delay", type=float, default=3.0, help="slow: first answer's delay")
     args = parser.parse_args()
