@@ -30,6 +30,7 @@ _NAME_KEYS = ("tool", "name", "tool_name", "function", "action")
 _ARG_KEYS = ("arguments", "args", "parameters", "input", "tool_input", "action_input")
 _NOT_ARGS = frozenset({*_NAME_KEYS, "type", "id"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.-]{0,63}")
+_PYTHONIC = re.compile(r"\[?\s*[A-Za-z_]\w*\(")
 # Longer texts are not searched for calls (a model's answer is far shorter).
 _MAX_CHARS = 200_000
 _NOTHING = object()
@@ -94,17 +95,23 @@ def _match(text: str, start: int) -> int | None:
     return None
 
 
+def _opening(text: str, start: int) -> int:
+    """The index of the next ``{`` or ``[`` from ``start``, or -1 (str.find: a regex
+    character class scans ~100 times slower)."""
+    found = [i for i in (text.find("{", start), text.find("[", start)) if i >= 0]
+    return min(found) if found else -1
+
+
 def _spans(text: str) -> Iterator[str]:
     """Every outermost ``{…}`` or ``[…]`` span of ``text``."""
     i = 0
-    while i < len(text):
-        if text[i] in "{[":
-            end = _match(text, i)
-            if end is not None:
-                yield text[i : end + 1]
-                i = end + 1
-                continue
-        i += 1
+    while (i := _opening(text, i)) >= 0:
+        end = _match(text, i)
+        if end is not None:
+            yield text[i : end + 1]
+            i = end + 1
+        else:
+            i += 1
 
 
 def json_values(text: str) -> list[Any]:
@@ -161,7 +168,7 @@ def pythonic_calls(text: str, names: Collection[str]) -> list[tuple[str, Any]]:
     body = text.strip().strip("`").strip()
     if body.startswith("python\n"):
         body = body[len("python\n") :]
-    if not body or len(body) > _MAX_CHARS:
+    if not _PYTHONIC.match(body) or len(body) > _MAX_CHARS:
         return []
     try:
         tree = ast.parse(body, mode="eval").body
