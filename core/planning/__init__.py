@@ -3,6 +3,7 @@ library reuse), prompt creator (draft, critique, refine). Entry point: :func:`pl
 
 from core.planning.design import CohortDesign, DesignRules, design_problems, to_cohort
 from core.planning.errors import PlanningError
+from core.planning.models import could_not_plan, planning_model
 from core.planning.plan import PlanOutcome, plan
 from core.planning.planner import design_cohort, reuse_cohort
 from core.planning.prompt_creator import PromptCreator
@@ -15,10 +16,12 @@ __all__ = [
     "PlanningError",
     "PromptCreator",
     "RouteDecision",
+    "could_not_plan",
     "design_cohort",
     "design_problems",
     "direct_agent_spec",
     "plan",
+    "planning_model",
     "reuse_cohort",
     "route",
     "to_cohort",
