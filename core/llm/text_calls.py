@@ -32,7 +32,8 @@ _NOT_ARGS = frozenset({*_NAME_KEYS, "type", "id"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.-]{0,63}")
 _PYTHONIC = re.compile(r"\[?\s*[A-Za-z_]\w*\(")
 # Longer texts are not searched for calls (a model's answer is far shorter).
-_MAX_CHARS = 200_000
+_MAX_CHARS = 100_000
+_MAX_UNMATCHED = 3
 _NOTHING = object()
 
 
@@ -104,13 +105,14 @@ def _opening(text: str, start: int) -> int:
 
 def _spans(text: str) -> Iterator[str]:
     """Every outermost ``{…}`` or ``[…]`` span of ``text``."""
-    i = 0
-    while (i := _opening(text, i)) >= 0:
+    i, unmatched = 0, 0
+    while (i := _opening(text, i)) >= 0 and unmatched < _MAX_UNMATCHED:
         end = _match(text, i)
         if end is not None:
             yield text[i : end + 1]
             i = end + 1
         else:
+            unmatched += 1  # each costs a scan to the end: a few at most
             i += 1
 
 
