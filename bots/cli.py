@@ -8,7 +8,6 @@ import logging
 import sys
 
 import typer
-from rich.table import Table
 
 from bots.cli_chat import discord, slack, web
 from bots.cli_common import (
@@ -20,6 +19,7 @@ from bots.cli_common import (
     say_unexpected,
     settings_or_exit,
 )
+from bots.cli_doctor import doctor
 from bots.console.render import EventPrinter, escape
 from core.errors import CarambaError
 from core.types.run import RunState
@@ -235,22 +235,6 @@ def keeper(
 
 
 @app.command()
-def doctor() -> None:
-    """Check the configuration and services; say exactly what to set or start."""
-    from core.process.doctor import Level, run_checks
-
-    settings = _settings()
-    checks = asyncio.run(run_checks(settings))
-    table = Table("check", "status", "detail", "what to do", show_lines=False)
-    colour = {Level.OK: "green", Level.WARN: "yellow", Level.FAIL: "red"}
-    for c in checks:
-        table.add_row(c.name, f"[{colour[c.level]}]{c.level.value}[/]", c.detail, c.fix)
-    console.print(table)
-    if any(c.level is Level.FAIL for c in checks):
-        raise typer.Exit(1)
-
-
-@app.command()
 def tools() -> None:
     """List every tool agents may use (built-in and from MCP servers) with its category
     and what it may touch, and why any configured tool is unavailable."""
@@ -267,7 +251,7 @@ def tools() -> None:
         )
 
 
-for command in (slack, discord, web):
+for command in (doctor, slack, discord, web):
     app.command()(command)
 
 

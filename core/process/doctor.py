@@ -8,17 +8,14 @@ from core.config import Settings
 from core.errors import CarambaError
 from core.llm.gateway import import_litellm
 from core.process.doctor_discord import check_discord
-from core.process.doctor_live import check_library, check_model_call
+from core.process.doctor_images import check_images
+from core.process.doctor_live import check_library, check_model_calls
+from core.process.doctor_mcp import check_mcp
 from core.process.doctor_sandbox import check_sandbox
+from core.process.doctor_slack import check_slack
 from core.process.doctor_types import Check, Level
 from core.process.doctor_web import check_web_ui
 from core.prompts import PromptLibrary
-
-# Chat platforms: which variables each needs (all optional until that adapter is used).
-# Discord's token is checked with Discord itself (core.process.doctor_discord).
-CHAT_TOKENS: dict[str, tuple[str, ...]] = {
-    "Slack": ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN"),
-}
 
 
 async def run_checks(settings: Settings) -> list[Check]:
@@ -30,24 +27,15 @@ async def run_checks(settings: Settings) -> list[Check]:
         check_library(settings),
         check_sandbox(settings),
         _check_web_search(settings),
+        check_images(settings),
         *check_web_ui(settings),
+        # The chat platforms' tokens are tried with Slack and Discord themselves.
+        *await check_slack(settings),
+        await check_discord(settings),
+        *await check_mcp(settings),
     ]
-    for platform, names in CHAT_TOKENS.items():
-        missing = [n for n in names if not os.environ.get(n)]
-        if missing:
-            checks.append(
-                Check(
-                    f"{platform} tokens",
-                    Level.WARN,
-                    f"not set: {', '.join(missing)} ({platform} adapter disabled)",
-                    f"export {' '.join(f'{n}=...' for n in missing)} to use {platform}",
-                )
-            )
-        else:
-            checks.append(Check(f"{platform} tokens", Level.OK, "present"))
-    checks.append(await check_discord(settings))
     if not any(c.level is Level.FAIL for c in checks if c.name in ("model", "api key")):
-        checks.append(await check_model_call(settings))
+        checks += await check_model_calls(settings)
     return checks
 
 

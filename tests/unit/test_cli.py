@@ -103,7 +103,8 @@ def test_doctor_passes_with_a_local_model_server(monkeypatch) -> None:
         result = runner.invoke(app, ["doctor"])
         assert result.exit_code == 1
         assert "model call" in result.output and "OPENAI_API_KEY" in result.output
-        assert len(server.requests) == 2  # one call each time, no retries
+        # The word and the tool probe, then the refused call alone; no retries.
+        assert len(server.requests) == 3
 
 
 def test_bad_config_is_a_clear_error(monkeypatch) -> None:
