@@ -8,6 +8,7 @@ model for the first time starts where the others got to. A reply that still call
 
 - empty: the agent is asked again once; empty twice in a row ends it as failed, saying
   which setting picks another model;
+- text while agents it created still work: it waits for their messages;
 - text: the agent is reminded to call ``finish`` or a tool (``feedback/text_reply.j2``),
   ``agents.text_nudges`` times; then, with ``agents.text_reply = "finish"``, the text is
   its result (at once for a model on the ``text`` rung: it was never seen calling);
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 
+from core.agent.context import ToolContext
 from core.llm import capabilities
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.capabilities import Rung
@@ -77,12 +79,13 @@ def _in_a_row(recent: list[str]) -> list[str]:
     return out[::-1]
 
 
-def on_text(
-    svc: Services, state: AgentState, model: str, allowed: list[str], rung: Rung
+async def on_text(
+    svc: Services, ctx: ToolContext, model: str, allowed: list[str], rung: Rung
 ) -> tuple[EndReason, str] | None:
-    """Handle a reply (the thread's last message) that called no tool: nudge the agent
-    (None: it goes on) or end it (how and why; a text taken as the result is set as the
-    agent's result)."""
+    """Handle a reply (the thread's last message) that called no tool: nudge the agent,
+    or have it wait while its team works (None: it goes on), or end it (how and why; a
+    text taken as the result is set as the agent's result)."""
+    state = ctx.state
     settings = svc.settings.agents
     last = state.thread[-1]
     text = (last.content or "").strip()
@@ -102,6 +105,11 @@ def on_text(
             )
         _nudge(svc, state, "feedback/empty_answer.j2", allowed)
         return None
+    if "wait_for_messages" in allowed and await _team_at_work(svc, state):
+        # Said in words while its agents still work: wait for their results, as a model
+        # that calls tools would.
+        ctx.wait = True
+        return None
     finish = settings.text_reply == "finish"
     if finish and (len(before) >= settings.text_nudges or rung is Rung.TEXT):
         state.result = text
@@ -114,6 +122,14 @@ def on_text(
     last_chance = finish and len(before) + 1 >= settings.text_nudges
     _nudge(svc, state, "feedback/text_reply.j2", allowed, last_chance=last_chance)
     return None
+
+
+async def _team_at_work(svc: Services, state: AgentState) -> bool:
+    for child in state.children:
+        found = await svc.store.load_spec(state.run_id, child)
+        if found is not None and not found[1].terminal:
+            return True
+    return False
 
 
 def _nudge(

@@ -177,7 +177,7 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     stalled = False
     text_end = None
     if not response.tool_calls:
-        text_end = text_reply.on_text(svc, state, model, allowed, rung)
+        text_end = await text_reply.on_text(svc, ctx, model, allowed, rung)
     repeats = svc.settings.limits.stall_repeats
     for call in response.tool_calls:
         stalled = limits.note_call(state.recent_calls, call, repeats) or stalled

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 
+from core.llm.base import LLMRequest
 from core.llm.capabilities import Rung
 from core.llm.scripted import Reply, ScriptedModel, call
+from core.runs import control
+from core.runs.approval import Approve, decide
 from core.runs.control import start_run
-from core.types import AgentSpec
+from core.types import AgentSpec, Cohort
 from core.types.agent import EndReason
 from core.types.events import AgentFinished, RunFinished, ToolCalled
 from core.types.run import RunStatus
@@ -137,3 +140,33 @@ async def test_a_new_process_starts_on_the_rung_others_saved(
     final, _, _ = await _run(second)
     assert final.result == "Paris."
     assert len(later.requests) == 1 and later.requests[0].tools == ()
+
+
+async def test_a_text_reply_while_its_agents_work_waits_for_them(make_services) -> None:
+    base = ("send_message", "roster", "wait_for_messages", "finish")
+    root = AgentSpec(name="Boss", role="orchestrator", tools=base, description="Runs it.")
+    member = AgentSpec(
+        name="Worker", role="member", parent_id=root.id, tools=base, description="Adds."
+    )
+    cohort = Cohort(task="Add 40 and 2", agents=(root, member))
+
+    def brain(request: LLMRequest) -> Reply:
+        if request.agent_name == "Worker":
+            return Reply(content="40 + 2 = 42.")
+        heard = any("[Result from Worker" in (m.content or "") for m in request.messages)
+        return Reply(content="The team says 42." if heard else "I will wait for my team.")
+
+    model = ScriptedModel(responder=brain)
+    svc = make_services(make_settings(), model)
+    run_id = await control.propose_run(svc, cohort.task, cohort, requested_by="@ana")
+    assert (await decide(svc, run_id, "@ana", Approve())).ok
+    events = await collect(svc, run_id)
+
+    final = events[-1]
+    assert isinstance(final, RunFinished)
+    assert (final.status, final.result) == (RunStatus.COMPLETED, "The team says 42.")
+    boss = [r for r in model.requests if r.agent_name == "Boss"]
+    # Waited (no reminder) while Worker worked; then one reminder, then its text.
+    assert len(boss) == 3
+    assert "without calling a tool" not in (boss[1].messages[-1].content or "")
+    assert "without calling a tool" in (boss[2].messages[-1].content or "")
