@@ -46,7 +46,11 @@ async def check_token(settings: Settings, secrets: SlackSecrets) -> None:
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
         log.warning("Slack could not be reached (%s); starting anyway", type(exc).__name__)
         return
-    log.info("Slack accepts the bot token: %s in %s", who.get("user"), who.get("team"))
+    log.info(
+        "Slack accepts the bot token: %s in %s",
+        who.get("user"),
+        who.get("team") or who.get("team_id"),
+    )
 
 
 async def run_slack(settings: Settings, secrets: SlackSecrets, host: str, port: int) -> None:

@@ -14,10 +14,10 @@ SHOWN = 6
 
 
 async def check_mcp(settings: Settings) -> list[Check]:
-    """One check per configured server (none when no server is configured)."""
+    """One check per configured server (one line saying so when there is none)."""
     servers = settings.mcp.servers
     if not servers:
-        return []
+        return [Check("MCP", Level.OK, "no servers configured ([mcp.servers] in config.toml)")]
     registry = ToolRegistry()
     try:
         await open_mcp_tools(registry, settings)
