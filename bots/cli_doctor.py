@@ -29,9 +29,15 @@ def doctor() -> None:
     from core.process.doctor import run_checks
 
     settings = settings_or_exit()
-    for name in _QUIET:
-        logging.getLogger(name).setLevel(logging.ERROR)
-    checks = asyncio.run(run_checks(settings))
+    loggers = [logging.getLogger(name) for name in _QUIET]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        checks = asyncio.run(run_checks(settings))
+    finally:  # the same process may go on (tests, a caller of doctor())
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
     print_checks(checks, console)
     if any(c.level is Level.FAIL for c in checks):
         raise typer.Exit(1)
