@@ -89,8 +89,12 @@ async def run_task(
         else:
             with console.status("Planning…"):
                 outcome = await plan(settings, svc.llm, svc.tools, task, library=library)
+            # A note (the model could not route or design) says the reason and what to do.
+            reason = outcome.decision.reason
+            if outcome.note and reason in outcome.note:
+                reason = outcome.note
             console.print(
-                f"[dim]{outcome.path}: {escape(outcome.decision.reason)} "
+                f"[dim]{outcome.path}: {escape(reason)} "
                 f"({outcome.llm_calls} planning calls, "
                 f"{outcome.usage.total_tokens} tokens)[/]"
             )

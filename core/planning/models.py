@@ -30,8 +30,17 @@ def could_not_plan(error: PlanningError) -> str:
         why = "its designs did not fit the planner's rules"
     else:
         why = "it did not answer in the JSON the planner needs"
-    return (
-        f"The model '{model}' could not design a team ({why}). Pick a stronger planning "
-        f'model: set planning = "…" under [llm.models] in config.toml (or '
-        f"CARAMBA_LLM__MODELS__PLANNING=…); the agents can keep the cheap one."
-    )
+    return f"The model '{model}' could not design a team ({why}). {STRONGER}"
+
+
+# What to do about a planning model that cannot route or design.
+STRONGER = (
+    'Pick a stronger planning model: set planning = "…" under [llm.models] in config.toml '
+    "(or CARAMBA_LLM__MODELS__PLANNING=…); the agents can keep the cheap one."
+)
+
+
+def could_not_route(reason: str) -> str:
+    """The sentence people see when the router's model could not route (the request was
+    answered directly, and no team will be proposed with this model)."""
+    return f"{reason} {STRONGER}"

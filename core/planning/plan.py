@@ -16,7 +16,7 @@ from core.config import Settings
 from core.library import Library
 from core.llm.base import LLM
 from core.planning.errors import PlanningError
-from core.planning.models import could_not_plan
+from core.planning.models import could_not_plan, could_not_route
 from core.planning.planner import design_cohort
 from core.planning.prompt_creator import PromptCreator
 from core.planning.router import RouteDecision, direct_agent_spec, route
@@ -81,6 +81,8 @@ async def plan(
             direct=direct_agent_spec(settings, registry, draft=decision.answer),
             usage=meter.usage,
             llm_calls=meter.calls,
+            # A model that cannot route will never get a team designed: people are told.
+            note=could_not_route(decision.reason) if decision.fallback else "",
         )
     try:
         cohort = await design_cohort(
