@@ -16,6 +16,7 @@ from core.process.doctor_slack import check_slack
 from core.process.doctor_types import Check, Level
 from core.process.doctor_web import check_web_ui
 from core.prompts import PromptLibrary
+from core.state.reach import redis_problem, shown_url
 
 
 async def run_checks(settings: Settings) -> list[Check]:
@@ -89,17 +90,16 @@ async def _check_redis(settings: Settings) -> Check:
         )
     from redis.asyncio import Redis
 
+    shown = shown_url(settings.redis.url)  # its password is never printed
+    problem = await redis_problem(settings.redis.url)
+    if problem is not None:
+        detail = str(problem).removesuffix(f" — {problem.hint}")
+        return Check("redis", Level.FAIL, detail, problem.hint)
     client = Redis.from_url(settings.redis.url, socket_connect_timeout=2, socket_timeout=2)
     try:
-        await client.ping()
         info = await client.info("server")
     except Exception as exc:
-        return Check(
-            "redis",
-            Level.FAIL,
-            f"{settings.redis.url} not reachable: {exc}",
-            "start Redis (redis-server --daemonize yes) or fix CARAMBA_REDIS__URL",
-        )
+        return Check("redis", Level.FAIL, f"{shown} answers but not to INFO: {exc}", "")
     finally:
         await client.aclose()
     version = str(info.get("redis_version", "?"))
@@ -107,7 +107,7 @@ async def _check_redis(settings: Settings) -> Check:
         return Check(
             "redis", Level.FAIL, f"Redis {version} lacks XAUTOCLAIM", "use Redis 6.2 or newer"
         )
-    return Check("redis", Level.OK, f"{settings.redis.url} answers (Redis {version})")
+    return Check("redis", Level.OK, f"{shown} answers (Redis {version})")
 
 
 def _check_model(settings: Settings) -> list[Check]:

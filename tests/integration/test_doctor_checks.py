@@ -164,3 +164,13 @@ async def test_caramba_doctor_as_a_real_process_at_80_columns() -> None:
     assert "yes: openai/fake called the tool" in " ".join(out.split()), out
     assert [c.method for c in slack.calls] == ["auth.test"]
     assert len(llm.requests) == 2
+
+
+async def test_the_redis_check_never_prints_the_password_in_its_url() -> None:
+    from core.process.doctor import _check_redis
+
+    closed = make_settings(redis={"url": "redis://:s3cret@127.0.0.1:1/0"})
+    check = await _check_redis(closed)
+    assert check.level is Level.FAIL
+    assert "s3cret" not in check.detail + check.fix
+    assert "redis://:***@127.0.0.1:1/0" in check.detail and "redis-server" in check.fix
