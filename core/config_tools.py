@@ -51,6 +51,12 @@ class SandboxSettings(_Section):
     output_chars: int = Field(10_000, ge=100)
     # Allow language="bash" besides Python.
     shell: bool = True
+    # The sandbox's disk (its working folder, the run's files included, and /tmp): a tmpfs
+    # of this size and this many files and folders; a write past either fails (ENOSPC).
+    disk_mb: int = Field(100, ge=1)
+    max_files: int = Field(1000, ge=10)
+    # Sandboxes running at once in one process; a call past that waits for a free one.
+    max_concurrent: int = Field(4, ge=1)
 
 
 class WebSettings(_Section):

@@ -4,7 +4,8 @@ Visible: the system (``/usr`` and its ``/bin``, ``/lib`` links, a few files of `
 and the interpreter's prefixes, all read-only; a fresh ``/proc``, ``/dev`` and a small
 ``/tmp`` (also ``HOME``); the run's files read-write as the working directory; the code
 itself read-only. No network (an empty network namespace), no other process (its own pid
-namespace, killed with its parent).
+namespace, killed with its parent). A seccomp filter refuses the system calls code never
+needs (namespaces, mounts, ptrace, the keyring, BPF …: :mod:`seccomp`).
 
 As whom: bubblewrap run by root keeps the sandbox root with every capability of its user
 namespace, which is enough to remount ``/usr`` read-write and write to the host (seen
@@ -132,9 +133,13 @@ def bwrap_command(
     host_code_dir: str,
     argv: list[str],
     uid: int | None,
+    host_tmp: str | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The whole command: ``bwrap … [setpriv …] prlimit … -- argv``. ``uid`` is the user
-    to drop to (when running as root), else ``None``."""
+    to drop to (when running as root), else ``None``. ``host_tmp``: the folder to show as
+    ``/tmp`` (on the capped disk), else a tmpfs of bwrap's. ``seccomp_fd``: the filter
+    bwrap loads before the code starts (:mod:`seccomp`)."""
     workdir = workdir_for(interp)
     mounts = _Mounts()
     for path in SYSTEM_PATHS + ETC_PATHS:
@@ -143,8 +148,11 @@ def bwrap_command(
         mounts.ro_bind(prefix)
     # /tmp first: an interpreter or virtualenv that lives under /tmp (a CI checkout) is
     # bound on top of it, not hidden by it.
-    tmp_mb = max(settings.file_mb, 64)
-    args = [tools.bwrap, "--perms", "1777", "--size", str(tmp_mb * _MB), "--tmpfs", "/tmp"]
+    if host_tmp is not None:
+        args = [tools.bwrap, "--bind", host_tmp, "/tmp"]
+    else:
+        tmp_mb = max(settings.file_mb, 64)
+        args = [tools.bwrap, "--perms", "1777", "--size", str(tmp_mb * _MB), "--tmpfs", "/tmp"]
     args += [*mounts.args, "--proc", "/proc", "--dev", "/dev"]
     args += [*mounts.parents(workdir), *mounts.parents(CODE_DIR)]
     args += ["--bind", host_workdir, workdir, "--ro-bind", host_code_dir, CODE_DIR]
@@ -153,12 +161,15 @@ def bwrap_command(
         args += ["--unshare-all", "--unshare-user", "--disable-userns"]
     else:
         # No user namespace (it would map the sandbox to root); capabilities only to drop
-        # to ``uid`` with setpriv, which then drops them all.
+        # to ``uid`` with setpriv, which then drops them all. The code cannot make user
+        # namespaces of its own: the seccomp filter refuses them.
         args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
         args += ["--unshare-cgroup-try", "--cap-drop", "ALL"]
         for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"):
             args += ["--cap-add", cap]
     args += ["--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     for key, value in environment(workdir, interp).items():
         args += ["--setenv", key, value]
     args += ["--chdir", workdir]

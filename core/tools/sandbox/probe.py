@@ -2,7 +2,8 @@
 
 bwrap can be installed yet unusable (user namespaces switched off, a container's seccomp
 profile refusing them): the probe runs the real sandbox once, with the configured
-interpreter, and keeps bwrap's own words when it fails. Answered once per process.
+interpreter, its seccomp filter and its disk, and keeps bwrap's own words when it fails;
+the code inside checks that it cannot make a user namespace. Answered once per process.
 """
 
 from __future__ import annotations
@@ -15,14 +16,22 @@ import shutil
 import site
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from typing import Literal
 
 from core.config_tools import SandboxSettings
+from core.tools.sandbox import disk, seccomp
 from core.tools.sandbox.layout import CODE_DIR, Interpreter, Tools, bwrap_command, sandbox_uid
 
 INSTALL = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+# Run inside by the probe: the sandbox works, and user namespaces are refused there.
+_CHECK = (
+    "import ctypes\n"
+    "print('sandbox ok')\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "made = libc.unshare(0x10000000) == 0\n"  # CLONE_NEWUSER
+    "print('userns', 'MADE' if made else 'REFUSED', ctypes.get_errno())\n"
+)
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,9 @@ class Probe:
     tools: Tools | None = None
     interpreter: Interpreter | None = None
     problem: Literal["off", "missing", "broken"] | None = None
+    # The disk cap is a tmpfs the kernel enforces (else ``disk_note`` says why not).
+    tmpfs: bool = False
+    disk_note: str = ""
 
 
 def probe(settings: SandboxSettings) -> Probe:
@@ -65,21 +77,44 @@ def _probe(bwrap: str, python: str, memory_mb: int, euid: int) -> Probe:
     interp = interpreter(python)
     if isinstance(interp, str):
         return Probe(False, interp, problem="broken")
+    try:
+        seccomp.program()
+    except seccomp.SeccompUnavailable as exc:
+        return Probe(False, str(exc), problem="missing")
     version = _run([found, "--version"]).stdout.strip() or "bubblewrap"
+    disk.sweep()  # the tmpfs of workers killed mid-call
+    no_mount = disk.can_mount()
     check = SandboxSettings(memory_mb=max(memory_mb, 256), cpu_s=10, processes=16)
-    with tempfile.TemporaryDirectory(prefix="caramba-probe-") as tmp:
-        os.chmod(tmp, 0o755)
-        argv = [interp.executable, "-S", "-c", "print('sandbox ok')"]
+    uid = sandbox_uid() if euid == 0 else None
+    box = disk.make_box(max_bytes=1 << 20, max_inodes=16, owner=uid, mount=no_mount is None)
+    try:
+        argv = [interp.executable, "-S", "-c", _CHECK]
+        fd = seccomp.pipe_fd()
         cmd = bwrap_command(
             tools,
             check,
             interp,
-            host_workdir=tmp,
-            host_code_dir=tmp,
+            host_workdir=str(box.work),
+            host_code_dir=str(box.code),
             argv=argv,
-            uid=sandbox_uid() if euid == 0 else None,
+            uid=uid,
+            host_tmp=str(box.tmp) if box.mounted else None,
+            seccomp_fd=fd,
         )
-        result = _run(cmd)
+        try:
+            result = _run(cmd, pass_fds=(fd,))
+        finally:
+            os.close(fd)
+    finally:
+        disk.unmount(box)
+        shutil.rmtree(box.root, ignore_errors=True)
+    if result.returncode == 0 and "userns REFUSED" not in result.stdout:
+        return Probe(
+            False,
+            f"the sandbox lets code make user namespaces here ({result.stdout.strip()}): "
+            "run_code stays off rather than run without that wall",
+            problem="broken",
+        )
     if result.returncode != 0 or "sandbox ok" not in result.stdout:
         said = (result.stderr or result.stdout).strip()[-400:] or f"exit {result.returncode}"
         return Probe(
@@ -89,7 +124,7 @@ def _probe(bwrap: str, python: str, memory_mb: int, euid: int) -> Probe:
             "refused by a container's seccomp profile",
             problem="broken",
         )
-    return Probe(True, version, tools, interp)
+    return Probe(True, version, tools, interp, tmpfs=no_mount is None, disk_note=no_mount or "")
 
 
 def interpreter(python: str) -> Interpreter | str:
@@ -132,10 +167,15 @@ def _prefixes(*paths: str) -> tuple[str, ...]:
     return tuple(kept)
 
 
-def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+def _run(cmd: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
-            cmd, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+            pass_fds=pass_fds,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return subprocess.CompletedProcess(cmd, 1, "", str(exc))

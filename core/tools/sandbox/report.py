@@ -19,6 +19,8 @@ _PROCESSES = (
     "can't start new thread",
 )
 _FILE_SIZE = ("File too large",)
+# A wait for a free sandbox shorter than this is not worth a line.
+NOTICED_WAIT_S = 1.0
 
 
 def flood_bytes(s: SandboxSettings) -> int:
@@ -29,6 +31,24 @@ def flood_bytes(s: SandboxSettings) -> int:
 def render(o: Outcome, sync: SyncReport, s: SandboxSettings) -> str:
     said = o.stderr.text() + o.stdout.text()
     lines = [_headline(o, s)]
+    if o.waited >= NOTICED_WAIT_S:
+        lines.append(
+            f"It waited {o.waited:.1f} s for a free sandbox first (at most "
+            f"{s.max_concurrent} run at once: sandbox.max_concurrent)."
+        )
+    if o.full == "bytes":
+        lines.append(
+            f"The sandbox's disk is full: its working folder and /tmp hold at most "
+            f"{s.disk_mb} MB together (sandbox.disk_mb), the run's files included, and "
+            "writes past that failed (No space left on device). Write less: smaller "
+            "files, fewer copies, delete scratch files."
+        )
+    elif o.full == "files":
+        lines.append(
+            f"The sandbox's disk is full: its working folder and /tmp hold at most "
+            f"{s.max_files} files and folders together (sandbox.max_files), and creating "
+            "more failed (No space left on device). Write fewer, larger files."
+        )
     if any(m in said for m in _MEMORY):
         lines.append(
             f"It ran out of memory ({s.memory_mb} MB limit): work on less data at a "
@@ -76,8 +96,9 @@ def _headline(o: Outcome, s: SandboxSettings) -> str:
         )
     if o.stopped == "disk":
         return (
-            f"Stopped after {took}: it wrote more files than the workspace can hold. Write "
-            "fewer, smaller files."
+            f"Stopped after {took}: it wrote more than its working folder may hold "
+            f"({s.disk_mb} MB, sandbox.disk_mb; {s.max_files} files, sandbox.max_files). "
+            "Write fewer, smaller files."
         )
     code = o.returncode
     if code == 0:

@@ -1,6 +1,10 @@
-"""Run one sandbox command: output read within bounds, a wall-clock limit, a watch on the
-files it writes, and the whole process group killed at any limit (or if the call is
-cancelled). Inside, bwrap's pid namespace dies with it: nothing the code started lives on.
+"""Run one sandbox command: output read within bounds, a wall-clock limit, and the whole
+process group killed at any limit (or if the call is cancelled). Inside, bwrap's pid
+namespace dies with it: nothing the code started lives on.
+
+The disk is capped by the kernel (a tmpfs, :mod:`disk`); only where that cannot be
+mounted (not root) does a watcher poll the working folder's size instead, which stops the
+code after it has overshot, not before.
 """
 
 from __future__ import annotations
@@ -15,16 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from core.tools.sandbox.disk import Full
 from core.tools.sandbox.output import Captured, pump
 
 Stop = Literal["timeout", "flood", "disk"]
-# How often the working directory's size is checked while the code runs.
+# How often the working directory's size is checked while the code runs (no tmpfs).
 WATCH_EVERY_S = 0.25
 
 
 @dataclass(frozen=True)
 class DiskCap:
-    """What the code may leave in its working directory before it is stopped."""
+    """What the code may leave in its working directory before it is stopped (polled)."""
 
     root: Path
     max_bytes: int
@@ -38,6 +43,10 @@ class Outcome:
     stderr: Captured
     seconds: float
     stopped: Stop | None = None
+    # The tmpfs cap the code ran into (the kernel refused its writes past it).
+    full: Full | None = None
+    # Seconds the call waited for a free sandbox (sandbox.max_concurrent).
+    waited: float = 0.0
 
 
 async def execute(
@@ -47,6 +56,7 @@ async def execute(
     output_bytes: int,
     flood_bytes: int,
     disk: DiskCap | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> Outcome:
     """Run ``cmd`` (a bwrap command line) to its end or to a limit."""
     out, err = Captured(output_bytes), Captured(output_bytes)
@@ -57,6 +67,7 @@ async def execute(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # its own process group, killed as one
+        pass_fds=pass_fds,
     )
     stopped: list[Stop] = []
 
