@@ -85,6 +85,35 @@ def test_root_drops_to_a_user_of_its_own_before_the_limits() -> None:
     assert "--no-new-privs" in as_root and "--bounding-set=-all" in as_root
 
 
+def test_the_capped_disk_and_the_seccomp_filter_are_on_the_command_line() -> None:
+    settings = SandboxSettings()
+    cmd = bwrap_command(
+        TOOLS,
+        settings,
+        INTERP,
+        host_workdir="/h/d/work",
+        host_code_dir="/h/c",
+        argv=["x"],
+        uid=2_000_000_001,
+        host_tmp="/h/d/tmp",
+        seccomp_fd=7,
+    )
+    line = " ".join(cmd)
+    # /tmp and /dev/shm on the call's tmpfs, not a tmpfs of bwrap's own (no file cap).
+    assert "--bind /h/d/tmp /tmp" in line and "--bind /h/d/tmp/.shm /dev/shm" in line
+    assert "--tmpfs /tmp" not in line
+    # The filter is loaded by bwrap, so it binds setpriv, prlimit and the code.
+    assert "--seccomp 7" in line and line.index("--seccomp 7") < line.index("/usr/bin/setpriv")
+
+
+def test_the_seccomp_program_is_built() -> None:
+    from core.tools.sandbox.seccomp import program
+
+    bpf = program()
+    # Classic BPF: 8-byte instructions; a few per refused call, then the final ALLOW.
+    assert len(bpf) % 8 == 0 and len(bpf) // 8 > 40
+
+
 def test_output_is_kept_within_its_bound_head_and_tail() -> None:
     out = Captured(100)
     out.feed(b"start " + b"." * 10_000)

@@ -59,17 +59,18 @@ def make_box(*, max_bytes: int, max_inodes: int, owner: int | None, mount: bool)
     box = Box(Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-")), mount)
     box.disk.mkdir()
     if mount:
-        # Its own root folder counts as an inode, and so do work/ and tmp/.
-        opts = f"size={max_bytes},nr_inodes={max_inodes + 3},mode=0755"
+        # Its own root folder counts as an inode, and so do work/, tmp/ and tmp/.shm/.
+        opts = f"size={max_bytes},nr_inodes={max_inodes + 4},mode=0755"
         try:
             _mount(box.disk, opts)
         except OSError:
             shutil.rmtree(box.root, ignore_errors=True)
             raise
-    for folder in (box.work, box.tmp, box.code):
+    for folder in (box.work, box.tmp, box.tmp / ".shm", box.code):
         folder.mkdir()
     box.code.chmod(0o755)  # read by the sandbox's own user
     box.tmp.chmod(0o1777)
+    (box.tmp / ".shm").chmod(0o1777)
     if owner is not None:
         os.chown(box.work, owner, owner)
     return box

@@ -138,8 +138,8 @@ def bwrap_command(
 ) -> list[str]:
     """The whole command: ``bwrap … [setpriv …] prlimit … -- argv``. ``uid`` is the user
     to drop to (when running as root), else ``None``. ``host_tmp``: the folder to show as
-    ``/tmp`` (on the capped disk), else a tmpfs of bwrap's. ``seccomp_fd``: the filter
-    bwrap loads before the code starts (:mod:`seccomp`)."""
+    ``/tmp`` (on the capped disk; its ``.shm`` is ``/dev/shm``), else a tmpfs of bwrap's.
+    ``seccomp_fd``: the filter bwrap loads before the code starts (:mod:`seccomp`)."""
     workdir = workdir_for(interp)
     mounts = _Mounts()
     for path in SYSTEM_PATHS + ETC_PATHS:
@@ -154,6 +154,9 @@ def bwrap_command(
         tmp_mb = max(settings.file_mb, 64)
         args = [tools.bwrap, "--perms", "1777", "--size", str(tmp_mb * _MB), "--tmpfs", "/tmp"]
     args += [*mounts.args, "--proc", "/proc", "--dev", "/dev"]
+    if host_tmp is not None:
+        # POSIX semaphores and shared memory (multiprocessing's locks), on the same disk.
+        args += ["--bind", posixpath.join(host_tmp, ".shm"), "/dev/shm"]
     args += [*mounts.parents(workdir), *mounts.parents(CODE_DIR)]
     args += ["--bind", host_workdir, workdir, "--ro-bind", host_code_dir, CODE_DIR]
     if uid is None:
