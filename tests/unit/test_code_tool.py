@@ -136,3 +136,15 @@ def test_the_report_names_the_limit_in_plain_words() -> None:
     assert timeout.startswith("Stopped after 60 s wall-clock limit")
     cpu = render(Outcome(152, Captured(100), Captured(100), 30.2), SyncReport(), s)
     assert "used up its CPU time (30 s limit)" in cpu
+
+
+def test_the_report_says_which_disk_cap_and_a_noticeable_wait() -> None:
+    s = SandboxSettings(disk_mb=100, max_files=1000, max_concurrent=4)
+    quiet = Captured(100)
+    short = render(Outcome(0, quiet, quiet, 0.1, waited=0.3), SyncReport(), s)
+    assert "free sandbox" not in short and "disk is full" not in short
+    full = render(Outcome(1, quiet, quiet, 0.1, full="bytes", waited=2.5), SyncReport(), s)
+    assert "waited 2.5 s for a free sandbox first (at most 4 run at once" in full
+    assert "at most 100 MB together (sandbox.disk_mb)" in full
+    files = render(Outcome(1, quiet, quiet, 0.1, full="files"), SyncReport(), s)
+    assert "at most 1000 files and folders together (sandbox.max_files)" in files

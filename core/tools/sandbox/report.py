@@ -39,15 +39,15 @@ def render(o: Outcome, sync: SyncReport, s: SandboxSettings) -> str:
     if o.full == "bytes":
         lines.append(
             f"The sandbox's disk is full: its working folder and /tmp hold at most "
-            f"{s.disk_mb} MB together (sandbox.disk_mb), the run's files included, and "
-            "writes past that failed (No space left on device). Write less: smaller "
-            "files, fewer copies, delete scratch files."
+            f"{s.disk_mb} MB together (sandbox.disk_mb), the run's files included; writes "
+            "past that fail with No space left on device. Write less: smaller files, "
+            "fewer copies, delete scratch files."
         )
     elif o.full == "files":
         lines.append(
             f"The sandbox's disk is full: its working folder and /tmp hold at most "
-            f"{s.max_files} files and folders together (sandbox.max_files), and creating "
-            "more failed (No space left on device). Write fewer, larger files."
+            f"{s.max_files} files and folders together (sandbox.max_files); making more "
+            "fails with No space left on device. Write fewer, larger files."
         )
     if any(m in said for m in _MEMORY):
         lines.append(
