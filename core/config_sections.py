@@ -122,6 +122,9 @@ class CelerySettings(_Section):
     # Broker redelivers a task not acknowledged within this time: keep it above the
     # longest turn (llm.timeout_s × llm.max_attempts plus tools).
     visibility_timeout_s: float = Field(3600, gt=0)
+    # A worker renews the lease of the turns it runs every lease_s / 3; a turn whose
+    # lease lapsed (its worker died) is published again by the other workers.
+    lease_s: float = Field(10, gt=0, le=300)
     # A single turn running longer than this inside a worker is abandoned (and retried).
     turn_timeout_s: float = Field(900, gt=0)
     # An agent's next turn runs in the same task (no new broker message) up to this many

@@ -3,14 +3,17 @@
 An app is built per :class:`~core.config.Settings` (Celery ignores a ``broker_url``
 changed after first use, so settings are baked in at construction). Delivery is
 at-least-once on purpose: the task is acknowledged only after the turn returns
-(``acks_late``), a worker that dies leaves its tasks unacknowledged and the broker hands
-them to another worker after ``celery.visibility_timeout_s``. The turn itself is
-idempotent by sequence number, so a second delivery is dropped, never applied twice.
+(``acks_late``), and the turn is idempotent by sequence number, so a second delivery is
+dropped, never applied twice.
+
+What brings back the turns of a worker that died is the turn ledger (:mod:`tasks.ledger`):
+the worker holds the turns it runs under a lease of ``celery.lease_s`` and the other
+workers publish them again once it lapsed — seconds, not the broker's visibility timeout.
+The broker's own redelivery of unacknowledged messages is only a late backstop (see
+:func:`transport_options`).
 
 A worker outlives its broker's restarts: it reconnects for as long as it takes, and its
-consumer (:mod:`tasks.consumer`) survives closing the lost connection and acknowledges the
-turns that were in flight once they end. A message lost all the same is delivered again
-after the visibility timeout, or published again from the ledger (:mod:`tasks.ledger`).
+consumer (:mod:`tasks.consumer`) survives closing the lost connection.
 """
 
 from __future__ import annotations
@@ -25,9 +28,8 @@ from core.config import Settings
 from core.errors import ConfigError
 from core.scheduler.base import TurnJob
 from tasks.consumer import TurnConsumer
-from tasks.ledger import sweep_interval_s
 from tasks.runtime import ServicesFactory, WorkerRuntime, WorkerStopped
-from tasks.scheduler import TURN_TASK
+from tasks.scheduler import TURN_TASK, broker_key_prefix
 
 log = logging.getLogger(__name__)
 
@@ -74,19 +76,28 @@ def broker_url(settings: Settings) -> str:
 
 
 def transport_options(settings: Settings) -> dict[str, Any]:
-    """Redis transport options derived from the settings.
+    """kombu's Redis transport options, chosen for a broker that is only a backstop.
 
-    kombu sweeps for unacknowledged tasks of dead workers only every
-    ``unacked_restore_interval × unacked_restore_throttle`` seconds (100 s by default);
-    a sweep every quarter of the visibility timeout (1–60 s) keeps recovery close to it.
-    Every broker key is put under ``{redis.key_prefix}:celery:`` so that deployments
-    (and test runs) sharing one Redis database never see each other's tasks.
+    - ``visibility_timeout`` stays long (``celery.visibility_timeout_s``, an hour): kombu
+      delivers a message again when it was not acknowledged within it, and a running turn
+      (up to ``celery.turn_timeout_s``, 15 minutes, a chain of turns included) must never
+      be delivered again while its worker is alive. The ledger's leases bring back a dead
+      worker's turns within seconds; kombu's copy an hour later is dropped by the turn.
+    - ``unacked_mutex_expire`` is short (``celery.lease_s``, at most 10 s): kombu restores
+      unacknowledged messages under a lock, and a worker killed while holding it would
+      block every restore for its lifetime (300 s by default).
+    - ``unacked_restore_interval`` (with ``unacked_restore_throttle`` 1): how often each
+      worker looks for messages to restore — a quarter of the visibility timeout, 1–60 s
+      (kombu's default is every 100 s).
+    - ``global_keyprefix``: every broker key of a deployment under its own prefix.
     """
+    visibility = settings.celery.visibility_timeout_s
     return {
-        "visibility_timeout": settings.celery.visibility_timeout_s,
-        "unacked_restore_interval": int(sweep_interval_s(settings)),
+        "visibility_timeout": visibility,
+        "unacked_mutex_expire": max(1, int(min(10.0, settings.celery.lease_s))),
+        "unacked_restore_interval": int(max(1.0, min(60.0, visibility / 4))),
         "unacked_restore_throttle": 1,
-        "global_keyprefix": f"{settings.redis.key_prefix}:celery:",
+        "global_keyprefix": broker_key_prefix(settings),
     }
 
 
@@ -171,7 +182,7 @@ def make_app(
         """Run one agent turn on this process's event loop; returns the outcome's name."""
         task_id = self.request.id
         try:
-            outcome = runtime.run_turn(TurnJob.model_validate(job)).value
+            outcome = runtime.run_turn(TurnJob.model_validate(job), task_id).value
         except WorkerStopped:
             # Shutting down: put the message back for another worker instead of failing it.
             raise Reject("worker is stopping", requeue=True) from None
@@ -183,7 +194,9 @@ def make_app(
                 raise
             delay = min(_RETRY_CAP_S, retry_delay_s * 2**retries)
             log.warning("turn %s raised %r; retrying in %.1f s", job, exc, delay)
-            # The retry is the same message (same task id): its ledger entry stays.
+            # The retry is the same message (same task id): its ledger entry is queued
+            # again, due when the retry is.
+            runtime.release(task_id, job, delay)
             raise self.retry(exc=exc, countdown=delay, max_retries=max_retries) from exc
         runtime.settle(task_id, job)
         return outcome

@@ -25,13 +25,16 @@ connection (``Message.ack`` → ``QoS.ack`` → ``Channel._connparams``), from t
 event loop (the hub), where it is not caught either (``Message.ack_log_error`` ignores only
 connection errors): "Unrecoverable error" again, once the worker had reconnected.
 
-:class:`TurnConsumer` treats a failure to close the lost connection as what it is — the
-connection is gone either way — and reconnects; and it acknowledges a message of a lost
-connection on the current one. With the Redis transport an acknowledgement is the removal
-of the message's delivery tag (a UUID given at publishing) from kombu's unacknowledged set
-in Redis, which any channel can do. If that fails too (Redis still down), the message stays
-there and the broker delivers it again after ``celery.visibility_timeout_s``: the turn drops
-it as already applied.
+:class:`TurnConsumer` overrides two public methods of Celery's consumer and uses no kombu
+internals: a failure to close the lost connection is taken for what it is — the
+connection is gone either way — and the worker reconnects; and a message of a lost
+connection is left unacknowledged instead of acknowledged on a dead channel. Nothing is
+owed to it: the turn it carried has run and its ledger entry (:mod:`tasks.ledger`, the
+recovery of record) was settled when it ended. kombu's backstop delivers the message
+again after ``celery.visibility_timeout_s``, and the turn drops that copy as already
+applied (no model call). Acknowledging it on the new connection instead would need
+kombu's private ``QoS._remove_from_indices`` — one stray task an hour later is cheaper
+than depending on a private API.
 """
 
 from __future__ import annotations
@@ -72,31 +75,9 @@ class TurnConsumer(Consumer):
         if message is None or channel is None or not getattr(channel, "closed", False):
             settle(*args, **kwargs)
             return
-        # A message of a lost connection: its channel is closed.
-        if getattr(settle, "__name__", "") != "ack_log_error":
-            log.warning(
-                "message %s of the lost broker connection is left unacknowledged; it is "
-                "delivered again after the visibility timeout",
-                message.delivery_tag,
-            )
-            return
-        self._ack_on_current_channel(message)
-
-    def _ack_on_current_channel(self, message: Any) -> None:
-        tag = message.delivery_tag
-        channel = getattr(self.task_consumer, "channel", None)
-        try:
-            if channel is None or getattr(channel, "closed", True):
-                raise ConnectionError("not connected to the broker again yet")
-            # kombu's Redis QoS.ack without the channel's own bookkeeping (the message was
-            # delivered to another channel): ZREM + HDEL of the tag.
-            channel.qos._remove_from_indices(tag).execute()
-        except Exception as exc:
-            log.warning(
-                "could not acknowledge message %s of the lost broker connection (%r); it is "
-                "delivered again after the visibility timeout",
-                tag,
-                exc,
-            )
-        else:
-            log.info("acknowledged message %s of the lost broker connection", tag)
+        # A message of a lost connection: its channel is closed (see the module docstring).
+        log.info(
+            "message %s came over the lost broker connection: left unacknowledged (its "
+            "turn has ended; the broker's late copy will be dropped)",
+            message.delivery_tag,
+        )

@@ -4,8 +4,10 @@ Built once when the Celery worker starts (a worker bootstep) and shared by every
 thread of the process: each task runs ``core.process.jobs.handle`` (a turn, or a
 request's planning) on the process's loop and waits for it. The background loop
 (``core.process.background``: due timers, pending intents, ended runs) runs on the same
-loop for as long as the worker lives, as every turn-running process must, and so does
-the sweep that publishes again the turns the broker lost (``tasks.ledger``).
+loop for as long as the worker lives, as every turn-running process must, and so do the
+two loops of the turn ledger (``tasks.ledger``): one renews the lease of every turn this
+process runs (one round trip every ``celery.lease_s / 3``), the other publishes again the
+turns of dead workers and the messages the broker lost.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from kombu.exceptions import OperationalError
@@ -102,34 +104,47 @@ class WorkerRuntime:
                 name="caramba-background",
             ),
             asyncio.create_task(
+                _forever("ledger leases", lambda: self._renew(scheduler, stop), stop),
+                name="caramba-ledger-leases",
+            ),
+            asyncio.create_task(
                 _forever("ledger sweep", lambda: self._sweep(scheduler, stop), stop),
                 name="caramba-ledger-sweep",
             ),
         ]
         return svc
 
-    async def _sweep(self, scheduler: CeleryScheduler, stop: asyncio.Event) -> None:
-        """Publish again the turns the broker lost (see :mod:`tasks.ledger`)."""
-        interval = sweep_interval_s(self.settings)
-        while not stop.is_set():
-            try:
-                n = await scheduler.republish_stale(self.settings.celery.visibility_timeout_s)
-                if n:
-                    log.warning("published %d turns again that no worker had run", n)
-            except UNAVAILABLE as exc:  # Redis restarting: one line per try, no traceback
-                log.warning("ledger sweep: Redis unavailable (%r); again in %.0f s", exc, interval)
-            except Exception:
-                log.exception("ledger sweep failed; retrying in %.0f s", interval)
-            await _wait(stop, interval)
+    async def _renew(self, scheduler: CeleryScheduler, stop: asyncio.Event) -> None:
+        """Keep the lease of every turn this process runs (see :mod:`tasks.ledger`)."""
+        await _every(stop, sweep_interval_s(self.settings), "ledger leases", scheduler.renew)
 
-    def run_turn(self, job: TurnJob) -> TurnOutcome:
-        """Run one turn to its end; abandoned (cancelled) after ``celery.turn_timeout_s``."""
+    async def _sweep(self, scheduler: CeleryScheduler, stop: asyncio.Event) -> None:
+        """Publish again the turns of dead workers and those the broker lost."""
+
+        async def sweep() -> None:
+            if n := await scheduler.republish_stale():
+                log.warning("published %d turns again that no live worker held", n)
+
+        # Offset from the renewals; a lapse is seen within lease_s + this interval.
+        await _wait(stop, sweep_interval_s(self.settings) / 2)
+        await _every(stop, sweep_interval_s(self.settings), "ledger sweep", sweep)
+
+    def run_turn(self, job: TurnJob, task_id: str | None = None) -> TurnOutcome:
+        """Run one turn to its end; abandoned (cancelled) after ``celery.turn_timeout_s``.
+
+        The ledger entry of message ``task_id`` is held by this process meanwhile (until
+        :meth:`settle` or :meth:`release`)."""
         with self._lock:
             if self._loop is None or self._svc is None:
                 raise WorkerStopped("the worker runtime is not running")
-            loop, svc = self._loop, self._svc
+            loop, svc, scheduler = self._loop, self._svc, self._scheduler
             self._inflight += 1
         try:
+            if task_id is not None and scheduler is not None:
+                try:
+                    scheduler.hold_sync(task_id, job)
+                except Exception as exc:  # the turn needs Redis too: let it say so
+                    log.warning("could not hold %s in the ledger (%r)", job, exc)
             return loop.run(self._chained(svc, job), timeout=self.settings.celery.turn_timeout_s)
         finally:
             with self._lock:
@@ -170,15 +185,26 @@ class WorkerRuntime:
         """The message ``task_id`` ran to its end: forget it in the ledger.
 
         Best effort: the turn is done whatever happens here. An entry left behind (Redis
-        unavailable, the worker stopping) is published again after the visibility timeout
-        and dropped as already applied."""
+        unavailable, the worker stopping) is no longer renewed: once its lease lapsed it is
+        published again and dropped as already applied."""
         scheduler = self._scheduler
         if scheduler is None:
             return
         try:
-            scheduler.ledger.settle(task_id, job)
+            scheduler.settle_sync(task_id, job)
         except Exception as exc:
             log.warning("could not settle %s in the ledger (%r); it will run again", job, exc)
+
+    def release(self, task_id: str, job: dict[str, object], delay_s: float) -> None:
+        """The message ``task_id`` is retried in ``delay_s``: its entry is queued again,
+        due then (best effort, as :meth:`settle`)."""
+        scheduler = self._scheduler
+        if scheduler is None:
+            return
+        try:
+            scheduler.release_sync(task_id, job, delay_s)
+        except Exception as exc:
+            log.warning("could not queue %s again in the ledger (%r)", job, exc)
 
     def stop(self, grace_s: float | None = None) -> None:
         """Wait for running turns (up to ``grace_s``, default the turn timeout), then stop
@@ -213,6 +239,21 @@ class WorkerRuntime:
         if self._scheduler is not None:
             await self._scheduler.aclose()
             self._scheduler = None
+
+
+async def _every(
+    stop: asyncio.Event, interval: float, name: str, tick: Callable[[], Awaitable[object]]
+) -> None:
+    """``await tick()`` every ``interval`` until ``stop``; Redis being unavailable costs one
+    log line per try, and the next tick tries again."""
+    while not stop.is_set():
+        try:
+            await tick()
+        except UNAVAILABLE as exc:
+            log.warning("%s: Redis unavailable (%r); again in %.1f s", name, exc, interval)
+        except Exception:
+            log.exception("%s failed; again in %.1f s", name, interval)
+        await _wait(stop, interval)
 
 
 async def _wait(stop: asyncio.Event, seconds: float) -> None:

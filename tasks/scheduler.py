@@ -6,6 +6,10 @@ stalls every other turn of the process for each round trip to the broker (measur
 messages are published from a small dedicated thread pool — not asyncio's default
 executor, which also serves DNS look-ups for the model's HTTP calls. Each publishing
 thread takes its own producer (and connection) from Celery's pool.
+
+Every turn given to the broker is an entry of the :class:`~tasks.ledger.TurnLedger`
+first; what this process holds of it (turns running here) is in :attr:`holdings`, whose
+leases the worker runtime renews.
 """
 
 from __future__ import annotations
@@ -15,45 +19,58 @@ import concurrent.futures
 import uuid
 from typing import TYPE_CHECKING
 
+from redis import Redis
+
 from core.config import Settings
 from core.scheduler.base import TurnJob
 from tasks.chain import CURRENT
-from tasks.ledger import TurnLedger
+from tasks.ledger import Holdings, TurnLedger
 
 if TYPE_CHECKING:
     from celery import Celery
 
 # The one task of the app (registered under this explicit name by tasks.app.make_app).
 TURN_TASK = "caramba.turn"
+# kombu's Redis transport keeps a queue's messages of priority p > 0 in "{queue}\x06\x16{p}".
+_PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
+
+
+def broker_key_prefix(settings: Settings) -> str:
+    """kombu's ``global_keyprefix``: every broker key of a deployment is under it, so that
+    deployments (and test runs) sharing one Redis database never see each other's tasks."""
+    return f"{settings.redis.key_prefix}:celery:"
 
 
 class CeleryScheduler:
-    """:class:`core.scheduler.base.Scheduler` that publishes turns to a Celery queue.
-
-    Every message is recorded in the :class:`~tasks.ledger.TurnLedger` before it is
-    published, so a message the broker loses is published again.
-    """
+    """:class:`core.scheduler.base.Scheduler` that publishes turns to a Celery queue."""
 
     def __init__(self, app: Celery, settings: Settings, *, publishers: int = 4) -> None:
         self.app = app
+        self.settings = settings
         self.queue = settings.celery.queue
+        self.lease_s = settings.celery.lease_s
         self.ledger = TurnLedger.for_settings(settings)
+        self.holdings = Holdings()
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=publishers, thread_name_prefix="caramba-publish"
         )
+        # Renewals never wait behind publishes (a broker that is restarting holds a
+        # publish for up to ~17 s): leases would lapse on a live worker.
+        self._lease_executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="caramba-lease"
+        )
+        self._broker: Redis | None = None
         self.published = 0
-        # Taken from the ledger by a sweep, not published yet (see republish_stale).
-        self._claimed: list[TurnJob] = []
 
     def publish(self, job: TurnJob) -> str:
         """Publish synchronously (from a thread, never on an event loop); the task id."""
         task_id = str(uuid.uuid4())
-        self.ledger.record(task_id, job)
+        self.ledger.record(TurnLedger.member(task_id, job))
         self.send_recorded(task_id, job)
         return task_id
 
     def send_recorded(self, task_id: str, job: TurnJob) -> None:
-        """Publish a turn already recorded in the ledger under ``task_id``."""
+        """Publish a turn already in the ledger under ``task_id``."""
         self.app.send_task(
             TURN_TASK,
             args=(job.model_dump(mode="json"),),
@@ -67,44 +84,103 @@ class CeleryScheduler:
         loop = asyncio.get_running_loop()
         chain = CURRENT.get()
         if chain is not None and chain.accepts(job):
-            # The agent's next turn: run by the current task (see tasks.chain), recorded
-            # in the ledger so that it survives this worker.
+            # The agent's next turn, run by the current task (see tasks.chain): held by
+            # this worker from the start, so that it survives this worker.
             task_id = str(uuid.uuid4())
-            await loop.run_in_executor(self._executor, self.ledger.record, task_id, job)
+            await loop.run_in_executor(self._executor, self.hold_sync, task_id, job)
             chain.next = (task_id, job)
             return
         await loop.run_in_executor(self._executor, self.publish, job)
 
+    def hold_sync(self, task_id: str, job: TurnJob | dict[str, object]) -> None:
+        """This worker runs the turn: its entry is held under this process's lease."""
+        member = TurnLedger.member(task_id, job)
+        self.holdings.add(member)
+        self.ledger.hold([member], self.lease_s)
+
+    def settle_sync(self, task_id: str, job: TurnJob | dict[str, object]) -> None:
+        """The turn ran to its end: its entry leaves the ledger."""
+        member = TurnLedger.member(task_id, job)
+        self.holdings.discard(member)
+        self.ledger.settle(member)
+
+    def release_sync(
+        self, task_id: str, job: TurnJob | dict[str, object], delay_s: float = 0.0
+    ) -> None:
+        """This worker gives the turn back to the broker (a retry after ``delay_s``, a
+        chain that stopped): queued again, due after the delay."""
+        member = TurnLedger.member(task_id, job)
+        self.holdings.discard(member)
+        self.ledger.release([member], delay_s)
+
+    def renew_sync(self) -> int:
+        """Renew the lease of every entry this process holds (one round trip)."""
+        members = self.holdings.snapshot()
+        if members:
+            self.ledger.renew(members, self.lease_s)
+        return len(members)
+
     async def settle(self, task_id: str, job: TurnJob) -> None:
         await asyncio.get_running_loop().run_in_executor(
-            self._executor, self.ledger.settle, task_id, job
+            self._executor, self.settle_sync, task_id, job
         )
 
     async def hand_over(self, task_id: str, job: TurnJob) -> None:
         """Give a chained turn to the broker after all (the chain stopped)."""
-        await asyncio.get_running_loop().run_in_executor(
-            self._executor, self.send_recorded, task_id, job
+
+        def release_and_send() -> None:
+            self.release_sync(task_id, job)
+            self.send_recorded(task_id, job)
+
+        await asyncio.get_running_loop().run_in_executor(self._executor, release_and_send)
+
+    async def renew(self) -> int:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._lease_executor, self.renew_sync)
+
+    async def republish_stale(self) -> int:
+        """Publish again what the ledger finds lost (see :mod:`tasks.ledger`); how many."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self._executor, self.republish_stale_sync
         )
 
-    async def republish_stale(self, older_than_s: float) -> int:
-        """Publish again the messages the ledger has held longer than ``older_than_s``.
+    def republish_stale_sync(self) -> int:
+        limits = self.settings.celery
+        deadline, members = self.ledger.claim_stale(
+            grace_s=2 * limits.lease_s,
+            visibility_s=limits.visibility_timeout_s,
+            queue_empty=self.broker_queue_empty(),
+            lease_s=limits.lease_s,
+        )
+        sent = []
+        try:
+            for member in members:
+                self.send_recorded(*TurnLedger.parse(member))
+                sent.append(member)
+        finally:
+            # Held under the claim until published; one not published stays held and
+            # is claimed again when the claim's lease lapses.
+            if sent:
+                self.ledger.release(sent, deadline=deadline)
+        return len(sent)
 
-        Taking them out of the ledger is the claim; one whose publish then fails (Redis
-        restarting) is kept here and published by the next sweep."""
-        loop = asyncio.get_running_loop()
-        fresh = await loop.run_in_executor(self._executor, self.ledger.take_stale, older_than_s)
-        jobs, self._claimed = [*self._claimed, *fresh], []
-        for i, job in enumerate(jobs):
-            try:
-                await self.submit(job)
-            except BaseException:
-                self._claimed = jobs[i:]
-                raise
-        return len(jobs)
+    def broker_queue_empty(self) -> bool:
+        """No message of the turn queue waits in the broker (LLEN of its Redis lists)."""
+        if self._broker is None:
+            url = self.settings.celery.broker_url or self.settings.redis.url
+            self._broker = Redis.from_url(url)
+        base = broker_key_prefix(self.settings) + self.queue
+        pipe = self._broker.pipeline(transaction=False)
+        for suffix in _PRIORITY_SUFFIXES:
+            pipe.llen(base + suffix)
+        return sum(int(n) for n in pipe.execute()) == 0
 
     async def aclose(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.close)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
+        self._lease_executor.shutdown(wait=True)
         self.ledger.close()
+        if self._broker is not None:
+            self._broker.close()

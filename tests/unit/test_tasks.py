@@ -8,18 +8,14 @@ import os
 import signal
 import sys
 import textwrap
-import time
 
-import fakeredis
 import pytest
 from typer.testing import CliRunner
 
 from bots.cli import app as cli
 from core.config import load_settings
 from core.errors import ConfigError
-from core.scheduler.base import TurnJob
 from tasks.app import TURN_TASK, make_app
-from tasks.ledger import TurnLedger
 from tasks.loop import LoopThread
 from tasks.supervisor import describe_exit
 from tasks.worker import worker_argv
@@ -48,8 +44,11 @@ def test_app_delivers_at_least_once_with_json_on_its_own_queue() -> None:
     assert conf.worker_prefetch_multiplier == 1
     assert (conf.task_serializer, conf.accept_content) == ("json", ["json"])
     assert conf.task_default_queue == "q1" and conf.task_routes[TURN_TASK] == {"queue": "q1"}
+    # kombu's restore is a backstop: long visibility timeout, a lock that a killed worker
+    # cannot keep for long (lease_s, at most 10 s).
     assert conf.broker_transport_options == {
         "visibility_timeout": 120,
+        "unacked_mutex_expire": 10,
         "unacked_restore_interval": 30,
         "unacked_restore_throttle": 1,
         "global_keyprefix": "unit:celery:",
@@ -98,21 +97,6 @@ def test_loop_thread_runs_coroutines_and_cancels_on_timeout() -> None:
     finally:
         loop.stop()
     assert pending.cancelled() and not loop.running
-
-
-def test_ledger_republishes_only_old_unsettled_messages_once() -> None:
-    ledger = TurnLedger(fakeredis.FakeRedis(decode_responses=True), "unit")
-    a, b, c = (TurnJob(run_id="r", agent_id=x, seq=0) for x in "abc")
-    ledger.record("t-a", a)
-    ledger.record("t-b", b)
-    ledger.record("t-c", c)
-    ledger.settle("t-b", b.model_dump(mode="json"))  # as the task sees its job: a dict
-    assert ledger.pending() == 2
-    assert ledger.take_stale(older_than_s=60) == []  # nothing is old yet
-    later = time.time() + 61
-    assert sorted(j.agent_id for j in ledger.take_stale(60, now=later)) == ["a", "c"]
-    assert ledger.take_stale(60, now=later) == []  # claimed: another sweeper gets nothing
-    assert ledger.pending() == 0
 
 
 def test_describe_exit() -> None:
