@@ -6,10 +6,12 @@ a free slot — all to land in a worker that is as good as this one. So while a 
 a turn, the scheduler hands that agent's next turn back to the task instead (bounded by
 ``celery.chain_turns`` and ``celery.chain_s``, well under the visibility timeout).
 
-Nothing is lost if the worker dies mid-chain: a chained turn is recorded in the publish
-ledger (:mod:`tasks.ledger`) exactly like a published one, and settled only when it has
-run, so another worker publishes it again after the visibility timeout. The task's own
-message, redelivered by the broker, is an old turn and is dropped.
+Nothing is lost if the worker dies mid-chain: a chained turn is recorded in the turn
+ledger (:mod:`tasks.ledger`) as held by this worker, renewed with the rest of what it
+runs and settled only when it has run, so another worker publishes it again once the
+dead worker's lease lapsed. A chain that stops early gives its stashed turn back to the
+broker (queued in the ledger, then published). The task's own message, redelivered by
+the broker after its visibility timeout, is an old turn and is dropped.
 """
 
 from __future__ import annotations

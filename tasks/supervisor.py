@@ -3,8 +3,8 @@
 
 One worker process per core (each with many turn threads) is the measured best fit for
 I/O-bound turns. A worker that dies (an out-of-memory kill, a crash) is started again
-after a back-off; its unacknowledged turns go to the other workers after the broker's
-visibility timeout. SIGTERM or SIGINT is passed on to every worker once (warm shutdown:
+after a back-off; the other workers publish its turns again as soon as their leases in
+the turn ledger lapse (``celery.lease_s``, see ``tasks.ledger``). SIGTERM or SIGINT is passed on to every worker once (warm shutdown:
 running turns finish); the workers run in their own process group so a Ctrl-C in the
 terminal reaches them only through here, and they stop by themselves if this process
 is killed outright. The call keeper (``keeper_command``), one per host, is supervised the
