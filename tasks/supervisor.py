@@ -4,12 +4,13 @@
 One worker process per core (each with many turn threads) is the measured best fit for
 I/O-bound turns. A worker that dies (an out-of-memory kill, a crash) is started again
 after a back-off; the other workers publish its turns again as soon as their leases in
-the turn ledger lapse (``celery.lease_s``, see ``tasks.ledger``). SIGTERM or SIGINT is passed on to every worker once (warm shutdown:
-running turns finish); the workers run in their own process group so a Ctrl-C in the
-terminal reaches them only through here, and they stop by themselves if this process
-is killed outright. The call keeper (``keeper_command``), one per host, is supervised the
-same way, and stopped with the workers: it finishes the calls under way, and the workers
-call the model themselves once it is gone.
+the turn ledger lapse (``celery.lease_s``, see ``tasks.ledger``). SIGTERM or SIGINT is
+passed on to every worker once (warm shutdown: running turns finish); the workers run in
+their own process group so a Ctrl-C in the terminal reaches them only through here, and
+they stop by themselves if this process is killed outright. The call keeper
+(``keeper_command``), one per host, is supervised the same way, and stopped with the
+workers: it finishes the calls under way, and the workers call the model themselves once
+it is gone.
 """
 
 from __future__ import annotations
