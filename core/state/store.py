@@ -6,6 +6,7 @@ the turn's events and usage, so a turn delivered twice is applied once.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -20,7 +21,7 @@ from core.state.records import agent_fields, parse_head, parse_usage, set_run
 
 # Re-exported: callers import the run-change helpers from the store they apply to.
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
-from core.state.turn_script import COMMIT_SCRIPT, script_args
+from core.state.turn_script import COMMIT_SCRIPT, TOKEN_FIELD, Commit, script_args
 from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
 from core.types.events import RunEvent
@@ -196,18 +197,24 @@ class Store(EventLog):
         usage: Usage,
         run_change: RunChange | None = None,
         writes: Sequence[PipelineWrite] = (),
-    ) -> bool:
+    ) -> Commit:
         """Save a turn: state + seq, usage, events, and an optional run change, atomically.
 
         ``writes`` add commands to the same transaction (bus messages, acks, new agents).
-        Returns False (and writes nothing) when the agent's seq is no longer
+        Returns ``STALE`` (and writes nothing) when the agent's seq is no longer
         ``expected_seq``: another delivery of this turn was saved first.
+
+        The save keeps its own token in the agent's hash: sent again after its reply was
+        lost (redis-py's retry, or the CAS below after a broken WATCH), it finds seq moved
+        by *this* save and answers ``SAVED_BEFORE``, so the caller still does the turn's
+        follow-ups. The token rides in the same call: no extra round trip.
 
         Without a run change the check and the writes are one script: one round trip.
         A run change reads the run's record first (WATCH, then MULTI/EXEC).
         """
+        token = uuid.uuid4().hex
         if run_change is None:
-            return await self._commit_scripted(state, expected_seq, events, usage, writes)
+            return await self._commit_scripted(state, expected_seq, token, events, usage, writes)
         run_id = state.run_id
         akey = self.keys.agent(run_id, state.spec.id)
         rkey = self.keys.run(run_id)
@@ -215,10 +222,10 @@ class Store(EventLog):
             async with self.redis.pipeline(transaction=True) as pipe:
                 try:
                     await pipe.watch(akey, rkey)
-                    current = await pipe.hget(akey, "seq")
+                    current, saved_by = await pipe.hmget(akey, ["seq", TOKEN_FIELD])
                     if current is None or int(current) != expected_seq:
                         await pipe.unwatch()
-                        return False
+                        return Commit.SAVED_BEFORE if saved_by == token else Commit.STALE
                     new_run: RunState | None = None
                     run_events: list[RunEvent] = []
                     raw = await pipe.get(rkey)
@@ -226,10 +233,11 @@ class Store(EventLog):
                         new_run, run_events = run_change(RunState.model_validate_json(raw))
                     pipe.multi()
                     self._turn_writes(pipe, state, [*events, *run_events], usage, writes)
+                    pipe.hset(akey, TOKEN_FIELD, token)
                     if new_run is not None:
                         set_run(pipe, self.keys, new_run)
                     await pipe.execute()
-                    return True
+                    return Commit.SAVED
                 except WatchError:
                     continue  # the run key moved (another agent); re-check and retry
         raise RunError(f"run {run_id}: too much contention saving agent {state.spec.id}")
@@ -238,17 +246,18 @@ class Store(EventLog):
         self,
         state: AgentState,
         expected_seq: int,
+        token: str,
         events: list[RunEvent],
         usage: Usage,
         writes: Sequence[PipelineWrite],
-    ) -> bool:
+    ) -> Commit:
         # The pipeline only records the commands; the script checks seq and runs them.
         recorder = self.redis.pipeline(transaction=False)
         self._turn_writes(recorder, state, events, usage, writes)
-        argv = script_args(expected_seq, recorder.command_stack)
+        argv = script_args(expected_seq, token, recorder.command_stack)
         await recorder.reset()
         akey = self.keys.agent(state.run_id, state.spec.id)
-        return bool(await self._commit(keys=[akey], args=argv))
+        return Commit(int(await self._commit(keys=[akey], args=argv)))
 
     def _turn_writes(
         self,
