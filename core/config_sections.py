@@ -108,6 +108,12 @@ class SchedulerSettings(_Section):
     intent_claim_idle_s: float = Field(30.0, gt=0)
     # How often one process checks the runs under way for a run nothing can move on.
     watchdog_s: float = Field(10.0, gt=0, le=3600)
+    # A running run whose ready/running agents made no progress (no event) for
+    # stall_periods × stall_period_s, with nobody holding their turn's lease, has those
+    # turns submitted again by the watchdog (a turn lost everywhere), at most once per agent
+    # per that span. A duplicate is dropped by the turn's start check.
+    stall_period_s: float = Field(5.0, gt=0, le=3600)
+    stall_periods: int = Field(3, ge=1, le=1000)
 
 
 class CelerySettings(_Section):

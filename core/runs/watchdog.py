@@ -6,6 +6,12 @@ waits — none runnable, none with mail to read, no open question, no timer due 
 has nothing left that can move it on. Found so twice in a row with no event between,
 it is ended as failed, naming who waits, and every agent stops. A waiting agent that
 has mail but no wake-up on its way is woken instead (a wake-up lost with a worker).
+
+A running run whose ``ready``/``running`` agents made no progress — no event in the run
+for ``scheduler.stall_periods`` × ``stall_period_s`` — while nobody holds their turn's
+lease has lost those turns everywhere (broker, ledger, a killed chain): each is submitted
+again (idempotent by seq: a duplicate is dropped by the turn's start check), at most once
+per agent per that span. Such a run is never failed for it.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any
 
 from core.agent.wake import wake_agent
 from core.runs.control import end_run
+from core.scheduler.base import TurnJob
 from core.services import Services
 from core.state.store import TransitionResult
 from core.types.agent import AgentSpec, AgentStatus
@@ -69,17 +76,25 @@ async def _idle(svc: Services, run_id: str) -> str | None:
     ids = await svc.store.agent_ids(run_id)
     async with svc.redis.pipeline(transaction=False) as pipe:
         for agent_id in ids:
-            pipe.hmget(keys.agent(run_id, agent_id), ["status", "spec"])
+            pipe.hmget(keys.agent(run_id, agent_id), ["status", "spec", "seq"])
         rows: list[Any] = await pipe.execute()
     waiting: list[AgentSpec] = []
+    runnable: list[tuple[AgentSpec, int]] = []
+    other = False
     for fields in rows:
         if fields[0] is None:
             continue
         status = AgentStatus(fields[0])
         if status is AgentStatus.WAITING:
             waiting.append(AgentSpec.model_validate_json(fields[1]))
+        elif status in (AgentStatus.READY, AgentStatus.RUNNING):
+            runnable.append((AgentSpec.model_validate_json(fields[1]), int(fields[2] or 0)))
         elif not status.terminal:
-            return None  # runnable, or waiting for a person
+            other = True  # waiting for a person, or being created
+    if runnable:
+        await _resubmit_stalled(svc, run_id, runnable)
+    if runnable or other:
+        return None
     if await svc.redis.hlen(keys.questions(run_id)):
         return None
     for spec in waiting:
@@ -95,6 +110,47 @@ async def _idle(svc: Services, run_id: str) -> str | None:
         return "no agent is left to finish it"
     names = ", ".join(s.name for s in waiting[:6]) + (" and others" if len(waiting) > 6 else "")
     return f"every agent still at work ({names}) waits for a message that no one will send"
+
+
+async def _resubmit_stalled(
+    svc: Services, run_id: str, runnable: list[tuple[AgentSpec, int]]
+) -> int:
+    """Submit again the turns of runnable agents that made no progress for the stall span
+    and that nobody is running; how many were submitted."""
+    keys, settings = svc.store.keys, svc.settings.scheduler
+    span_ms = int(settings.stall_periods * settings.stall_period_s * 1000)
+    last: Any = await svc.redis.xrevrange(keys.events(run_id), count=1)
+    # Event ids carry Redis's clock: compare them with Redis's, not this host's.
+    seconds, micros = await svc.redis.time()
+    quiet_ms = (
+        int(seconds) * 1000
+        + int(micros) // 1000
+        - (int(str(last[0][0]).split("-")[0]) if last else 0)
+    )
+    if quiet_ms < span_ms:
+        return 0
+    async with svc.redis.pipeline(transaction=False) as pipe:
+        for spec, seq in runnable:
+            pipe.exists(keys.turn_lease(run_id, spec.id, seq))
+        held: list[Any] = await pipe.execute()
+    submitted = 0
+    for (spec, seq), leased in zip(runnable, held, strict=True):
+        if leased:
+            continue  # a delivery is running it (a long model call, a slow tool)
+        mark = keys.watchdog_resubmitted(run_id, spec.id)
+        if not await svc.redis.set(mark, seq, nx=True, px=span_ms):
+            continue
+        log.warning(
+            "run %s: agent %s made no progress for %.0f s and nobody is running its turn %d; "
+            "submitting it again",
+            run_id,
+            spec.name,
+            quiet_ms / 1000,
+            seq,
+        )
+        await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=spec.id, seq=seq))
+        submitted += 1
+    return submitted
 
 
 async def _fail(svc: Services, run_id: str, why: str) -> TransitionResult:

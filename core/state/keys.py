@@ -148,6 +148,11 @@ class Keys:
         """Hash run id → its last event id when the watchdog last found it idle."""
         return f"{self.prefix}:watchdog:idle"
 
+    def watchdog_resubmitted(self, run_id: str, agent_id: str) -> str:
+        """Set (NX, with a TTL) when the watchdog resubmitted an agent's stalled turn, so
+        it does so at most once per ``scheduler.stall_periods`` × ``stall_period_s``."""
+        return f"{self.prefix}:watchdog:resubmitted:{run_id}:{agent_id}"
+
     def ended_runs(self) -> str:
         """Set of runs that ended and whose outcome the library has not recorded yet."""
         return f"{self.prefix}:runs:ended"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from core.agent.turn import run_turn
+from core.config import Settings
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.runs import watchdog
 from core.runs.control import start_run
@@ -13,8 +14,8 @@ from core.scheduler import RecordingScheduler
 from core.scheduler.base import TurnJob, TurnOutcome
 from core.types import AgentSpec
 from core.types.agent import AgentStatus, EndReason
-from core.types.events import ErrorRaised, RunFinished
-from core.types.run import RunStatus
+from core.types.events import ErrorRaised, RunEvent, RunFinished
+from core.types.run import RunState, RunStatus
 from tests.conftest import make_settings
 from tests.helpers import collect
 
@@ -122,3 +123,86 @@ async def test_a_quarantined_agent_ends_and_its_run_goes_on(make_services, any_r
     events = [e for _, e in await svc.store.read_events(run_id, count=1000)]
     assert any(isinstance(e, ErrorRaised) and "quarantined" in e.message for e in events)
     assert (await svc.store.get_run(run_id)).status is RunStatus.COMPLETED
+
+
+def _stall_settings() -> Settings:
+    return make_settings(scheduler={"stall_period_s": 0.05, "stall_periods": 2})
+
+
+async def test_a_turn_lost_everywhere_is_submitted_again_and_the_run_finishes(
+    make_services, any_redis
+) -> None:
+    model = ScriptedModel().script("O", Reply(calls=(call("finish", {"result": "done"}),)))
+    svc = make_services(_stall_settings(), model, redis=any_redis)
+    inline = svc.scheduler
+    lost: list[TurnJob] = []
+
+    class LosesTheFirst:
+        """Loses the first turn submitted (a broker, a ledger and a chain all lost it)."""
+
+        async def submit(self, job: TurnJob) -> None:
+            if not lost:
+                lost.append(job)
+                return
+            await inline.submit(job)
+
+    svc.scheduler = LosesTheFirst()
+    root = AgentSpec(name="O", role="orchestrator", tools=TOOLS)
+    run_id = await start_run(svc, "t", root)
+    assert lost == [TurnJob(run_id=run_id, agent_id=root.id, seq=0)]
+    assert not await watchdog.check(svc, run_id), "quiet for less than the stall span"
+    await asyncio.sleep(0.15)  # > stall_periods × stall_period_s with no event
+    assert not await watchdog.check(svc, run_id), "resubmitted, never failed"
+    events = await collect(svc, run_id)
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status is RunStatus.COMPLETED
+
+
+async def test_a_stalled_turn_is_resubmitted_once_per_span_and_never_while_leased(
+    make_services, any_redis, caplog
+) -> None:
+    svc = make_services(_stall_settings(), _deadlock_model(), redis=any_redis, start=False)
+    svc.scheduler = recorder = RecordingScheduler()
+    root = AgentSpec(name="O", role="orchestrator", tools=TOOLS)
+    run_id = await start_run(svc, "t", root)
+    first = TurnJob(run_id=run_id, agent_id=root.id, seq=0)
+    assert recorder.jobs == [first]
+    await asyncio.sleep(0.15)
+
+    # A delivery holds the turn's lease (a long model call): nothing is resubmitted.
+    lease = svc.store.keys.turn_lease(run_id, root.id, 0)
+    await svc.redis.set(lease, "someone", px=5000)
+    assert not await watchdog.check(svc, run_id)
+    assert recorder.jobs == [first]
+    await svc.redis.delete(lease)
+
+    with caplog.at_level("WARNING", logger="core.runs.watchdog"):
+        assert not await watchdog.check(svc, run_id)
+        assert not await watchdog.check(svc, run_id)  # within the span: not again
+    assert recorder.jobs == [first, first]
+    warned = [r.getMessage() for r in caplog.records if "made no progress" in r.getMessage()]
+    assert len(warned) == 1 and run_id in warned[0] and "agent O " in warned[0]
+    await asyncio.sleep(0.15)  # the span passed, still no progress: once more
+    assert not await watchdog.check(svc, run_id)
+    assert recorder.jobs == [first, first, first]
+    assert (await svc.store.get_run(run_id)).status is RunStatus.RUNNING
+
+    # The copies are one turn: the first runs it, the others are dropped.
+    assert await run_turn(svc, first) is TurnOutcome.WAITING
+    assert await run_turn(svc, first) is TurnOutcome.DROPPED
+
+
+async def test_a_paused_run_is_not_resubmitted(make_services, any_redis) -> None:
+    svc = make_services(_stall_settings(), _deadlock_model(), redis=any_redis, start=False)
+    svc.scheduler = recorder = RecordingScheduler()
+    root = AgentSpec(name="O", role="orchestrator", tools=TOOLS)
+    run_id = await start_run(svc, "t", root)
+
+    def pause(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        run.paused = "cost"
+        return run, []
+
+    await svc.store.update_run(run_id, pause)
+    await asyncio.sleep(0.15)
+    assert not await watchdog.check(svc, run_id)
+    assert len(recorder.jobs) == 1
