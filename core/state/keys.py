@@ -16,6 +16,11 @@ class Keys:
         """The run's status, pause, budget and deadline (``RunHead``), beside its record."""
         return f"{self.prefix}:run:{run_id}:head"
 
+    def run_commit(self, run_id: str) -> str:
+        """The token of the last change saved to the run (``Store.update_run``), kept
+        briefly so a retry after a lost reply knows its change was applied."""
+        return f"{self.prefix}:run:{run_id}:commit"
+
     def run_usage(self, run_id: str) -> str:
         return f"{self.prefix}:run:{run_id}:usage"
 

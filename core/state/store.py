@@ -30,6 +30,7 @@ from core.types.run import RunHead, RunState, RunStatus
 __all__ = ["PipelineWrite", "RunChange", "Store", "TransitionResult", "chain", "transition"]
 
 _MAX_CAS_ATTEMPTS = 20
+_TOKEN_S = 600  # how long a run change's token is kept: longer than any retry takes
 
 PipelineWrite = Callable[[Any], None]
 
@@ -70,13 +71,17 @@ class Store(EventLog):
         return RunState.model_validate_json(raw)
 
     async def update_run(self, run_id: str, change: RunChange) -> RunState | None:
-        """Apply ``change`` atomically; returns the new state, or None if unchanged."""
-        key = self.keys.run(run_id)
+        """Apply ``change`` atomically; returns the new state, or None if unchanged. A token
+        saved with it tells a retry after a lost reply that it was applied: not again."""
+        key, mark, token = self.keys.run(run_id), self.keys.run_commit(run_id), uuid.uuid4().hex
+        new: RunState | None = None
         for _ in range(_MAX_CAS_ATTEMPTS):
             async with self.redis.pipeline(transaction=True) as pipe:
                 try:
                     await pipe.watch(key)
-                    raw = await pipe.get(key)
+                    raw, saved_by = await pipe.mget(key, mark)
+                    if saved_by == token:  # applied already: the EXEC's reply was lost
+                        return new
                     if raw is None:
                         raise RunError(f"unknown run {run_id}")
                     new, events = change(RunState.model_validate_json(raw))
@@ -87,6 +92,7 @@ class Store(EventLog):
                     if new is not None:
                         set_run(pipe, self.keys, new)
                     self.add_events(pipe, run_id, events)
+                    pipe.set(mark, token, ex=_TOKEN_S)
                     await pipe.execute()
                     return new
                 except WatchError:
@@ -199,15 +205,12 @@ class Store(EventLog):
         writes: Sequence[PipelineWrite] = (),
     ) -> Commit:
         """Save a turn: state + seq, usage, events, and an optional run change, atomically.
-
         ``writes`` add commands to the same transaction (bus messages, acks, new agents).
-        Returns ``STALE`` (and writes nothing) when the agent's seq is no longer
-        ``expected_seq``: another delivery of this turn was saved first.
+        ``STALE`` (nothing written): the agent's seq is no longer ``expected_seq``.
 
-        The save keeps its own token in the agent's hash: sent again after its reply was
-        lost (redis-py's retry, or the CAS below after a broken WATCH), it finds seq moved
-        by *this* save and answers ``SAVED_BEFORE``, so the caller still does the turn's
-        follow-ups. The token rides in the same call: no extra round trip.
+        The save keeps its token in the agent's hash: sent again after a lost reply
+        (redis-py's retry, or the CAS after a broken WATCH) it finds seq moved by *this*
+        save and answers ``SAVED_BEFORE``; the caller does the follow-ups. No round trip.
 
         Without a run change the check and the writes are one script: one round trip.
         A run change reads the run's record first (WATCH, then MULTI/EXEC).
@@ -216,15 +219,13 @@ class Store(EventLog):
         if run_change is None:
             return await self._commit_scripted(state, expected_seq, token, events, usage, writes)
         run_id = state.run_id
-        akey = self.keys.agent(run_id, state.spec.id)
-        rkey = self.keys.run(run_id)
+        akey, rkey = self.keys.agent(run_id, state.spec.id), self.keys.run(run_id)
         for _ in range(_MAX_CAS_ATTEMPTS):
             async with self.redis.pipeline(transaction=True) as pipe:
                 try:
                     await pipe.watch(akey, rkey)
                     current, saved_by = await pipe.hmget(akey, ["seq", TOKEN_FIELD])
-                    if current is None or int(current) != expected_seq:
-                        await pipe.unwatch()
+                    if current is None or int(current) != expected_seq:  # (reset unwatches)
                         return Commit.SAVED_BEFORE if saved_by == token else Commit.STALE
                     new_run: RunState | None = None
                     run_events: list[RunEvent] = []

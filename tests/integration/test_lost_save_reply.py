@@ -5,6 +5,7 @@ and cuts the client's connection — what a Redis restart or a network blip does
 client is the production one (``connect_redis``: redis-py retries a command on a new
 connection; a transaction that was WATCHing raises WatchError and the store's CAS retries).
 The retry finds seq moved by its own save: it must count as saved, not as a duplicate.
+A run change (approve, cancel, end) retried so must find itself applied, not refused.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from core.scheduler import RecordingScheduler
 from core.scheduler.base import TurnJob, TurnOutcome
 from core.state.turn_script import COMMIT_SCRIPT
 from core.types import AgentSpec
-from core.types.events import AgentFinished, TurnStarted
+from core.types.events import AgentFinished, RunFinished, TurnStarted
+from core.types.run import RunStatus
 from tests.conftest import REDIS_URL, make_settings
 
 pytestmark = pytest.mark.integration
@@ -191,3 +193,24 @@ async def test_a_final_save_whose_reply_was_lost_still_tells_the_parent(
     finished = [e for e in await _events(svc, run_id) if isinstance(e, AgentFinished)]
     assert [e.agent_id for e in finished] == [child], "saved once"
     assert await client.xlen(svc.store.keys.inbox(run_id, root.id)) == 1, "one result sent"
+
+
+async def test_a_run_change_whose_reply_was_lost_is_applied_once_and_reported_done(
+    make_services, proxied
+) -> None:
+    proxy, client = proxied
+    svc = make_services(make_settings(), ScriptedModel(), redis=client, start=False)
+    svc.scheduler = RecordingScheduler()
+    run_id = await start_run(svc, "t", AgentSpec(name="O", role="orchestrator", tools=TOOLS))
+
+    proxy.arm(_EXEC)
+    done = RunFinished(run_id=run_id, status=RunStatus.CANCELLED, error="stopped")
+    step = await svc.store.transition_run(run_id, RunStatus.CANCELLED, by="ana", events=[done])
+
+    assert proxy.dropped == 1
+    # Before: the retry found the run cancelled already and refused "cancelled → cancelled",
+    # so its caller skipped what follows (stopping the agents, starting an approved run).
+    assert step.ok, step.reason
+    assert (await svc.store.get_run(run_id)).status is RunStatus.CANCELLED
+    finished = [e for e in await _events(svc, run_id) if isinstance(e, RunFinished)]
+    assert len(finished) == 1, "applied once"
