@@ -11,18 +11,23 @@ A running run whose ``ready``/``running`` agents made no progress — no event i
 for ``scheduler.stall_periods`` × ``stall_period_s`` — while nobody holds their turn's
 lease has lost those turns everywhere (broker, ledger, a killed chain): each is submitted
 again (idempotent by seq: a duplicate is dropped by the turn's start check), at most once
-per agent per that span. Such a run is never failed for it.
+per agent per that span. Such a run is never failed for it. A request still in
+``planning`` that nobody is planning (no planning claim) past that span had its planning
+job lost the same way: it is submitted again, until the chat's relay gives the request up
+(``core.runs.requests.give_up_if_stuck``).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from core.agent.wake import wake_agent
 from core.runs.control import end_run
 from core.scheduler.base import TurnJob
 from core.services import Services
+from core.state.records import parse_head
 from core.state.store import TransitionResult
 from core.types.agent import AgentSpec, AgentStatus
 from core.types.run import SYSTEM, RunStatus
@@ -36,6 +41,10 @@ async def watch(svc: Services) -> int:
     interval = svc.settings.scheduler.watchdog_s
     if not await svc.redis.set(svc.store.keys.watchdog(), "1", nx=True, px=int(interval * 1000)):
         return 0
+    try:
+        await replan_lost(svc)
+    except Exception:
+        log.exception("the watchdog could not look at the requests in planning")
     active: Any = await svc.redis.srandmember(svc.store.keys.active_runs(), _BATCH)
     ended = 0
     for run_id in active or ():
@@ -149,6 +158,38 @@ async def _resubmit_stalled(
             seq,
         )
         await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=spec.id, seq=seq))
+        submitted += 1
+    return submitted
+
+
+async def replan_lost(svc: Services) -> int:
+    """Submit again the planning of requests still in ``planning`` past the stall span
+    that nobody is planning; how many were submitted (a duplicate is dropped by the
+    planning's claim and status checks)."""
+    keys, settings = svc.store.keys, svc.settings
+    span_s = settings.scheduler.stall_periods * settings.scheduler.stall_period_s
+    now = time.time()
+    since = now - settings.planning.pickup_s - settings.planning.timeout_s
+    recent: Any = await svc.redis.zrangebyscore(
+        keys.runs_index(), since, now - span_s, start=0, num=_BATCH
+    )
+    if not recent:
+        return 0
+    async with svc.redis.pipeline(transaction=False) as pipe:
+        for run_id in recent:
+            pipe.get(keys.run_head(run_id))
+            pipe.exists(keys.planning(run_id))
+        found: list[Any] = await pipe.execute()
+    submitted = 0
+    for run_id, raw, claimed in zip(recent, found[::2], found[1::2], strict=True):
+        head = parse_head(raw)
+        if head is None or head.status is not RunStatus.PLANNING or claimed:
+            continue
+        mark = keys.watchdog_resubmitted(run_id, "plan")
+        if not await svc.redis.set(mark, "1", nx=True, px=int(span_s * 1000)):
+            continue
+        log.warning("request %s: nobody is planning it; submitting its planning again", run_id)
+        await svc.scheduler.submit(TurnJob(run_id=run_id, kind="plan"))
         submitted += 1
     return submitted
 

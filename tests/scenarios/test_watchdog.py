@@ -8,8 +8,10 @@ import asyncio
 from core.agent.turn import run_turn
 from core.config import Settings
 from core.llm.scripted import Reply, ScriptedModel, call
+from core.process.jobs import handle
 from core.runs import watchdog
 from core.runs.control import start_run
+from core.runs.requests import request_run
 from core.scheduler import RecordingScheduler
 from core.scheduler.base import TurnJob, TurnOutcome
 from core.types import AgentSpec
@@ -206,3 +208,32 @@ async def test_a_paused_run_is_not_resubmitted(make_services, any_redis) -> None
     await asyncio.sleep(0.15)
     assert not await watchdog.check(svc, run_id)
     assert len(recorder.jobs) == 1
+
+
+async def test_a_request_whose_planning_was_lost_is_planned_again(make_services, any_redis) -> None:
+    model = ScriptedModel(responder=lambda r: Reply(calls=(call("finish", {"result": "4"}),)))
+    direct = {"path": "direct", "reason": "a fact", "answer": "4"}
+    model.script("router", Reply(calls=(call("submit_router", direct),)))
+    settings = _stall_settings().model_copy(
+        update={"planning": make_settings().planning.model_copy(update={"library_top_k": 0})}
+    )
+    svc = make_services(settings, model, redis=any_redis, start=False)
+    svc.scheduler = recorder = RecordingScheduler()
+    run_id = await request_run(svc, "what is 2 + 2?", requested_by="ana")
+    plan = TurnJob(run_id=run_id, kind="plan")
+    assert recorder.jobs == [plan]  # and lost: no worker will ever see it
+    assert await watchdog.replan_lost(svc) == 0, "too recent to be called lost"
+    await asyncio.sleep(0.15)
+
+    claim = svc.store.keys.planning(run_id)
+    await svc.redis.set(claim, "1", px=5000)  # a worker is planning it
+    assert await watchdog.replan_lost(svc) == 0
+    await svc.redis.delete(claim)
+
+    assert await watchdog.replan_lost(svc) == 1
+    assert await watchdog.replan_lost(svc) == 0, "once per span"
+    assert recorder.jobs == [plan, plan]
+    assert (await svc.store.get_run(run_id)).status is RunStatus.PLANNING
+    # The copy is planned (the direct path starts the answering agent at once).
+    assert await handle(svc, recorder.jobs[-1]) is TurnOutcome.ENDED
+    assert (await svc.store.get_run(run_id)).status is RunStatus.RUNNING
