@@ -36,8 +36,9 @@ class LLMSettings(_Section):
     temperature: float = Field(0.2, ge=0, le=2)
     models: dict[str, str] = Field(default_factory=dict)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
-    # The call keeper: `caramba keeper` processes make the turns' calls (agent/keeper_client).
-    keeper: bool = False
+    # The call keeper: `caramba keeper` processes make the workers' turns' calls, so an
+    # answer in flight outlives a killed worker (agent/keeper_client). None alive: direct.
+    keeper: bool = True
     # Model calls one keeper process makes at once.
     keeper_concurrency: int = Field(256, ge=1, le=10_000)
     # A dead keeper's calls are taken over by another keeper after this long.

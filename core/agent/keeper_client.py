@@ -1,6 +1,7 @@
 """The call keeper's client: a turn's model call made by a keeper process
 (``core.process.keeper``), so that an answer in flight outlives the worker that asked for
-it (``llm.keeper``; off by default: it adds a hop per call).
+it (``llm.keeper``, on by default; the worker processes' turns only: embedded mode calls
+the model directly, ``wiring.build_llm``).
 
 A turn marks its call in flight under its agent and sequence number (``SET NX`` with a
 TTL; the mark is ``<call id> <fingerprint>``), hands the request to the
@@ -14,7 +15,8 @@ and waits for it (polling: the notice goes to the dead process). A call whose ma
 with no outcome (it expired) is asked again.
 
 With no keeper alive (no heartbeat), turns call the model directly, as without the
-keeper. Planning calls always do: ``RememberingLLM`` saves theirs.
+keeper, and the worker says so once a minute (``caramba worker`` starts the host's keeper
+beside its workers). Planning calls always do: ``RememberingLLM`` saves theirs.
 """
 
 from __future__ import annotations

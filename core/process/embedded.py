@@ -17,7 +17,7 @@ from core.process.background import run_background
 from core.process.embedded_library import load_library, records_path, save_library
 from core.process.jobs import handle
 from core.process.tools_start import start_tools, stop_tools
-from core.process.wiring import build_services
+from core.process.wiring import build_llm, build_services
 from core.runs import learning
 from core.runs.approval import Approve, Decision, ProposalView, decide, view
 from core.runs.control import propose_run, start_run
@@ -40,7 +40,8 @@ Decider = Callable[[ProposalView], Awaitable[Decision]]
 async def embedded_services(settings: Settings, llm: LLM | None = None) -> AsyncIterator[Services]:
     """Services with the inline scheduler and the background loop running in this process."""
     scheduler = InlineScheduler(settings.scheduler.inline_concurrency)
-    svc = build_services(settings, scheduler, llm=llm)
+    # The model called directly: turns run here, not on workers beside a call keeper.
+    svc = build_services(settings, scheduler, llm=llm if llm is not None else build_llm(settings))
     if settings.redis.embedded:  # the library's entries and names outlive the process
         await load_library(settings, svc.redis)
     await start_tools(svc)

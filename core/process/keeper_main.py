@@ -34,9 +34,7 @@ async def serve(settings: Settings, *, parent_pid: int = 0) -> None:
             "the call keeper needs a Redis server",
             hint="set redis.url (CARAMBA_REDIS__URL) to the Redis the workers use",
         )
-    # The keeper calls the model itself: the gateway, not the keeper's client.
-    direct = settings.model_copy(update={"llm": settings.llm.model_copy(update={"keeper": False})})
-    llm = build_llm(direct)
+    llm = build_llm(settings)  # the keeper calls the model itself: the gateway
     redis = connect_redis(settings)
     keeper = Keeper(settings, llm, redis)
     stop = asyncio.Event()

@@ -50,11 +50,12 @@ def connect_redis(settings: Settings) -> Redis:
     return Redis(connection_pool=pool)
 
 
-def build_llm(settings: Settings) -> LLM:
-    """The model gateway; with ``llm.keeper`` on, the turns' calls are made by the call
-    keeper (``core.agent.keeper_client``), the other calls directly."""
+def build_llm(settings: Settings, *, keeper: bool = False) -> LLM:
+    """The model gateway. ``keeper``: a worker's, whose turns' calls are made by the call
+    keeper when ``llm.keeper`` is on (``core.agent.keeper_client``); embedded mode and the
+    chat bots call the model directly."""
     gateway = LiteLLMGateway(settings.llm)
-    return KeptLLM(gateway, settings.llm) if settings.llm.keeper else gateway
+    return KeptLLM(gateway, settings.llm) if keeper and settings.llm.keeper else gateway
 
 
 def build_services(
@@ -85,7 +86,7 @@ def build_services(
         store=store,
         bus=Bus(store, keys, settings.bus),
         workspace=open_workspace(settings, client),
-        llm=llm if llm is not None else build_llm(settings),
+        llm=llm if llm is not None else build_llm(settings, keeper=True),
         tools=tools if tools is not None else default_registry(settings),
         prompts=PromptLibrary(settings.prompts_dir),
         scheduler=scheduler,

@@ -22,6 +22,7 @@ from core.config import Settings
 from core.errors import LLMError
 from core.llm.base import LLMRequest
 from core.llm.gateway import LiteLLMGateway
+from core.process.embedded import embedded_services
 from core.process.keeper import Keeper
 from core.process.wiring import build_llm
 from core.services import Services
@@ -64,7 +65,7 @@ def worker_services(
     """Services of a worker process (its own keeper client), on the test's Redis."""
 
     def make() -> Services:
-        llm = build_llm(keeper_settings)
+        llm = build_llm(keeper_settings, keeper=True)
         assert isinstance(llm, KeptLLM)
         return make_services(keeper_settings, llm, redis=real_redis, start=False)
 
@@ -183,14 +184,34 @@ async def test_a_model_error_reaches_the_turn_as_the_gateways_error(
 
 
 async def test_with_no_keeper_alive_the_turn_calls_the_model_itself(
-    llm_server: ThreadedFakeLLMServer, keeper_settings: Settings, real_redis: Any, worker_services
+    llm_server: ThreadedFakeLLMServer,
+    keeper_settings: Settings,
+    real_redis: Any,
+    worker_services: Any,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     llm_server.script(FakeReply(content="direct"))
     svc = worker_services()
-    response, reused = await calls.complete(svc, turn_request(), 7, None)
+    with caplog.at_level("WARNING"):
+        response, reused = await calls.complete(svc, turn_request(), 7, None)
     assert (response.content, reused) == ("direct", False)
+    assert "no call keeper is alive" in caplog.text
     assert (await saved_answer(svc, 7)) is not None
     assert not await real_redis.exists(svc.store.keys.llm_call(RUN, AGENT, 7))
+
+
+async def test_by_default_workers_hand_turn_calls_to_the_keeper_and_embedded_mode_calls_directly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """llm.keeper is on by default for a worker's turns; embedded mode (caramba run, demo,
+    web --demo) has no keeper and calls the model itself, without the no-keeper warning."""
+    settings = make_settings()
+    assert settings.llm.keeper
+    assert isinstance(build_llm(settings, keeper=True), KeptLLM)
+    with caplog.at_level("WARNING"):
+        async with embedded_services(settings) as svc:
+            assert isinstance(svc.llm, LiteLLMGateway)
+    assert not [r for r in caplog.records if "keeper" in r.getMessage()]
 
 
 SUPERVISE = textwrap.dedent(
