@@ -2,19 +2,25 @@
 processes are killed (SIGKILL) and restarted, or while Redis restarts.
 
     .venv/bin/python bench/chaos.py [--runs 20] [--seed 12] [--kill-min-s 1] [--kill-max-s 4]
-                                    [--latency-ms 500] [--kills N] [--no-control] [--no-keeper]
+                                    [--victims mixed|ready|running|committing|any]
+                                    [--chaos-s 60] [--deadline-s S] [--latency-ms 500]
+                                    [--kills N] [--no-control] [--no-keeper] [--short-timers]
+                                    [--logs DIR]
     .venv/bin/python bench/chaos.py --redis-restart [--redis-restarts 2]
 
-The production path: real ``python -m tasks.worker`` processes (two, 32 turn slots each,
-``celery.visibility_timeout_s`` = 3 s as in tests/integration/test_worker_crash.py, chains
-of at most 4 turns / 1 s), one call keeper process (``python -m core.process.keeper_main``,
-``llm.keeper`` on for the workers: the turns' model calls are made there, so an answer in
+The production path with the default config (config.toml): real ``python -m
+tasks.worker`` processes (two, 32 turn slots each), one call keeper process (``python -m
+core.process.keeper_main``, as ``caramba worker`` starts it beside its workers:
+``llm.keeper`` is on by default, the turns' model calls are made there, so an answer in
 flight outlives a killed worker; it is not a worker and never killed; ``--no-keeper``: the
 workers call the model themselves), real Redis (db 14 of 127.0.0.1:6379 under a key prefix of
 the bench's, removed afterwards), litellm against the OpenAI-compatible fake
-(tests/fakes/llm_server.py) at ``--latency-ms``. Other settings are production's
-(``limits.max_deliveries``, the bus's redelivery cap); the library's embedder is the
-``hashing`` one in a temporary folder (a run's end is recorded there, off the path).
+(tests/fakes/llm_server.py) at ``--latency-ms``. Only what ties the bench to the fake is
+set (the model, its address, a short retry back-off, the library's ``hashing`` embedder in
+a temporary folder); every timer is production's: the broker's one-hour visibility
+timeout, the turn ledger's lease, the watchdog, the intents' claim. ``--short-timers``:
+the bench's first variant (a 3 s visibility timeout, chains of 4 turns / 1 s, intents
+claimed after 2 s, the background loop every 0.1 s).
 
 Each run is a designed cohort proposed and approved through core
 (``propose_run``/``approve_run``): an Orchestrator and two members, Alpha and Beta, on
@@ -26,14 +32,28 @@ the other's last), then posts its answer to the chat and finishes with it; the
 Orchestrator finishes with both results once both members reported. Runs start one
 every ``--stagger-s`` (1 s), so that the kills land throughout the runs.
 
-Chaos: every 1–4 s (``random.Random(seed)``) one of the two workers, drawn at random, is
-killed with SIGKILL and a new one started at once in its place (``--victims ready``: drawn
-among those that announced they are ready, the kill waiting for one if none is, so that
-every kill hits a worker running turns; on this 2-core machine a worker takes 3–5 s to
-start, so that is a crash loop). The chaos stops once
-every run ended, or ``--chaos-s`` after the first run started, or after ``--kills``
-kills. The runs then have ``--deadline-s`` (120 s) to end. The control phase is the same
-20 runs with no kills (printed first); ``--no-control`` skips it.
+Chaos: every 1–4 s (``random.Random(seed)``) a worker is killed with SIGKILL and a new one
+started at once in its place. ``--victims`` chooses the state the killed worker is in
+(bench/chaos_victims.py; the kill waits until a worker is in it): ``ready`` (announced
+ready and idle — mostly a replacement that just came up, so a crash loop that hits workers
+as they take their first messages), ``running`` (a model call of its turns outstanding at
+the keeper, or without the keeper a Celery task in flight), ``committing`` (the worker
+whose call the keeper has just answered, killed within a few ms while it applies and saves
+the turn), ``mixed`` (the default: each kill draws one of the three; the details line
+counts them in ``kills_by_state``), ``any`` (either worker, even one starting). The chaos
+stops once every run ended, or ``--chaos-s`` after the first run started, or after
+``--kills`` kills. The control phase is the same 20 runs with no kills (printed first);
+``--no-control`` skips it.
+
+Stuck is decided honestly: after the chaos the bench waits until every run ended, or for a
+deadline of twice the longest chain of recovery timers a turn can meet after the last kill
+(170 s with the default config: a replacement worker's start, the ledger lease
+``celery.lease_s``, the watchdog's period and ``stall_periods`` × ``stall_period_s``, the
+intents' ``intent_claim_idle_s``, the keeper's ``keeper_claim_idle_s``; ``--deadline-s``
+overrides it). A run not ended then was not merely waiting on a timer: nothing was going to
+end it. The line ``…: the chaos ended C s in; the last runs ended +X s, +Y s, +Z s from
+then; N not ended D s after it`` (negative: during the chaos) shows how close the last runs
+came to the deadline.
 
 The figures (read from Redis and from the fake's request log once the workers stopped):
 
@@ -59,7 +79,7 @@ The figures (read from Redis and from the fake's request log once the workers st
 - ``reasks_in_flight_at_kill`` / ``reasks_other`` (details line): the extra calls by cause
   (the turn's earlier request was in flight when a worker was killed, or not).
 
-The last line is ``bench chaos: runs=… completed=… stuck=… lost_messages=…
+Each phase's last line is ``bench chaos: runs=… completed=… stuck=… lost_messages=…
 duplicate_effects=… extra_llm_calls=… turns=… kills=…`` (the control's, before it, is
 ``bench chaos_control: …``).
 
@@ -101,7 +121,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from core.config import load_settings
+from bench.chaos_victims import MODES, Victims, ready
+from core.config import Settings, load_settings
 from core.llm.scripted import ScriptedModel
 from core.process.wiring import build_services
 from core.runs.control import approve_run, propose_run
@@ -116,7 +137,15 @@ from tests.integration.processes import Process, RedisServer, worker_env
 URL = "redis://127.0.0.1:6379/14"
 # As in bench/throughput.py: litellm's own HTTP handler for the OpenAI wire format.
 MODEL = os.environ.get("CARAMBA_BENCH_MODEL", "hosted_vllm/fake-model")
-VISIBILITY_TIMEOUT_S = 3
+# --short-timers: the bench's first variant (as tests/integration/test_worker_crash.py was).
+SHORT_TIMERS = {
+    "celery__visibility_timeout_s": "3",
+    "celery__turn_timeout_s": "20",
+    "celery__chain_turns": "4",
+    "celery__chain_s": "1",
+    "scheduler__intent_claim_idle_s": "2",
+    "scheduler__background_interval_s": "0.1",
+}
 MEMBERS = {"Alpha": 7, "Beta": 9}  # name → the factor of its product
 ROUNDS = 2  # messages each member sends the other
 ORCHESTRATOR_TOOLS = ("post_to_chat", "send_message", "roster", "wait_for_messages", "finish")
@@ -271,13 +300,16 @@ class ChaosConfig:
     latency_ms: float = 500
     # At most this many kills (None: no limit; 0: no chaos, the control).
     kills: int | None = None
-    # "any": the victim is either worker, even one still starting (a kill lands there
-    # between its start and its readiness, which takes 3–5 s here); "ready": one that
-    # announced it is ready, the kill waiting for one if none is.
-    victims: str = "any"
+    # The state of the worker each kill hits (bench/chaos_victims.py): "mixed" draws among
+    # "ready" (idle), "running" (a model call outstanding), "committing" (an answer just
+    # in); "any": either worker, even one still starting.
+    victims: str = "mixed"
     stagger_s: float = 1.0
     chaos_s: float = 60.0
-    deadline_s: float = 120.0
+    # After the chaos, how long the runs may take to end (None: the recovery timers').
+    deadline_s: float | None = None
+    # The bench's first variant's short timers (SHORT_TIMERS) instead of production's.
+    short_timers: bool = False
     # After the runs: how long intents still pending may take to be processed.
     settle_s: float = 10.0
     workers: int = 2
@@ -311,6 +343,11 @@ class Report:
     extra_llm_calls: int = 0
     kills: int = 0
     kills_ready: int = 0  # of them, kills of a worker that had announced it was ready
+    kills_by_state: Counter[str] = field(default_factory=Counter)
+    deadline_s: float = 0.0  # the calm the runs were given to end
+    # Seconds after the phase's start at which each run was first seen ended, and the chaos.
+    ended_at_s: dict[str, float] = field(default_factory=dict)
+    chaos_ended_at_s: float = 0.0
     kill_times: list[float] = field(default_factory=list)  # time.monotonic() of each kill
     # Extra calls by cause: the turn's earlier request was in flight when a worker was
     # killed (its answer died with the worker), or not (a copy, a retry, a cache miss).
@@ -349,10 +386,21 @@ class Report:
             f"duplicate_sends={self.duplicate_sends} posts={self.posts} "
             f"missing_effects={self.missing_effects} llm_requests={self.llm_requests} "
             f"double_applied={self.double_applied} kills_ready={self.kills_ready} "
+            f"kills_by_state={dict(self.kills_by_state)} "
             f"redis_restarts={self.redis_restarts} "
             f"workers_alive={self.workers_alive} "
             f"reasks_in_flight_at_kill={self.reasks_in_flight_at_kill} "
             f"reasks_other={self.reasks_other}"
+        )
+
+    def endings(self) -> str:
+        """When the last runs ended, counted from the end of the chaos."""
+        last = sorted(self.ended_at_s.values())[-3:]
+        waited = ", ".join(f"{t - self.chaos_ended_at_s:+.1f} s" for t in last) or "none"
+        return (
+            f"{self.name}: the chaos ended {self.chaos_ended_at_s:.1f} s in; the last runs "
+            f"ended {waited} from then; {self.runs - len(self.ended_at_s)} not ended "
+            f"{self.deadline_s:.0f} s after it"
         )
 
     def diagnosis(self) -> str:
@@ -390,26 +438,21 @@ async def run_phase(
         redis__url=url,
         redis__key_prefix=prefix,
         celery__queue=queue,
-        celery__visibility_timeout_s=str(VISIBILITY_TIMEOUT_S),
-        celery__turn_timeout_s="20",
-        celery__chain_turns="4",
-        celery__chain_s="1",
         llm__model=MODEL,
         llm__api_base=server.base_url,
         llm__backoff_initial_s="0.01",
         llm__backoff_max_s="0.05",
-        scheduler__intent_claim_idle_s="2",
-        scheduler__background_interval_s="0.1",
         library__embedder="hashing",
         library__index_dir=library_dir,
         llm__keeper="true" if cfg.keeper else "false",
+        **(SHORT_TIMERS if cfg.short_timers else {}),
     )
     settings = load_settings(
         redis={"url": url, "key_prefix": prefix},
-        celery={"queue": queue, "visibility_timeout_s": VISIBILITY_TIMEOUT_S},
+        celery={"queue": queue},
         library={"embedder": "hashing", "index_dir": library_dir},
     )
-    report = Report(name=cfg.name, runs=cfg.runs)
+    report = Report(name=cfg.name, runs=cfg.runs, deadline_s=_deadline(cfg, settings))
     slots = [
         Process.worker(env, f"{tag}-w{i}", concurrency=cfg.concurrency) for i in range(cfg.workers)
     ]
@@ -426,6 +469,7 @@ async def run_phase(
     svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
     keys = Keys(prefix)
     rng = random.Random(cfg.seed)
+    victims = Victims(redis, keys, slots, cfg.keeper, rng)
     run_ids: list[str] = []
     expected: dict[str, str] = {}  # run id → the result it must end with
     numbers: dict[str, int] = {}  # run id → its number in the task ("[tag #n]")
@@ -460,15 +504,13 @@ async def run_phase(
                     return
                 except TimeoutError:
                     pass
-                candidates = list(range(len(slots)))
-                if cfg.victims == "ready":
-                    # Only a worker that runs turns has turns to lose: wait for one.
-                    while not (candidates := [i for i, p in enumerate(slots) if _ready(p)]):
-                        if stop_chaos.is_set():
-                            return
-                        await asyncio.sleep(0.05)
-                i = candidates[rng.randrange(len(candidates))]
-                report.kills_ready += _ready(slots[i])
+                state = victims.state(cfg.victims)
+                picked = await victims.pick(state, stop_chaos)
+                if picked is None:
+                    return
+                i = picked
+                report.kills_ready += ready(slots[i])
+                report.kills_by_state[state] += 1
                 slots[i].kill()
                 report.kill_times.append(time.monotonic())
                 report.kills += 1
@@ -485,8 +527,10 @@ async def run_phase(
             await asyncio.sleep(0.25)
             if launcher.done():
                 launcher.result()  # a failed launch fails the phase
-            ended = await _retrying(lambda: _ended(redis, keys, run_ids))
-            everything = launcher.done() and ended == len(run_ids)
+            ended_ids = await _retrying_ids(lambda: _ended(redis, keys, run_ids))
+            for run_id in ended_ids - report.ended_at_s.keys():
+                report.ended_at_s[run_id] = time.monotonic() - t0
+            everything = launcher.done() and len(ended_ids) == len(run_ids)
             if killer is not None and not killer.done():
                 if everything or time.monotonic() - t0 > cfg.chaos_s:
                     stop_chaos.set()
@@ -494,7 +538,8 @@ async def run_phase(
             chaos_over = killer is None or killer.done()
             if calm_since is None and launcher.done() and chaos_over:
                 calm_since = time.monotonic()
-            if everything or (calm_since and time.monotonic() - calm_since > cfg.deadline_s):
+                report.chaos_ended_at_s = calm_since - t0
+            if everything or (calm_since and time.monotonic() - calm_since > report.deadline_s):
                 break
         report.wall_s = time.monotonic() - t0
         await _settle(redis, keys, cfg.settle_s)
@@ -528,11 +573,30 @@ async def run_phase(
     return report
 
 
-def _ready(proc: Process) -> bool:
-    return proc.returncode is None and " ready." in proc.output()
+def _deadline(cfg: ChaosConfig, settings: Settings) -> float:
+    """How long after the chaos the runs may take to end before they count as stuck: twice
+    the longest chain of recovery timers a turn can meet after the last kill, so that a
+    run counted stuck was not merely waiting on a timer — a worker started in place of the
+    killed one (up to 10 s here), a dead worker's turn republished once its ledger lease
+    lapses (``celery.lease_s``), a turn lost everywhere resubmitted by the watchdog (its
+    period plus ``stall_periods`` × ``stall_period_s``), a dead worker's intents claimed
+    (``intent_claim_idle_s``), a dead keeper's call taken over (``keeper_claim_idle_s``).
+    Kombu's visibility timeout (an hour) is only a backstop and not waited for."""
+    if cfg.deadline_s is not None:
+        return cfg.deadline_s
+    sched = settings.scheduler
+    chain = (
+        10.0
+        + settings.celery.lease_s
+        + sched.watchdog_s
+        + sched.stall_periods * sched.stall_period_s
+        + sched.intent_claim_idle_s
+        + settings.llm.keeper_claim_idle_s
+    )
+    return 2 * chain
 
 
-async def _retrying(read: Callable[[], Awaitable[int]]) -> int:
+async def _retrying_ids(read: Callable[[], Awaitable[set[str]]]) -> set[str]:
     """A read that waits out a Redis restart."""
     for _ in range(200):
         try:
@@ -542,11 +606,16 @@ async def _retrying(read: Callable[[], Awaitable[int]]) -> int:
     return await read()
 
 
-async def _ended(redis: Redis, keys: Keys, run_ids: list[str]) -> int:
+async def _ended(redis: Redis, keys: Keys, run_ids: list[str]) -> set[str]:
+    """The runs that ended."""
     if not run_ids:
-        return 0
+        return set()
     raws = await redis.mget([keys.run_head(r) for r in run_ids])
-    return sum(json.loads(raw).get("status") in _ENDED for raw in raws if raw)
+    return {
+        run_id
+        for run_id, raw in zip(run_ids, raws, strict=True)
+        if raw and json.loads(raw).get("status") in _ENDED
+    }
 
 
 async def _settle(redis: Redis, keys: Keys, timeout_s: float) -> None:
@@ -775,14 +844,19 @@ async def main(args: argparse.Namespace) -> None:
         stagger_s=args.stagger_s,
         chaos_s=args.chaos_s,
         deadline_s=args.deadline_s,
+        short_timers=args.short_timers,
         log_dir=args.logs,
         keeper=not args.no_keeper,
     )
+    timers = load_settings()
+    visibility = SHORT_TIMERS["celery__visibility_timeout_s"] if cfg.short_timers else None
     lines: list[str] = []
     print(
         f"model: {MODEL} (litellm) against the OpenAI-compatible fake at {cfg.latency_ms:g} ms; "
         f"{cfg.workers} workers × {cfg.concurrency} slots; visibility timeout "
-        f"{VISIBILITY_TIMEOUT_S} s; seed {cfg.seed}; call keeper {'on' if cfg.keeper else 'off'}",
+        f"{visibility or timers.celery.visibility_timeout_s} s, ledger lease "
+        f"{timers.celery.lease_s} s; victims {cfg.victims}; seed {cfg.seed}; call keeper "
+        f"{'on' if cfg.keeper else 'off'}; stuck after {_deadline(cfg, timers):.0f} s of calm",
         flush=True,
     )
     with ThreadedFakeLLMServer() as server:
@@ -814,6 +888,7 @@ async def main(args: argparse.Namespace) -> None:
 
 def _print(report: Report) -> None:
     print(report.log_summary())
+    print(report.endings())
     print(report.diagnosis())
     print(report.details(), flush=True)
 
@@ -829,14 +904,21 @@ if __name__ == "__main__":
     parser.add_argument(
         "--kills", type=int, default=None, help="at most this many kills (0: none, the control)"
     )
-    parser.add_argument("--victims", choices=("any", "ready"), default="any")
+    parser.add_argument(
+        "--victims", choices=MODES, default="mixed", help="the state of the killed workers"
+    )
     parser.add_argument("--no-control", action="store_true", help="skip the run without kills")
     parser.add_argument(
         "--no-keeper", action="store_true", help="no call keeper: workers call the model"
     )
     parser.add_argument("--stagger-s", type=float, default=1.0, help="between run starts")
     parser.add_argument("--chaos-s", type=float, default=60.0, help="longest chaos")
-    parser.add_argument("--deadline-s", type=float, default=120.0, help="after the chaos")
+    parser.add_argument(
+        "--deadline-s", type=float, default=None, help="after the chaos (default: the timers')"
+    )
+    parser.add_argument(
+        "--short-timers", action="store_true", help="the first variant's 3 s visibility timeout…"
+    )
     parser.add_argument("--redis-restart", action="store_true")
     parser.add_argument("--redis-restarts", type=int, default=2)
     parser.add_argument("--logs", type=Path, default=None, help="keep the worker logs here")

@@ -269,6 +269,7 @@ class KeptLLM:
             try:
                 await pubsub.subscribe(channel)
                 self._subscribed.set()
+                log.info("turns' calls go to the call keeper; notices on %s", channel)
                 async for message in pubsub.listen():
                     notice = self._waiting.get(_text(message.get("data")))
                     if notice is not None:

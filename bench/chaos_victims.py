@@ -1,0 +1,120 @@
+"""Which worker bench/chaos.py kills, by the state it is in when the SIGKILL lands.
+
+- ``ready``: a worker that announced it is ready and has no turn in flight (idle): on
+  this 2-core machine that is mostly a replacement worker that just came up, so these
+  kills make a crash loop that hits workers right as they take their first messages.
+- ``running``: a worker with a model call outstanding — with the call keeper (the
+  default) a call of its turns in the keeper's stream ``{prefix}:llm:calls`` (each
+  call names its requester's notice channel, and each worker logs its channel once);
+  without the keeper, a Celery task received and not yet ended (from its log).
+- ``committing``: a worker right as a turn saves — with the keeper, the worker whose
+  call the keeper has just ended (answer saved, the worker told: the entry leaves the
+  stream), killed within a few ms of that, while the worker applies the answer (its
+  tool calls, the save script); without the keeper, as ``running``.
+- ``mixed`` (the default): each kill draws one of the three; ``any``: either worker,
+  even one still starting (the bench's first variant).
+
+Each pick waits until a worker in that state exists (or the chaos ends).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from typing import Any
+
+from redis.asyncio import Redis
+
+from core.state.keys import Keys
+from tests.integration.processes import Process
+
+STATES = ("ready", "running", "committing")
+MODES = ("mixed", *STATES, "any")
+_CHANNEL = re.compile(r"notices on (\S+)")
+_TASK = re.compile(r"Task [\w.]+\[([0-9a-f-]+)\] (\w+)")
+_POLL_S = 0.05
+_COMMIT_POLL_S = 0.002
+
+
+def ready(proc: Process) -> bool:
+    return proc.returncode is None and " ready." in proc.output()
+
+
+def tasks_in_flight(proc: Process) -> int:
+    """Celery tasks the worker received and has not ended (succeeded, raised, retried …)."""
+    received: set[str] = set()
+    ended: set[str] = set()
+    for task_id, word in _TASK.findall(proc.output()):
+        (received if word == "received" else ended).add(task_id)
+    return len(received - ended)
+
+
+class Victims:
+    """Picks the worker (an index into ``slots``) to kill in a given state."""
+
+    def __init__(
+        self, redis: Redis, keys: Keys, slots: list[Process], keeper: bool, rng: random.Random
+    ) -> None:
+        self.redis, self.keys, self.slots, self.keeper, self.rng = redis, keys, slots, keeper, rng
+        self._channels: dict[int, str] = {}  # id(process) → its notice channel
+
+    def state(self, mode: str) -> str:
+        return self.rng.choice(STATES) if mode == "mixed" else mode
+
+    async def pick(self, state: str, stop: asyncio.Event) -> int | None:
+        """A worker in ``state``, waiting for one; None if the chaos ended meanwhile."""
+        if state == "any":
+            return self.rng.randrange(len(self.slots))
+        if state == "committing" and self.keeper:
+            return await self._committing(stop)
+        while not stop.is_set():
+            busy = await self._busy()
+            alive = [i for i, p in enumerate(self.slots) if ready(p)]
+            found = [i for i in alive if (i in busy) == (state != "ready")]
+            if found:
+                return found[self.rng.randrange(len(found))]
+            await asyncio.sleep(_POLL_S)
+        return None
+
+    async def _busy(self) -> set[int]:
+        if not self.keeper:
+            return {i for i, p in enumerate(self.slots) if tasks_in_flight(p)}
+        return set((await self._calls()).values())
+
+    async def _calls(self) -> dict[str, int]:
+        """The calls in the keeper's stream (in flight): call id → the worker that asked."""
+        owners = self._owners()
+        entries: Any = await self.redis.xrange(self.keys.llm_calls(), count=10_000)
+        out: dict[str, int] = {}
+        for _, fields in entries:
+            worker = owners.get(fields.get("reply", ""))
+            if worker is not None:
+                out[fields["call"]] = worker
+        return out
+
+    def _owners(self) -> dict[str, int]:
+        """Notice channel → index of the (current) worker that listens on it."""
+        out: dict[str, int] = {}
+        for i, proc in enumerate(self.slots):
+            channel = self._channels.get(id(proc))
+            if channel is None:
+                found = _CHANNEL.findall(proc.output())
+                if not found:
+                    continue
+                channel = self._channels[id(proc)] = found[-1]
+            out[channel] = i
+        return out
+
+    async def _committing(self, stop: asyncio.Event) -> int | None:
+        """The worker whose call just left the keeper's stream (answered, told)."""
+        before = await self._calls()
+        while not stop.is_set():
+            await asyncio.sleep(_COMMIT_POLL_S)
+            now = await self._calls()
+            answered = [w for call, w in before.items() if call not in now]
+            answered = [w for w in answered if self.slots[w].returncode is None]
+            if answered:
+                return answered[self.rng.randrange(len(answered))]
+            before = now
+        return None
