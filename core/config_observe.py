@@ -4,6 +4,7 @@ OpenTelemetry traces (``[telemetry]``)."""
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,10 +34,33 @@ class WebUISettings(_Section):
     operator_ttl_s: float = Field(12 * 3600, gt=0)
     # The newest runs the runs list shows.
     runs_shown: int = Field(100, ge=1, le=10_000)
+    # Host names the server answers to besides the loopback names and base_url's host
+    # ("caramba.example.com", "*.example.com"; "*" = any, which gives up the DNS
+    # rebinding guard). Any other Host header gets a 400.
+    allowed_hosts: tuple[str, ...] = ()
+    # The addresses of reverse proxies whose X-Forwarded-For/-Proto are believed
+    # (uvicorn's forwarded_allow_ips); () = none. A request carrying proxy headers is
+    # never "local": the runs list and the chat need an operator's link.
+    forwarded_allow_ips: tuple[str, ...] = ()
 
     @property
     def configured(self) -> bool:
         return bool(self.base_url.strip())
+
+    @property
+    def host_names(self) -> tuple[str, ...]:
+        """The Host names the server answers to: the loopback names, ``base_url``'s host
+        and ``allowed_hosts`` (lower-case, without brackets or ports)."""
+        names = ["127.0.0.1", "localhost", "::1"]
+        if self.configured:
+            names.append(urlsplit(self.base_url.strip()).hostname or "")
+        names.extend(h.strip().lower().strip("[]") for h in self.allowed_hosts)
+        return tuple(dict.fromkeys(n for n in names if n))
+
+    def trust(self) -> str:
+        """What the server trusts, in one line (its start-up log, ``caramba doctor``)."""
+        proxies = ", ".join(self.forwarded_allow_ips) or "none (X-Forwarded-* not believed)"
+        return f"answers to Host {', '.join(self.host_names)}; proxies trusted: {proxies}"
 
     def signing_key(self) -> str:
         """The key from ``$secret_env``; ``MissingSecretError`` when it is not set,

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -23,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 from bots.web.access import Signer, run_path
 from bots.web.chat import WebChat, chat_routes
 from bots.web.chat_edit import edit_routes
+from bots.web.guard import HostGuard, allowed_hosts, is_local
 from bots.web.live import Live
 from bots.web.runs import list_runs
 from bots.web.timeline import short, timeline_line
@@ -64,7 +66,8 @@ class Inspector:
     workspace: Workspace
     signer: Signer
     live: Live
-    # The runs list is open without an operator's token (the server listens on loopback).
+    # The runs list may be open without an operator's token (the server listens on
+    # loopback); it is, for direct loopback requests naming a loopback host only.
     open_list: bool = False
 
 
@@ -99,7 +102,8 @@ def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
         return PlainTextResponse(_FORBIDDEN, status_code=403)
 
     async def runs(request: Request) -> Response:
-        if not (inspector.open_list or inspector.signer.is_operator(token(request))):
+        open_here = inspector.open_list and is_local(request.scope)
+        if not (open_here or inspector.signer.is_operator(token(request))):
             return forbidden()
         rows = await list_runs(inspector.store, inspector.settings.web_ui.runs_shown, PLATFORMS)
         ttl = inspector.settings.web_ui.link_ttl_s
@@ -183,6 +187,7 @@ def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
             Route("/runs/{run_id}/files/{path:path}", download),
             Mount("/static", StaticFiles(packages=[("bots.web", "static")]), name="static"),
         ],
+        middleware=[Middleware(HostGuard, allowed=allowed_hosts(inspector.settings.web_ui))],
     )
     return app
 

@@ -5,7 +5,8 @@ questions to answer, Cancel, the result and its files, 👍/👎 — in a page o
 Redis (:mod:`bots.web.chat_transport`).
 
 The person is ``web`` (the requester of the runs made here). Like the runs list, the chat
-needs an operator's token unless the server listens on 127.0.0.1; a form posted from
+needs an operator's token unless the server listens on 127.0.0.1 and the request comes
+straight from this machine naming it (:mod:`bots.web.guard`); a form posted from
 another site is refused (its Origin)."""
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from bots.web.access import Signer, run_path
 from bots.web.budget import decide_budget
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
+from bots.web.guard import is_local, same_site
 from core.agent.questions import answer_question, follow_up, open_questions
 from core.errors import CarambaError, RunError
 from core.runs import learning
@@ -48,7 +50,8 @@ KEEPALIVE_S = 15.0
 class WebChat:
     svc: Services
     signer: Signer
-    # Open without an operator's token (the server listens on loopback).
+    # May be open without an operator's token (the server listens on loopback): for
+    # direct loopback requests naming a loopback host only.
     open: bool = False
     transport: WebTransport = field(init=False)
     threads: Threads = field(init=False)
@@ -70,7 +73,8 @@ class WebChat:
         await self.relays.aclose()
 
     def allowed(self, request: Request) -> bool:
-        return self.open or self.signer.is_operator(request.query_params.get("t"))
+        open_here = self.open and is_local(request.scope)
+        return open_here or self.signer.is_operator(request.query_params.get("t"))
 
     def path(self, run_id: str, request: Request) -> str:
         t = request.query_params.get("t")
@@ -130,14 +134,9 @@ class WebChat:
 
 
 def same_origin(request: Request) -> bool:
-    """A form posted from this site. Browsers say where a request comes from in
-    Sec-Fetch-Site; without it, the Origin must be this site's (the pages' no-referrer
-    policy makes a browser send ``Origin: null``, so Sec-Fetch-Site decides first)."""
-    site = request.headers.get("sec-fetch-site")
-    if site is not None:
-        return site in ("same-origin", "none")
-    origin = request.headers.get("origin")
-    return origin is None or origin == f"{request.url.scheme}://{request.headers.get('host')}"
+    """A form posted from this site (:func:`bots.web.guard.same_site`; the app's guard
+    refuses the others before they get here, this keeps the routes safe on their own)."""
+    return same_site(request.headers)
 
 
 async def form(request: Request) -> dict[str, str]:

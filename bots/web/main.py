@@ -110,9 +110,20 @@ async def run_web(
             link = operator_link(settings, settings.web_ui.base_url or where)
             log.info("the runs list: %s (the chat: /chat with the same ?t=)", link)
         log.info("%d web chat threads taken up", taken)
+        log.info("%s", settings.web_ui.trust())
+        proxies = list(settings.web_ui.forwarded_allow_ips)
         server = uvicorn.Server(
-            # No access log: the pages' addresses carry their tokens.
-            uvicorn.Config(app, host=host, port=port, lifespan="off", access_log=False)
+            # No access log: the pages' addresses carry their tokens. Proxy headers only
+            # from the configured proxies (uvicorn believes 127.0.0.1's by default).
+            uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                lifespan="off",
+                access_log=False,
+                proxy_headers=bool(proxies),
+                forwarded_allow_ips=proxies or None,
+            )
         )
         try:
             await server.serve()

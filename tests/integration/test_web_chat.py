@@ -31,7 +31,7 @@ from core.runs.control import start_run
 from core.types import AgentSpec
 
 KEY = Signer(b"c" * 32)
-ORIGIN = "http://chat"
+ORIGIN = "http://127.0.0.1:8400"
 
 
 @contextlib.asynccontextmanager

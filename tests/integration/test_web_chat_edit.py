@@ -78,7 +78,7 @@ async def test_edit_an_agent_then_it_runs_as_edited(settings) -> None:
                 "tokens": "30000",
                 "cost": "",
             },
-            headers={"origin": "http://chat"},
+            headers={"origin": "http://127.0.0.1:8400"},
         )
         errors = _errors(fixed.text)
         assert fixed.status_code == 422, fixed.text[-2000:]
@@ -97,7 +97,7 @@ async def test_edit_an_agent_then_it_runs_as_edited(settings) -> None:
                 "tokens": "40000",
                 "cost": "",
             },
-            headers={"origin": "http://chat"},
+            headers={"origin": "http://127.0.0.1:8400"},
         )
         assert saved.status_code == 303 and saved.headers["location"] == path
         edited = await until(c, path, r"edited by web")

@@ -51,7 +51,7 @@ def app_for(settings: Settings, redis: Any, *, local: bool = True) -> Any:
 @contextlib.asynccontextmanager
 async def client(app: Any) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://inspector") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8400") as c:
         yield c
 
 

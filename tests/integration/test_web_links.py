@@ -62,12 +62,29 @@ def test_doctor_checks_the_key_once_links_are_configured(
     monkeypatch.delenv("CARAMBA_WEB_SECRET", raising=False)
     assert check_web_ui(make_settings()) == []  # no base_url: nothing links to it
     configured = make_settings(web_ui={"base_url": "https://caramba.example.com"})
-    (missing,) = check_web_ui(configured)
+    missing, _trust = check_web_ui(configured)
     assert missing.level is Level.FAIL and "CARAMBA_WEB_SECRET" in missing.detail
     assert "export CARAMBA_WEB_SECRET" in missing.fix
     monkeypatch.setenv("CARAMBA_WEB_SECRET", "short")
-    (short,) = check_web_ui(configured)
+    short, _trust = check_web_ui(configured)
     assert short.level is Level.FAIL and "openssl rand" in short.fix
     monkeypatch.setenv("CARAMBA_WEB_SECRET", KEY)
-    (ok,) = check_web_ui(configured)
+    ok, trust = check_web_ui(configured)
     assert ok.level is Level.OK and KEY not in ok.detail
+    # The web row also says what the server trusts: its host names and its proxies.
+    assert trust.level is Level.OK and "caramba.example.com" in trust.detail
+    assert "localhost" in trust.detail and "proxies trusted: none" in trust.detail
+
+
+def test_doctor_says_what_the_web_server_trusts() -> None:
+    assert check_web_ui(make_settings()) == []  # nothing configured: nothing to say
+    (trust,) = check_web_ui(
+        make_settings(
+            web_ui={"allowed_hosts": ["Ops.Example.com"], "forwarded_allow_ips": ["10.0.0.5"]}
+        )
+    )
+    assert trust.level is Level.OK and "ops.example.com" in trust.detail
+    assert "proxies trusted: 10.0.0.5" in trust.detail
+    (anything,) = check_web_ui(make_settings(web_ui={"allowed_hosts": ["*"]}))
+    assert anything.level is Level.WARN and "DNS rebinding" in anything.detail
+    assert "allowed_hosts" in anything.fix
