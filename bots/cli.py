@@ -183,12 +183,13 @@ def worker(
     keeper: bool = typer.Option(
         True,
         "--keeper/--no-keeper",
-        help="With llm.keeper on: run this host's call keeper beside the workers "
-        "(--no-keeper: it runs elsewhere, e.g. `caramba keeper` as its own service).",
+        help="With llm.keeper on (the default): run this host's call keeper beside the "
+        "workers, so a model call in flight outlives a killed worker (--no-keeper: it runs "
+        "elsewhere, e.g. `caramba keeper` as its own service).",
     ),
 ) -> None:
     """Run agent turns for production mode: Celery workers on the Redis of redis.url
-    (and the host's call keeper, when llm.keeper is on)."""
+    and the host's call keeper (llm.keeper, on by default)."""
     import os
 
     from tasks.app import require_redis
