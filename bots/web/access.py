@@ -26,9 +26,12 @@ __all__ = [
 ]
 
 
-def operator_link(settings: Settings, base_url: str | None = None) -> str:
-    """A link to the runs list that works for ``operator_ttl_s`` (raises when the key is
-    missing); ``base_url`` defaults to ``[web_ui] base_url``."""
+def operator_link(
+    settings: Settings, base_url: str | None = None, sign: Signer | None = None
+) -> str:
+    """A link to the runs list that works for ``operator_ttl_s``, signed by ``sign``
+    (default the configured key; raises when it is missing); ``base_url`` defaults to
+    ``[web_ui] base_url``."""
     web = settings.web_ui
     base = (base_url or web.base_url or f"http://{web.host}:{web.port}").rstrip("/")
-    return f"{base}/?t={signer(settings).token(OPERATOR, web.operator_ttl_s)}"
+    return f"{base}/?t={(sign or signer(settings)).token(OPERATOR, web.operator_ttl_s)}"

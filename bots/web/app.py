@@ -24,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 from bots.web.access import Signer, run_path
 from bots.web.chat import WebChat, chat_routes
 from bots.web.chat_edit import edit_routes
-from bots.web.guard import HostGuard, allowed_hosts, is_local
+from bots.web.guard import NEEDS_OPERATOR, HostGuard, allowed_hosts, is_local
 from bots.web.live import Live
 from bots.web.runs import list_runs
 from bots.web.timeline import short, timeline_line
@@ -104,7 +104,7 @@ def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
     async def runs(request: Request) -> Response:
         open_here = inspector.open_list and is_local(request.scope)
         if not (open_here or inspector.signer.is_operator(token(request))):
-            return forbidden()
+            return PlainTextResponse(NEEDS_OPERATOR, status_code=403)
         rows = await list_runs(inspector.store, inspector.settings.web_ui.runs_shown, PLATFORMS)
         ttl = inspector.settings.web_ui.link_ttl_s
         links = {row.id: run_path(inspector.signer, row.id, ttl) for row in rows}

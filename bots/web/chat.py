@@ -32,7 +32,7 @@ from bots.web.access import Signer, run_path
 from bots.web.budget import decide_budget
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
-from bots.web.guard import is_local, same_site
+from bots.web.guard import NEEDS_OPERATOR, is_local, same_site
 from core.agent.questions import answer_question, follow_up, open_questions
 from core.errors import CarambaError, RunError
 from core.runs import learning
@@ -148,7 +148,7 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
     """The chat's routes, for the app: ``page(name, **context)`` renders a template."""
 
     def forbidden() -> Response:
-        return PlainTextResponse("This page needs an operator's link.", status_code=403)
+        return PlainTextResponse(NEEDS_OPERATOR, status_code=403)
 
     async def start(request: Request) -> Response:
         if not chat.allowed(request):

@@ -17,6 +17,7 @@ from bots.chat.ports import Card, Place
 from bots.web.chat import WEB_USER, WebChat, same_origin
 from bots.web.chat_render import WebRenderer
 from bots.web.edit_form import AgentForm, changed_words, edit_from_form
+from bots.web.guard import NEEDS_OPERATOR
 from core.errors import RunError
 from core.llm.models import configured_models
 from core.runs import approval
@@ -54,7 +55,7 @@ def edit_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
     base_tools = svc.settings.agents.base_tools
 
     def forbidden() -> Response:
-        return PlainTextResponse("This page needs an operator's link.", status_code=403)
+        return PlainTextResponse(NEEDS_OPERATOR, status_code=403)
 
     async def told(request: Request, run_id: str, text: str) -> Response:
         await chat.tell(run_id, text)

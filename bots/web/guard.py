@@ -108,6 +108,12 @@ def bad_host(netloc: str) -> str:
     )
 
 
+NEEDS_OPERATOR = (
+    "This page needs an operator's link (caramba web prints one when it starts; it ends "
+    "in ?t=...). Without one it opens only for a request straight from this machine to "
+    "127.0.0.1 or localhost: not through a proxy, not under another host name, and only "
+    "when caramba web listens on 127.0.0.1.\n"
+)
 FOREIGN_FORM = (
     "Forms and changes are taken from this site's own pages only: this request came from "
     "another site (its Origin, Sec-Fetch-Site or Referer), so nothing was done.\n\n"

@@ -87,9 +87,10 @@ async def run_web(
     pace_s: float = 0.0,
 ) -> None:
     """Serve the inspector and the web chat until SIGTERM or SIGINT, on ``host``:``port``
-    (default ``[web_ui] host`` and ``port``). The runs list and the chat are open on a
-    loopback address and need an operator's link (:func:`bots.web.access.operator_link`)
-    anywhere else; run pages always need their run's link
+    (default ``[web_ui] host`` and ``port``). The runs list and the chat are open to a
+    direct request from this machine naming it when the server listens on loopback
+    (:func:`bots.web.guard.is_local`) and need an operator's link
+    (:func:`bots.web.access.operator_link`) for any other; run pages always need their run's link
     (:func:`bots.web.access.run_link`). ``demo``: everything in this process with the
     scripted offline model (no services, no keys), each answer taking ``pace_s`` seconds:
     try the product in a browser."""
@@ -104,10 +105,14 @@ async def run_web(
         taken = await chat.start()
         app = secured(create_app(inspector, chat))
         where = f"http://{host}:{port}"
+        web = settings.web_ui
+        link = operator_link(settings, web.base_url or where, sign)
         if local:
             log.info("the web chat is at %s/chat, the runs at %s/", where, where)
+            if web.configured or web.allowed_hosts or web.forwarded_allow_ips:
+                # Through a proxy or under another name the pages need the link.
+                log.info("from elsewhere (a proxy, another host name): %s", link)
         else:
-            link = operator_link(settings, settings.web_ui.base_url or where)
             log.info("the runs list: %s (the chat: /chat with the same ?t=)", link)
         log.info("%d web chat threads taken up", taken)
         log.info("%s", settings.web_ui.trust())

@@ -96,7 +96,8 @@ def test_foreign_host_rebinding_origin_and_proxies_are_refused(default_web: str)
             {"x-forwarded-host": here, "x-forwarded-proto": "https"},
             {"forwarded": "for=203.0.113.9"},
         ):
-            assert c.get("/", headers=proxied).status_code == 403
+            listed = c.get("/", headers=proxied)
+            assert listed.status_code == 403 and "operator's link" in listed.text
             assert c.get("/chat", headers=proxied).status_code == 403
             posted = c.post(
                 "/chat", data={"task": TASK}, headers={**proxied, "origin": f"http://{here}"}
