@@ -54,7 +54,7 @@ class WebUISettings(_Section):
         names = ["127.0.0.1", "localhost", "::1"]
         if self.configured:
             names.append(urlsplit(self.base_url.strip()).hostname or "")
-        names.extend(h.strip().lower().strip("[]") for h in self.allowed_hosts)
+        names.extend(_without_port(h) for h in self.allowed_hosts)
         return tuple(dict.fromkeys(n for n in names if n))
 
     def trust(self) -> str:
@@ -75,6 +75,15 @@ class WebUISettings(_Section):
                 hint=f"export {self.secret_env}=$(openssl rand -hex 32)",
             )
         return value
+
+
+def _without_port(host: str) -> str:
+    """``Caramba.example.com:443`` → ``caramba.example.com``, ``[::1]:8400`` → ``::1``."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].partition("]")[0]
+    name, colon, port = host.partition(":")
+    return name if colon and port.isdigit() and ":" not in port else host
 
 
 class TelemetrySettings(_Section):

@@ -41,6 +41,8 @@ def host_name(netloc: str) -> str:
     netloc = netloc.strip().lower()
     if netloc.startswith("["):
         return netloc[1:].partition("]")[0]
+    if netloc.count(":") > 1:  # a bare IPv6 address: no port
+        return netloc
     name, _, port = netloc.rpartition(":")
     return name if name and port.isdigit() else netloc
 
@@ -69,7 +71,8 @@ def same_site(headers: Headers) -> bool:
     ``no-referrer`` page's forms send) the browser's Sec-Fetch-Site says same-origin,
     else the Referer names this host. No such header at all: not a browser (curl, a
     script), which no other site can drive."""
-    here = {headers.get("host", "").lower(), headers.get("x-forwarded-host", "").lower()} - {""}
+    forwarded = headers.get("x-forwarded-host", "").split(",")
+    here = {h.strip().lower() for h in [headers.get("host", ""), *forwarded]} - {""}
     origin = headers.get("origin")
     site = headers.get("sec-fetch-site")
     if site is not None and site not in _SAME_SITE:
@@ -135,12 +138,11 @@ class HostGuard:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        for name in ("host", "x-forwarded-host"):
-            value = headers.get(name)
-            if (value is not None or name == "host") and not host_allowed(
-                value or "", self.allowed
-            ):
-                await PlainTextResponse(bad_host(value or ""), 400)(scope, receive, send)
+        # A chain of proxies lists every name it was asked for: each must be allowed.
+        names = [headers.get("host", ""), *headers.get("x-forwarded-host", "").split(",")]
+        for i, name in enumerate(names):
+            if (i == 0 or name.strip()) and not host_allowed(name, self.allowed):
+                await PlainTextResponse(bad_host(name), 400)(scope, receive, send)
                 return
         if scope["method"] in UNSAFE and not same_site(headers):
             await PlainTextResponse(FOREIGN_FORM, 403)(scope, receive, send)
