@@ -30,7 +30,9 @@ waits; each member calculates its product and exchanges ``ROUNDS`` messages with
 other (``send_message``, ``wait_for_messages``: it sends its next one only after hearing
 the other's last), then posts its answer to the chat and finishes with it; the
 Orchestrator finishes with both results once both members reported. Runs start one
-every ``--stagger-s`` (1 s), so that the kills land throughout the runs.
+every ``--stagger-s`` (default ``--chaos-s`` / ``--runs``: 3 s, 15 s with ``--chaos-s 300``;
+1 s in the control), so that the kills land on runs all through the chaos and a run meets
+the timers of the kills before it.
 
 Chaos: every 1–4 s (``random.Random(seed)``) a worker is killed with SIGKILL and a new one
 started at once in its place. ``--victims`` chooses the state the killed worker is in
@@ -841,7 +843,8 @@ async def main(args: argparse.Namespace) -> None:
         latency_ms=args.latency_ms,
         kills=args.kills,
         victims=args.victims,
-        stagger_s=args.stagger_s,
+        # Run starts spread over the chaos, so that its kills land on runs all along.
+        stagger_s=args.stagger_s if args.stagger_s is not None else args.chaos_s / args.runs,
         chaos_s=args.chaos_s,
         deadline_s=args.deadline_s,
         short_timers=args.short_timers,
@@ -876,7 +879,7 @@ async def main(args: argparse.Namespace) -> None:
         else:
             if not args.no_control and cfg.kills != 0:
                 control = await run_phase(
-                    server, dataclasses.replace(cfg, name="chaos_control", kills=0)
+                    server, dataclasses.replace(cfg, name="chaos_control", kills=0, stagger_s=1.0)
                 )
                 _print(control)
                 lines.append(control.line())
@@ -911,7 +914,9 @@ if __name__ == "__main__":
     parser.add_argument(
         "--no-keeper", action="store_true", help="no call keeper: workers call the model"
     )
-    parser.add_argument("--stagger-s", type=float, default=1.0, help="between run starts")
+    parser.add_argument(
+        "--stagger-s", type=float, default=None, help="between run starts (chaos-s / runs)"
+    )
     parser.add_argument("--chaos-s", type=float, default=60.0, help="longest chaos")
     parser.add_argument(
         "--deadline-s", type=float, default=None, help="after the chaos (default: the timers')"

@@ -1,8 +1,8 @@
 """Which worker bench/chaos.py kills, by the state it is in when the SIGKILL lands.
 
-- ``ready``: a worker that announced it is ready and has no turn in flight (idle): on
-  this 2-core machine that is mostly a replacement worker that just came up, so these
-  kills make a crash loop that hits workers right as they take their first messages.
+- ``ready``: a worker that announced it is ready and is idle: no Celery task received
+  and not ended (from its log) and no model call at the keeper. Under load that is
+  mostly a replacement worker that just came up and has not taken a message yet.
 - ``running``: a worker with a model call outstanding — with the call keeper (the
   default) a call of its turns in the keeper's stream ``{prefix}:llm:calls`` (each
   call names its requester's notice channel, and each worker logs its channel once);
@@ -71,7 +71,10 @@ class Victims:
         while not stop.is_set():
             busy = await self._busy()
             alive = [i for i, p in enumerate(self.slots) if ready(p)]
-            found = [i for i in alive if (i in busy) == (state != "ready")]
+            if state == "ready":
+                found = [i for i in alive if i not in busy and not tasks_in_flight(self.slots[i])]
+            else:
+                found = [i for i in alive if i in busy]
             if found:
                 return found[self.rng.randrange(len(found))]
             await asyncio.sleep(_POLL_S)
