@@ -21,13 +21,13 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from core.config_chat import DiscordSettings, SlackSettings
 from core.config_observe import TelemetrySettings, WebUISettings
 from core.config_sections import (
     AgentsSettings,
     ApprovalSettings,
     BusSettings,
     CelerySettings,
-    DiscordSettings,
     HumansSettings,
     LibrarySettings,
     LimitSettings,
@@ -36,7 +36,6 @@ from core.config_sections import (
     PromptSettings,
     RedisSettings,
     SchedulerSettings,
-    SlackSettings,
 )
 from core.config_tools import (
     ImageSettings,
