@@ -84,7 +84,8 @@ async def test_no_more_status_calls_where_the_thread_has_none(make_services, rea
         async with slack_bot(make_services, real_redis, slack) as h:
             await approved_run(h)
             edits = [u for u in slack.of("chat.update") if "tool calls" in u["text"]]
-            assert len(edits) >= 2, "the status message was edited"
+            # (How often depends on how fast the run goes: once at least.)
+            assert edits, "the status message was edited"
             # Refused once (for the planning); never asked again, by any process.
             assert statuses(slack) == [PLANNING]
             again = AssistantStatus(h.bot.client, real_redis, h.bot.svc.settings.redis.key_prefix)
