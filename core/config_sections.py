@@ -83,6 +83,7 @@ class LimitSettings(_Section):
     stall_repeats: int = Field(3, ge=2)
     tool_result_chars: int = Field(8000, ge=200)
     max_deliveries: int = Field(5, ge=1)
+    max_crashes: int = Field(20, ge=1)
 
 
 class BusSettings(_Section):

@@ -8,6 +8,7 @@ twice (a retrying broker, a crashed worker, a double submit) is applied once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 
@@ -16,6 +17,7 @@ from core.agent import calls, faults, limits, questions, responses, text_reply
 from core.agent.lease import turn_lease
 from core.agent.lifecycle import end_agent
 from core.agent.limits import limits_for
+from core.agent.quarantine import quarantine_reason
 from core.agent.turn_io import TurnIO, clip
 from core.agent.wake import redo_followups
 from core.agent.workspace_note import workspace_note
@@ -39,12 +41,19 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
             log.info("turn %s: another delivery is running it; dropped", job)
             return TurnOutcome.DROPPED
         with telemetry.turn(job.run_id, job.agent_id, job.seq) as traced:
-            return traced.outcome(await _run(svc, job))
+            try:
+                return traced.outcome(await _run(svc, job))
+            except Exception:
+                # A failure, not a death: counted apart (limits.max_deliveries against
+                # limits.max_crashes). Best effort: the error is what matters here.
+                with contextlib.suppress(Exception):
+                    await svc.store.count_delivery(job.run_id, job.agent_id, job.seq, failed=True)
+                raise
 
 
 async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     store = svc.store
-    state, run, deliveries, run_usage, raw_saved = await store.turn_start(
+    state, run, deliveries, failures, run_usage, raw_saved = await store.turn_start(
         job.run_id, job.agent_id, job.seq
     )
     telemetry.turn_read(run.traceparent, state)
@@ -73,12 +82,8 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     early_end: tuple[EndReason, str] | None = None
     if run.status.terminal:
         early_end = (EndReason.CANCELLED, f"the run is {run.status.value}")
-    elif deliveries > svc.settings.limits.max_deliveries:
-        early_end = (
-            EndReason.QUARANTINED,
-            f"turn {job.seq} was delivered {deliveries} times without being saved "
-            f"(limit {svc.settings.limits.max_deliveries}); quarantined",
-        )
+    elif why := quarantine_reason(svc.settings.limits, job.seq, deliveries, failures):
+        early_end = (EndReason.QUARANTINED, why)
     if early_end is not None:
         if early_end[0] is EndReason.QUARANTINED:
             await io.quarantine()

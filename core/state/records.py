@@ -5,7 +5,7 @@ counters."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.state.keys import Keys
 from core.types.agent import AgentState
@@ -45,3 +45,17 @@ def agent_fields(state: AgentState) -> dict[Any, Any]:
         "spec": state.spec.model_dump_json(),
         "state": state.model_dump_json(),
     }
+
+
+class TurnStart(NamedTuple):
+    """What a turn reads first, in one round trip."""
+
+    state: AgentState | None
+    run: RunHead
+    deliveries: int
+    # Of the earlier deliveries, how many raised (the rest that did not save: their worker
+    # died under them).
+    failures: int
+    run_usage: Usage
+    # The model's answer saved by an earlier delivery of this turn (JSON), if any.
+    saved_response: str | None

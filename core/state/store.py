@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import WatchError
@@ -17,7 +17,7 @@ from core import telemetry
 from core.errors import RunError, UsageError
 from core.state.event_log import EventLog
 from core.state.keys import Keys
-from core.state.records import agent_fields, parse_head, parse_usage, set_run
+from core.state.records import TurnStart, agent_fields, parse_head, parse_usage, set_run
 
 # Re-exported: callers import the run-change helpers from the store they apply to.
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
@@ -33,17 +33,6 @@ _MAX_CAS_ATTEMPTS = 20
 _TOKEN_S = 600  # how long a run change's token is kept: longer than any retry takes
 
 PipelineWrite = Callable[[Any], None]
-
-
-class TurnStart(NamedTuple):
-    """What a turn reads first, in one round trip."""
-
-    state: AgentState | None
-    run: RunHead
-    deliveries: int
-    run_usage: Usage
-    # The model's answer saved by an earlier delivery of this turn (JSON), if any.
-    saved_response: str | None
 
 
 class Store(EventLog):
@@ -288,13 +277,19 @@ class Store(EventLog):
             pipe.hget(self.keys.agent(run_id, agent_id), "state")
             pipe.get(self.keys.run_head(run_id))
             pipe.hincrby(self.keys.deliveries(run_id), f"{agent_id}:{seq}", 1)
+            pipe.hget(self.keys.deliveries(run_id), f"{agent_id}:{seq}:failed")
             pipe.hgetall(self.keys.run_usage(run_id))
             pipe.hget(self.keys.responses(run_id), self.keys.response_field(agent_id, seq))
-            raw_state, raw_head, deliveries, raw_usage, saved = await pipe.execute()
+            raw_state, raw_head, deliveries, failed, raw_usage, saved = await pipe.execute()
         head = parse_head(raw_head) or await self.run_head(run_id)
         state = None if raw_state is None else AgentState.model_validate_json(raw_state)
-        return TurnStart(state, head, int(deliveries), parse_usage(raw_usage), saved)
+        usage = parse_usage(raw_usage)
+        return TurnStart(state, head, int(deliveries), int(failed or 0), usage, saved)
 
-    async def count_delivery(self, run_id: str, agent_id: str, seq: int) -> int:
-        """How many times this turn has been started, this time included."""
-        return int(await self.redis.hincrby(self.keys.deliveries(run_id), f"{agent_id}:{seq}", 1))
+    async def count_delivery(
+        self, run_id: str, agent_id: str, seq: int, *, failed: bool = False
+    ) -> int:
+        """How many times this turn has been started, this time included (``failed``: how
+        many of its deliveries raised)."""
+        field = f"{agent_id}:{seq}" + (":failed" if failed else "")
+        return int(await self.redis.hincrby(self.keys.deliveries(run_id), field, 1))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from core.agent import turn as turn_module
 from core.agent.turn import run_turn
 from core.llm.base import LLMRequest, LLMResponse
@@ -298,7 +300,7 @@ async def test_the_run_deadline_pauses_the_run_for_a_person(
 
 
 async def test_a_turn_that_keeps_crashing_is_quarantined(make_services, any_redis) -> None:
-    settings = make_settings(limits={"max_deliveries": 2})
+    settings = make_settings(limits={"max_deliveries": 5, "max_crashes": 2})
     model = ScriptedModel()
     svc = make_services(settings, model, redis=any_redis, start=False)
     recorder = RecordingScheduler()
@@ -313,7 +315,52 @@ async def test_a_turn_that_keeps_crashing_is_quarantined(make_services, any_redi
     assert await run_turn(svc, job) is TurnOutcome.ENDED
     state = await svc.store.load_agent(run_id, spec.id)
     assert state is not None and state.end_reason is EndReason.QUARANTINED
-    assert "3 times" in state.end_detail
+    assert "3 times" in state.end_detail and "limits.max_crashes" in state.end_detail
+
+
+async def test_worker_deaths_are_not_the_turns_failures(make_services, any_redis) -> None:
+    """Before: a crash loop of workers (a deploy, kills elsewhere) that hit one turn
+    max_deliveries times quarantined a healthy turn that had never reached the model.
+    Deaths now have their own, larger budget; failures (the turn raised) keep theirs."""
+    settings = make_settings(limits={"max_deliveries": 2, "max_crashes": 10})
+    model = ScriptedModel().script("*", Reply(calls=(call("finish", {"result": "done"}),)))
+    svc = make_services(settings, model, redis=any_redis, start=False)
+    svc.scheduler = recorder = RecordingScheduler()
+    spec = agent()
+    run_id = await start_run(svc, "t", spec)
+    job = recorder.jobs.pop()
+    for _ in range(5):  # five deliveries whose worker died (the counter is bumped at start)
+        await svc.store.count_delivery(run_id, spec.id, 0)
+
+    assert await run_turn(svc, job) is TurnOutcome.ENDED
+    state = await svc.store.load_agent(run_id, spec.id)
+    assert state is not None and state.end_reason is EndReason.FINISHED, state.end_detail
+
+
+async def test_a_turn_that_keeps_raising_is_quarantined_at_max_deliveries(
+    make_services, any_redis
+) -> None:
+    settings = make_settings(limits={"max_deliveries": 2, "max_crashes": 10})
+    model = ScriptedModel().script("*", Reply(calls=(call("finish", {"result": "done"}),)))
+    svc = make_services(settings, model, redis=any_redis, start=False)
+    svc.scheduler = recorder = RecordingScheduler()
+    spec = agent()
+    run_id = await start_run(svc, "t", spec)
+    job = recorder.jobs.pop()
+
+    async def broken(*_args: object) -> None:
+        raise RuntimeError("a bug")
+
+    original = svc.llm.complete
+    svc.llm.complete = broken  # type: ignore[method-assign]
+    for _ in range(2):
+        with pytest.raises(RuntimeError):
+            await run_turn(svc, job)
+    svc.llm.complete = original  # type: ignore[method-assign]
+    assert await run_turn(svc, job) is TurnOutcome.ENDED
+    state = await svc.store.load_agent(run_id, spec.id)
+    assert state is not None and state.end_reason is EndReason.QUARANTINED
+    assert "failed 2 times" in state.end_detail and "limits.max_deliveries" in state.end_detail
 
 
 async def test_long_tool_results_are_truncated(make_services, any_redis) -> None:

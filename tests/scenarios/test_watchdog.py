@@ -95,7 +95,7 @@ async def test_a_quarantined_agent_ends_and_its_run_goes_on(make_services, any_r
         )
         .script("A", Reply(calls=(call("finish", {"result": "never saved"}),)))
     )
-    settings = make_settings(limits={"max_deliveries": 2})
+    settings = make_settings(limits={"max_deliveries": 2, "max_crashes": 2})
     svc = make_services(settings, model, redis=any_redis, start=False)
     svc.scheduler = recorder = RecordingScheduler()
     root = AgentSpec(name="O", role="orchestrator", tools=TOOLS)

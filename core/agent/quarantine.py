@@ -1,0 +1,34 @@
+"""When a turn is given up: quarantined rather than delivered again.
+
+Deliveries of a turn that did not save it ended one of two ways, counted apart at turn
+start (``Store.turn_start``): the turn *raised* (a bug, a tool that keeps breaking: it will
+most likely raise again), or its worker *died* under it (killed, out of memory, a deploy).
+A death is weak evidence against the turn — workers die for reasons of their own, and a
+crash loop elsewhere hits whatever turn a fresh worker takes first — so deaths get a
+larger budget (``limits.max_crashes``) than failures (``limits.max_deliveries``); a turn
+that takes down every worker it reaches is still stopped.
+"""
+
+from __future__ import annotations
+
+from core.config_sections import LimitSettings
+
+
+def quarantine_reason(
+    limits: LimitSettings, seq: int, deliveries: int, failures: int
+) -> str | None:
+    """Why delivery number ``deliveries`` of turn ``seq`` (``failures`` earlier ones raised)
+    must not run, or None. The other earlier deliveries that did not save died."""
+    deaths = max(0, deliveries - 1 - failures)
+    if failures >= limits.max_deliveries:
+        return (
+            f"turn {seq} failed {failures} times without being saved "
+            f"(limit {limits.max_deliveries}, limits.max_deliveries); quarantined"
+        )
+    if deaths >= limits.max_crashes:
+        return (
+            f"turn {seq} was delivered {deliveries} times without being saved: its worker "
+            f"died under it {deaths} times (limit {limits.max_crashes}, limits.max_crashes); "
+            "quarantined"
+        )
+    return None
