@@ -36,13 +36,15 @@ the timers of the kills before it.
 
 Chaos: every 1–4 s (``random.Random(seed)``) a worker is killed with SIGKILL and a new one
 started at once in its place. ``--victims`` chooses the state the killed worker is in
-(bench/chaos_victims.py; the kill waits until a worker is in it): ``ready`` (announced
-ready and idle — mostly a replacement that just came up, so a crash loop that hits workers
-as they take their first messages), ``running`` (a model call of its turns outstanding at
-the keeper, or without the keeper a Celery task in flight), ``committing`` (the worker
-whose call the keeper has just answered, killed within a few ms while it applies and saves
-the turn), ``mixed`` (the default: each kill draws one of the three; the details line
-counts them in ``kills_by_state``), ``any`` (either worker, even one starting). The chaos
+(bench/chaos_victims.py; the kill waits until a worker is in it): ``idle`` (announced
+ready and idle — mostly a replacement that just came up and has not taken a message yet),
+``running`` (a model call of its turns outstanding at the keeper, or without the keeper a
+Celery task in flight), ``committing`` (the worker whose call the keeper has just
+answered, killed within a few ms while it applies and saves the turn), ``mixed`` (the
+default: each kill draws one of the three; the details line counts them in
+``kills_by_state``), ``ready`` (any worker that announced it is ready, whatever it is
+doing: a crash loop, as a worker takes 3–5 s to start here), ``any`` (either worker, even
+one starting). The chaos
 stops once every run ended, or ``--chaos-s`` after the first run started, or after
 ``--kills`` kills. The control phase is the same 20 runs with no kills (printed first);
 ``--no-control`` skips it.
@@ -303,7 +305,7 @@ class ChaosConfig:
     # At most this many kills (None: no limit; 0: no chaos, the control).
     kills: int | None = None
     # The state of the worker each kill hits (bench/chaos_victims.py): "mixed" draws among
-    # "ready" (idle), "running" (a model call outstanding), "committing" (an answer just
+    # "idle", "running" (a model call outstanding), "committing" (an answer just
     # in); "any": either worker, even one still starting.
     victims: str = "mixed"
     stagger_s: float = 1.0
