@@ -8,8 +8,8 @@ it to be released or to lapse (its holder died: a lapse takes at most ``LEASE_S`
 then runs the turn, or finds it done; if the holder is alive and still working after
 the wait, the copy is dropped (the holder's own message stays with the broker until it
 ends, so nothing is lost if the holder dies later). Only deliveries that hold the lease
-count towards ``limits.max_deliveries``: the count is of attempts that ended without a
-save, not of copies.
+count towards the quarantine (``core.agent.quarantine``): the count is of attempts that
+ended without a save, not of copies.
 """
 
 from __future__ import annotations
