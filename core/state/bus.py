@@ -6,8 +6,8 @@ acknowledging happen inside the sending/consuming turn's save transaction, so a 
 sent once and acknowledged only when the turn that read it is saved. A turn that crashed
 leaves its messages pending; the next delivery of that turn reads them again (id 0). A
 message goes to the run's dead-letter stream only with the turn that read it, when that
-turn is quarantined (``core.agent.quarantine``: it failed or its worker died too often): the agent then
-ends with the reason, and its parent and the run's progress are told.
+turn is quarantined (``core.agent.quarantine``: it failed or its worker died too often):
+the agent then ends with the reason, and its parent and the run's progress are told.
 """
 
 from __future__ import annotations
