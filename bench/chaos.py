@@ -605,7 +605,7 @@ async def _retrying_ids(read: Callable[[], Awaitable[set[str]]]) -> set[str]:
     for _ in range(200):
         try:
             return await read()
-        except (RedisError, OSError):
+        except (RedisError, OSError, ValueError):  # ValueError: a reply of another command
             await asyncio.sleep(0.25)
     return await read()
 
