@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -192,8 +193,11 @@ class LocalIndex:
     def _save(self, matrix: Any, ids: list[str], meta: list[dict[str, MetaValue]]) -> None:
         assert self.directory is not None
         self.directory.mkdir(parents=True, exist_ok=True)
-        vectors_tmp = self.directory / f".{VECTORS_FILE}.tmp"
-        items_tmp = self.directory / f".{ITEMS_FILE}.tmp"
+        # Names of this save's own: worker processes sharing one folder save at once, and a
+        # shared temporary name made one's rename fail when another's had taken the file.
+        tag = f"{os.getpid()}-{threading.get_ident()}"
+        vectors_tmp = self.directory / f".{VECTORS_FILE}.{tag}.tmp"
+        items_tmp = self.directory / f".{ITEMS_FILE}.{tag}.tmp"
         with open(vectors_tmp, "wb") as fh:
             np.save(fh, matrix)
         items = {"dim": self.dim, "ids": ids, "metadata": meta}

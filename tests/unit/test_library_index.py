@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -119,3 +121,17 @@ async def test_local_index_matches_brute_force_at_scale() -> None:
     assert await ids({"odd": True}) == [i for i in ranked if i % 2][:10]  # broad: masked
     assert await ids({"bucket": 1}) == [i for i in ranked if i % 10 == 1][:10]  # selective
     assert await ids({"bucket": True}) == []  # True is not 1 in metadata
+
+
+async def test_processes_sharing_a_folder_save_at_once(tmp_path: Path) -> None:
+    """Before: every save wrote the same temporary file names, so two workers saving into
+    one folder at once made one's rename fail (FileNotFoundError, seen under bench/chaos)."""
+    first = await LocalIndex.open(tmp_path, 4, autosave=False)
+    second = await LocalIndex.open(tmp_path, 4, autosave=False)
+    await first.upsert([IndexItem("a", [1.0, 0.0, 0.0, 0.0], {"kind": "agent"})])
+    await second.upsert([IndexItem("b", [0.0, 1.0, 0.0, 0.0], {"kind": "agent"})])
+    for _ in range(30):
+        await asyncio.gather(first.flush(), second.flush())
+    reopened = await LocalIndex.open(tmp_path, 4)
+    assert await reopened.count() == 1  # one of the two, whole
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
