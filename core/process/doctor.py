@@ -9,6 +9,7 @@ from core.errors import CarambaError
 from core.llm.gateway import import_litellm
 from core.process.doctor_discord import check_discord
 from core.process.doctor_images import check_images
+from core.process.doctor_keeper import check_keeper
 from core.process.doctor_live import check_library, check_model_calls
 from core.process.doctor_mcp import check_mcp
 from core.process.doctor_sandbox import check_sandbox
@@ -35,6 +36,9 @@ async def run_checks(settings: Settings) -> list[Check]:
         await check_discord(settings),
         *await check_mcp(settings),
     ]
+    keeper = await check_keeper(settings)
+    if keeper is not None:
+        checks.insert(3, keeper)  # after the redis row
     if not any(c.level is Level.FAIL for c in checks if c.name in ("model", "api key")):
         checks += await check_model_calls(settings)
     return checks
