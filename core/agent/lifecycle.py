@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import TYPE_CHECKING
 
 from core.state.store import transition
-from core.state.turn_script import Commit
 from core.types.agent import AgentStatus, EndReason
 from core.types.chat import Usage
 from core.types.events import AgentFinished, ErrorRaised, RunEvent, RunFinished
@@ -15,8 +13,6 @@ from core.types.run import RunState, RunStatus
 
 if TYPE_CHECKING:
     from core.agent.turn_io import TurnIO
-
-log = logging.getLogger(__name__)
 
 _HINTS: dict[EndReason, str] = {
     EndReason.LLM_ERROR: "check the model, llm.api_base and the API key with `caramba doctor`",
@@ -101,13 +97,8 @@ async def end_agent(
             )
         ]
 
+    # Saved by this call (its reply lost or not): the caller does the follow-ups.
     saved = await svc.store.commit_turn(
         state, expected_seq, events, usage, finish_run, writes=io.writes()
     )
-    if saved is Commit.SAVED_BEFORE:
-        log.warning(
-            "%s's end was saved, though the save's reply was lost; doing its follow-ups",
-            state.spec.name,
-        )
-    # Saved by this call (its reply lost or not): the caller does the follow-ups.
     return saved.saved

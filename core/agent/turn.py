@@ -26,7 +26,6 @@ from core.llm.base import LLMRequest
 from core.scheduler.base import TurnJob, TurnOutcome
 from core.services import Services
 from core.state.store import chain
-from core.state.turn_script import Commit
 from core.types.agent import AgentStatus, EndReason
 from core.types.chat import ChatMessage, Usage
 from core.types.events import LLMCalled, RunEvent, ToolCalled, TurnStarted
@@ -277,8 +276,6 @@ async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
     )
     if not commit.saved:
         return TurnOutcome.DROPPED
-    if commit is Commit.SAVED_BEFORE:
-        log.warning("turn %s: saved, though the save's reply was lost; doing its follow-ups", job)
     await faults.point(svc, "after_commit")
     await io.after_commit()  # schedules the next turn too (a follow-up)
     return TurnOutcome.WAITING if ctx.wait else TurnOutcome.CONTINUED

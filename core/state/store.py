@@ -1,11 +1,11 @@
 """Run and agent state in Redis, with optimistic transactions (WATCH/MULTI).
 
 An agent's state and its turn sequence number are one hash, saved in one transaction with
-the turn's events and usage, so a turn delivered twice is applied once.
-"""
+the turn's events and usage, so a turn delivered twice is applied once."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -29,6 +29,7 @@ from core.types.run import RunHead, RunState, RunStatus
 
 __all__ = ["PipelineWrite", "RunChange", "Store", "TransitionResult", "chain", "transition"]
 
+log = logging.getLogger(__name__)
 _MAX_CAS_ATTEMPTS = 20
 _TOKEN_S = 600  # how long a run change's token is kept: longer than any retry takes
 
@@ -193,20 +194,16 @@ class Store(EventLog):
         run_change: RunChange | None = None,
         writes: Sequence[PipelineWrite] = (),
     ) -> Commit:
-        """Save a turn: state + seq, usage, events, and an optional run change, atomically.
-        ``writes`` add commands to the same transaction (bus messages, acks, new agents).
-        ``STALE`` (nothing written): the agent's seq is no longer ``expected_seq``.
-
-        The save keeps its token in the agent's hash: sent again after a lost reply
-        (redis-py's retry, or the CAS after a broken WATCH) it finds seq moved by *this*
-        save and answers ``SAVED_BEFORE``; the caller does the follow-ups. No round trip.
-
-        Without a run change the check and the writes are one script: one round trip.
-        A run change reads the run's record first (WATCH, then MULTI/EXEC).
-        """
+        """Save a turn: state + seq, usage, events, and an optional run change, atomically;
+        ``writes`` join the transaction (bus messages, acks, new agents). ``STALE``: the
+        agent's seq is no longer ``expected_seq``, nothing written. The save keeps its token
+        in the agent's hash, so one sent again after a lost reply (redis-py's retry, the CAS
+        after a broken WATCH) answers ``SAVED_BEFORE``: the caller does the follow-ups.
+        Without a run change: one script, one round trip; with one, WATCH then MULTI/EXEC."""
         token = uuid.uuid4().hex
         if run_change is None:
-            return await self._commit_scripted(state, expected_seq, token, events, usage, writes)
+            commit = await self._commit_scripted(state, expected_seq, token, events, usage, writes)
+            return _noted(commit, state, expected_seq)
         run_id = state.run_id
         akey, rkey = self.keys.agent(run_id, state.spec.id), self.keys.run(run_id)
         for _ in range(_MAX_CAS_ATTEMPTS):
@@ -215,7 +212,8 @@ class Store(EventLog):
                     await pipe.watch(akey, rkey)
                     current, saved_by = await pipe.hmget(akey, ["seq", TOKEN_FIELD])
                     if current is None or int(current) != expected_seq:  # (reset unwatches)
-                        return Commit.SAVED_BEFORE if saved_by == token else Commit.STALE
+                        commit = Commit.SAVED_BEFORE if saved_by == token else Commit.STALE
+                        return _noted(commit, state, expected_seq)
                     new_run: RunState | None = None
                     run_events: list[RunEvent] = []
                     raw = await pipe.get(rkey)
@@ -293,3 +291,10 @@ class Store(EventLog):
         many of its deliveries raised)."""
         field = f"{agent_id}:{seq}" + (":failed" if failed else "")
         return int(await self.redis.hincrby(self.keys.deliveries(run_id), field, 1))
+
+
+def _noted(commit: Commit, state: AgentState, seq: int) -> Commit:
+    """``commit``, logged when it is a save whose reply was lost (its follow-ups go on)."""
+    if commit is Commit.SAVED_BEFORE:
+        log.warning("%s's turn %d was saved, though its reply was lost", state.spec.name, seq)
+    return commit
