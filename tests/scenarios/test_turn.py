@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from core.llm.base import LLMRequest, LLMResponse
 from core.llm.scripted import Fail, Reply, ScriptedModel, call
 from core.runs.control import start_run
 from core.scheduler import RecordingScheduler
-from core.scheduler.base import TurnOutcome
+from core.scheduler.base import TurnJob, TurnOutcome
 from core.types import AgentSpec, Budget
 from core.types.agent import AgentStatus, EndReason
 from core.types.events import AgentFinished, ErrorRaised, LLMCalled, RunFinished, ToolCalled
@@ -318,17 +319,23 @@ async def test_a_turn_that_keeps_crashing_is_quarantined(make_services, any_redi
     assert "3 times" in state.end_detail and "limits.max_crashes" in state.end_detail
 
 
-async def test_worker_deaths_are_not_the_turns_failures(make_services, any_redis) -> None:
-    """Before: a crash loop of workers (a deploy, kills elsewhere) that hit one turn
-    max_deliveries times quarantined a healthy turn that had never reached the model.
-    Deaths now have their own, larger budget; failures (the turn raised) keep theirs."""
+async def _finishing_agent(make_services, any_redis) -> tuple[Any, AgentSpec, TurnJob]:
+    """An agent that finishes in its first turn, under 2 failures / 10 deaths; its job."""
     settings = make_settings(limits={"max_deliveries": 2, "max_crashes": 10})
     model = ScriptedModel().script("*", Reply(calls=(call("finish", {"result": "done"}),)))
     svc = make_services(settings, model, redis=any_redis, start=False)
     svc.scheduler = recorder = RecordingScheduler()
     spec = agent()
-    run_id = await start_run(svc, "t", spec)
-    job = recorder.jobs.pop()
+    await start_run(svc, "t", spec)
+    return svc, spec, recorder.jobs.pop()
+
+
+async def test_worker_deaths_are_not_the_turns_failures(make_services, any_redis) -> None:
+    """Before: a crash loop of workers (a deploy, kills elsewhere) that hit one turn
+    max_deliveries times quarantined a healthy turn that had never reached the model.
+    Deaths now have their own, larger budget; failures (the turn raised) keep theirs."""
+    svc, spec, job = await _finishing_agent(make_services, any_redis)
+    run_id = job.run_id
     for _ in range(5):  # five deliveries whose worker died (the counter is bumped at start)
         await svc.store.count_delivery(run_id, spec.id, 0)
 
@@ -340,13 +347,8 @@ async def test_worker_deaths_are_not_the_turns_failures(make_services, any_redis
 async def test_a_turn_that_keeps_raising_is_quarantined_at_max_deliveries(
     make_services, any_redis
 ) -> None:
-    settings = make_settings(limits={"max_deliveries": 2, "max_crashes": 10})
-    model = ScriptedModel().script("*", Reply(calls=(call("finish", {"result": "done"}),)))
-    svc = make_services(settings, model, redis=any_redis, start=False)
-    svc.scheduler = recorder = RecordingScheduler()
-    spec = agent()
-    run_id = await start_run(svc, "t", spec)
-    job = recorder.jobs.pop()
+    svc, spec, job = await _finishing_agent(make_services, any_redis)
+    run_id = job.run_id
 
     async def broken(*_args: object) -> None:
         raise RuntimeError("a bug")
