@@ -4,6 +4,9 @@ A chat adapter shows every run it started, from the request to the result. Follo
 each with its own blocking XREAD would hold one Redis connection per run (a pool of 100
 runs out with hundreds of runs in flight); the hub reads all of them with one blocking
 XREAD over every followed stream and hands each run's events to its follower.
+
+Part of the state room; it reads through the store's event log (``store.events``) and
+speaks no Redis command of its own.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -43,7 +45,6 @@ class EventHub:
         self, store: Store, *, blocking: bool = True, block_ms: int = 250, count: int = 100
     ) -> None:
         self._store = store
-        # fakeredis answers a blocking read at once: poll instead.
         # fakeredis answers blocking reads at once: poll instead.
         self._block: int | None = block_ms if blocking else None
         self._poll_s = 0.05
@@ -81,15 +82,15 @@ class EventHub:
             self._reader = None
 
     async def _read(self) -> None:
-        redis = self._store.redis
+        events = self._store.events
         while True:
             if not self._followers:
                 self._wanted.clear()
                 await self._wanted.wait()
                 continue
-            streams: dict[Any, Any] = {f.key: f.last for f in self._followers.values()}
+            streams = {f.key: f.last for f in self._followers.values()}
             try:
-                reply: Any = await redis.xread(streams, count=self._count, block=self._block)
+                reply = await events.read_many(streams, self._count, self._block)
             except asyncio.CancelledError:
                 raise
             except Exception:

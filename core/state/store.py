@@ -1,13 +1,19 @@
-"""Run and agent state in Redis, with optimistic transactions (WATCH/MULTI).
+"""Runs and agents in Redis: a run's record, head and usage; an agent's hash, its name and
+its slot; a turn's start (one read) and its save (one script, or WATCH/MULTI with a run
+change).
 
 An agent's state and its turn sequence number are one hash, saved in one transaction with
-the turn's events and usage, so a turn delivered twice is applied once."""
+the turn's events and usage, so a turn delivered twice is applied once. Every multi-key
+write is one MULTI/EXEC or one script.
+
+Part of the state room, the only room that speaks Redis commands (``core.state``); it may
+call the Redis client, ``core.state.keys``/``records``/``turn_script`` and the event log
+it owns as ``store.events`` (``core.state.event_log``: the runs' events live there)."""
 
 from __future__ import annotations
 
-import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from redis.asyncio import Redis
@@ -21,7 +27,8 @@ from core.state.records import TurnStart, agent_fields, parse_head, parse_usage,
 
 # Re-exported: callers import the run-change helpers from the store they apply to.
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
-from core.state.turn_script import COMMIT_SCRIPT, TOKEN_FIELD, Commit, script_args
+from core.state.turn_script import Commit
+from core.state.turns import PipelineWrite, Turns
 from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
 from core.types.events import RunEvent
@@ -29,30 +36,59 @@ from core.types.run import RunHead, RunState, RunStatus
 
 __all__ = ["PipelineWrite", "RunChange", "Store", "TransitionResult", "chain", "transition"]
 
-log = logging.getLogger(__name__)
 _MAX_CAS_ATTEMPTS = 20
 _TOKEN_S = 600  # how long a run change's token is kept: longer than any retry takes
 
-PipelineWrite = Callable[[Any], None]
+
+# A new run's record (if it is new), its head and its place in the index, at once.
+_CREATE_RUN = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+return 1
+"""
 
 
-class Store(EventLog):
-    """Typed access to everything a run keeps in Redis."""
+class Store:
+    """Typed access to the runs and agents a deployment keeps in Redis."""
 
     def __init__(self, redis: Redis, keys: Keys, events_maxlen: int) -> None:
         self.redis = redis
         self.keys = keys
-        self.events_maxlen = events_maxlen
-        self._commit = redis.register_script(COMMIT_SCRIPT)
+        self.events = EventLog(redis, keys, events_maxlen)
+        self.turns = Turns(self)
+        self._create = redis.register_script(_CREATE_RUN)
+
+    async def aclose(self) -> None:
+        """Close the Redis client (the process's, shared by every state object)."""
+        await self.redis.aclose()
+
+    async def ping(self) -> None:
+        """Raise when Redis does not answer (a process checks it once as it starts)."""
+        await self.redis.ping()
+
+    # --- events (the event log's; kept here for the callers that write through the store)
+
+    async def emit(self, *events: RunEvent) -> None:
+        await self.events.emit(*events)
+
+    def add_events(self, pipe: object, run_id: str, events: list[RunEvent]) -> None:
+        self.events.add(pipe, run_id, events)
+
+    async def read_events(
+        self, run_id: str, after: str = "0-0", count: int = 100, block_ms: int | None = None
+    ) -> list[tuple[str, RunEvent]]:
+        return await self.events.read(run_id, after, count, block_ms)
 
     # --- runs ---------------------------------------------------------------------------
 
     async def create_run(self, run: RunState) -> None:
         run.traceparent = run.traceparent or telemetry.new_traceparent()
-        if not await self.redis.set(self.keys.run(run.id), run.model_dump_json(), nx=True):
+        keys = [self.keys.run(run.id), self.keys.run_head(run.id), self.keys.runs_index()]
+        args: list[Any] = [run.model_dump_json(), run.head().model_dump_json()]
+        args += [run.created_at, run.id]
+        if not await self._create(keys=keys, args=args):
             raise UsageError(f"run {run.id} already exists", hint="use a new run id")
-        await self.redis.set(self.keys.run_head(run.id), run.head().model_dump_json())
-        await self.redis.zadd(self.keys.runs_index(), {run.id: run.created_at})
 
     async def get_run(self, run_id: str) -> RunState:
         raw = await self.redis.get(self.keys.run(run_id))
@@ -185,6 +221,11 @@ class Store(EventLog):
             return False
         return True
 
+    # --- turns (``store.turns``'s; kept here for the callers that save through the store)
+
+    async def turn_start(self, run_id: str, agent_id: str, seq: int) -> TurnStart:
+        return await self.turns.start(run_id, agent_id, seq)
+
     async def commit_turn(
         self,
         state: AgentState,
@@ -194,107 +235,9 @@ class Store(EventLog):
         run_change: RunChange | None = None,
         writes: Sequence[PipelineWrite] = (),
     ) -> Commit:
-        """Save a turn: state + seq, usage, events, and an optional run change, atomically;
-        ``writes`` join the transaction (bus messages, acks, new agents). ``STALE``: the
-        agent's seq is no longer ``expected_seq``, nothing written. The save keeps its token
-        in the agent's hash, so one sent again after a lost reply (redis-py's retry, the CAS
-        after a broken WATCH) answers ``SAVED_BEFORE``: the caller does the follow-ups.
-        Without a run change: one script, one round trip; with one, WATCH then MULTI/EXEC."""
-        token = uuid.uuid4().hex
-        if run_change is None:
-            commit = await self._commit_scripted(state, expected_seq, token, events, usage, writes)
-            return _noted(commit, state, expected_seq)
-        run_id = state.run_id
-        akey, rkey = self.keys.agent(run_id, state.spec.id), self.keys.run(run_id)
-        for _ in range(_MAX_CAS_ATTEMPTS):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                try:
-                    await pipe.watch(akey, rkey)
-                    current, saved_by = await pipe.hmget(akey, ["seq", TOKEN_FIELD])
-                    if current is None or int(current) != expected_seq:  # (reset unwatches)
-                        commit = Commit.SAVED_BEFORE if saved_by == token else Commit.STALE
-                        return _noted(commit, state, expected_seq)
-                    new_run: RunState | None = None
-                    run_events: list[RunEvent] = []
-                    raw = await pipe.get(rkey)
-                    if raw is not None:
-                        new_run, run_events = run_change(RunState.model_validate_json(raw))
-                    pipe.multi()
-                    self._turn_writes(pipe, state, [*events, *run_events], usage, writes)
-                    pipe.hset(akey, TOKEN_FIELD, token)
-                    if new_run is not None:
-                        set_run(pipe, self.keys, new_run)
-                    await pipe.execute()
-                    return Commit.SAVED
-                except WatchError:
-                    continue  # the run key moved (another agent); re-check and retry
-        raise RunError(f"run {run_id}: too much contention saving agent {state.spec.id}")
-
-    async def _commit_scripted(
-        self,
-        state: AgentState,
-        expected_seq: int,
-        token: str,
-        events: list[RunEvent],
-        usage: Usage,
-        writes: Sequence[PipelineWrite],
-    ) -> Commit:
-        # The pipeline only records the commands; the script checks seq and runs them.
-        recorder = self.redis.pipeline(transaction=False)
-        self._turn_writes(recorder, state, events, usage, writes)
-        argv = script_args(expected_seq, token, recorder.command_stack)
-        await recorder.reset()
-        akey = self.keys.agent(state.run_id, state.spec.id)
-        return Commit(int(await self._commit(keys=[akey], args=argv)))
-
-    def _turn_writes(
-        self,
-        pipe: Any,
-        state: AgentState,
-        events: list[RunEvent],
-        usage: Usage,
-        writes: Sequence[PipelineWrite],
-    ) -> None:
-        run_id = state.run_id
-        pipe.hset(self.keys.agent(run_id, state.spec.id), mapping=agent_fields(state))
-        for write in writes:
-            write(pipe)
-        ukey = self.keys.run_usage(run_id)
-        if usage.prompt_tokens:
-            pipe.hincrby(ukey, "prompt_tokens", usage.prompt_tokens)
-        if usage.completion_tokens:
-            pipe.hincrby(ukey, "completion_tokens", usage.completion_tokens)
-        if usage.cost_usd:
-            pipe.hincrbyfloat(ukey, "cost_usd", usage.cost_usd)
-        self.add_events(pipe, run_id, events)
-
-    async def turn_start(self, run_id: str, agent_id: str, seq: int) -> TurnStart:
-        """One round trip: the agent's state, the run's head, this turn's delivery count,
-        the run's usage so far, and the model's answer an earlier delivery saved."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hget(self.keys.agent(run_id, agent_id), "state")
-            pipe.get(self.keys.run_head(run_id))
-            pipe.hincrby(self.keys.deliveries(run_id), f"{agent_id}:{seq}", 1)
-            pipe.hget(self.keys.deliveries(run_id), f"{agent_id}:{seq}:failed")
-            pipe.hgetall(self.keys.run_usage(run_id))
-            pipe.hget(self.keys.responses(run_id), self.keys.response_field(agent_id, seq))
-            raw_state, raw_head, deliveries, failed, raw_usage, saved = await pipe.execute()
-        head = parse_head(raw_head) or await self.run_head(run_id)
-        state = None if raw_state is None else AgentState.model_validate_json(raw_state)
-        usage = parse_usage(raw_usage)
-        return TurnStart(state, head, int(deliveries), int(failed or 0), usage, saved)
+        return await self.turns.commit(state, expected_seq, events, usage, run_change, writes)
 
     async def count_delivery(
         self, run_id: str, agent_id: str, seq: int, *, failed: bool = False
     ) -> int:
-        """How many times this turn has been started, this time included (``failed``: how
-        many of its deliveries raised)."""
-        field = f"{agent_id}:{seq}" + (":failed" if failed else "")
-        return int(await self.redis.hincrby(self.keys.deliveries(run_id), field, 1))
-
-
-def _noted(commit: Commit, state: AgentState, seq: int) -> Commit:
-    """``commit``, logged when it is a save whose reply was lost (its follow-ups go on)."""
-    if commit is Commit.SAVED_BEFORE:
-        log.warning("%s's turn %d was saved, though its reply was lost", state.spec.name, seq)
-    return commit
+        return await self.turns.count_delivery(run_id, agent_id, seq, failed=failed)
