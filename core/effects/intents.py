@@ -19,23 +19,22 @@ import logging
 import os
 import socket
 import time
-from typing import Any
-
-from redis.exceptions import ResponseError, WatchError
 
 from core.effects import timers
 from core.services import IntentProcessor, Services
+from core.state.intents import GROUP
 from core.state.store import PipelineWrite
 from core.types.events import ChatPosted, ErrorRaised, Notified, RunEvent
 from core.types.intents import INTENT, Intent, Notify, PostToChat, Remind
 
 log = logging.getLogger(__name__)
 
-GROUP = "processors"
+__all__ = ["GROUP", "default_processors", "keyed", "process_pending", "save_write"]
+
 _CONSUMER = f"{socket.gethostname()}-{os.getpid()}"
-_DONE_TTL_S = 7 * 24 * 3600
 _BATCH = 100
 _MAX_FAILURES = 5
+
 
 def keyed(intents: list[Intent], run_id: str, agent_id: str, seq: int) -> list[Intent]:
     """The turn's intents with their idempotency keys."""
@@ -47,13 +46,7 @@ def keyed(intents: list[Intent], run_id: str, agent_id: str, seq: int) -> list[I
 
 def save_write(svc: Services, intents: list[Intent]) -> PipelineWrite:
     """The command (for the turn's save transaction) that records the turn's intents."""
-    stream = svc.store.keys.intents()
-
-    def write(pipe: Any) -> None:
-        for intent in intents:
-            pipe.xadd(stream, {"i": INTENT.dump_json(intent)})
-
-    return write
+    return svc.store.intents.save_write(intents)
 
 
 async def _post(svc: Services, intent: Intent) -> list[RunEvent]:
@@ -83,8 +76,6 @@ async def _notify(svc: Services, intent: Intent) -> list[RunEvent]:
 
 
 async def _remind(svc: Services, intent: Intent) -> list[RunEvent]:
-
-
     assert isinstance(intent, Remind)
     # The timer's id is the intent's key, so a repeated schedule replaces, not duplicates.
     timer = timers.DeliverMessage(
@@ -103,50 +94,23 @@ def default_processors() -> dict[str, IntentProcessor]:
     return {"post_to_chat": _post, "notify": _notify, "remind": _remind}
 
 
-async def _ensure_group(svc: Services) -> None:
-    try:
-        await svc.redis.xgroup_create(svc.store.keys.intents(), GROUP, id="0", mkstream=True)
-    except ResponseError as exc:
-        if "BUSYGROUP" not in str(exc):
-            raise
-
-
 async def process_pending(svc: Services) -> int:
     """Process new intents and those a dead worker left claimed; returns how many ran."""
-    stream = svc.store.keys.intents()
-    try:
-        taken = await _take(svc, stream)
-    except ResponseError as exc:
-        if "NOGROUP" not in str(exc):
-            raise
-        await _ensure_group(svc)
-        taken = await _take(svc, stream)
+    queue = svc.store.intents
+    idle_ms = int(svc.settings.scheduler.intent_claim_idle_s * 1000)
     done = 0
-    for entry_id, fields in taken:
-        if fields and await _process_one(svc, stream, entry_id, INTENT.validate_json(fields["i"])):
+    for entry_id, fields in await queue.take(_CONSUMER, idle_ms, _BATCH):
+        if fields and await _process_one(svc, entry_id, INTENT.validate_json(fields["i"])):
             done += 1
         elif not fields:  # trimmed or deleted meanwhile
-            await svc.redis.xack(stream, GROUP, entry_id)
+            await queue.ack(entry_id)
     return done
 
 
-async def _take(svc: Services, stream: str) -> list[tuple[str, dict[str, str]]]:
-    idle_ms = int(svc.settings.scheduler.intent_claim_idle_s * 1000)
-    claimed: Any = await svc.redis.xautoclaim(
-        stream, GROUP, _CONSUMER, min_idle_time=idle_ms, start_id="0-0", count=_BATCH
-    )
-    entries: list[tuple[str, dict[str, str]]] = list(claimed[1]) if claimed else []
-    fresh: Any = await svc.redis.xreadgroup(GROUP, _CONSUMER, {stream: ">"}, count=_BATCH)
-    for _stream, items in fresh or ():
-        entries.extend(items)
-    return entries
-
-
-async def _process_one(svc: Services, stream: str, entry_id: str, intent: Intent) -> bool:
-    keys = svc.store.keys
-    done_key = keys.intent_done(intent.key)
-    if await svc.redis.exists(done_key):
-        await svc.redis.xack(stream, GROUP, entry_id)
+async def _process_one(svc: Services, entry_id: str, intent: Intent) -> bool:
+    queue = svc.store.intents
+    if await queue.is_done(intent.key):
+        await queue.ack(entry_id)
         return False
     processor = svc.intent_processors.get(intent.kind)
     events: list[RunEvent]
@@ -163,7 +127,7 @@ async def _process_one(svc: Services, stream: str, entry_id: str, intent: Intent
         try:
             events = await processor(svc, intent)
         except Exception as exc:
-            failures = await svc.redis.hincrby(keys.intent_failures(), intent.key, 1)
+            failures = await queue.count_failure(intent.key)
             log.exception("intent %s failed (%d)", intent.key, failures)
             if failures < _MAX_FAILURES:
                 return False  # stays pending; retried after intent_claim_idle_s
@@ -175,21 +139,6 @@ async def _process_one(svc: Services, stream: str, entry_id: str, intent: Intent
                     hint="see the worker logs",
                 )
             ]
-    async with svc.redis.pipeline(transaction=True) as pipe:
-        try:
-            # WATCH the marker: if another process finished this intent meanwhile (it
-            # took the entry over after our claim went idle), record nothing twice.
-            await pipe.watch(done_key)
-            if await pipe.exists(done_key):
-                await pipe.unwatch()
-                await svc.redis.xack(stream, GROUP, entry_id)
-                return False
-            pipe.multi()
-            pipe.set(done_key, "1", ex=_DONE_TTL_S)
-            svc.store.add_events(pipe, intent.run_id, events)
-            pipe.xack(stream, GROUP, entry_id)
-            pipe.xdel(stream, entry_id)
-            await pipe.execute()
-        except WatchError:
-            return False
+    if not await queue.finish(entry_id, intent.key, intent.run_id, events):
+        return False
     return processor is not None

@@ -4,7 +4,8 @@ fired by any process.
 A timer is a member of one sorted set scored by when it is due. Every process that runs
 turns also runs the background loop (``core.process.background``), which pops due timers
 — ZREM is the claim, so each fires once even with many workers — and carries them out.
-Nothing is held in a worker's memory, so a crashed worker loses no timer.
+Nothing is held in a worker's memory, so a crashed worker loses no timer. The set itself
+is the state room's (``core.state.timers``, ``svc.store.timers``).
 """
 
 from __future__ import annotations
@@ -48,11 +49,10 @@ Timer = Annotated[WakeAgent | DeliverMessage | ExpireProposal, Field(discriminat
 TIMER: TypeAdapter[Timer] = TypeAdapter(Timer)
 
 
-
 async def schedule(svc: Services, timer: Timer, at: float) -> None:
-    await svc.redis.zadd(svc.store.keys.timers(), {TIMER.dump_json(timer).decode(): at})
+    await svc.store.timers.add(TIMER.dump_json(timer).decode(), at)
 
 
 async def unschedule(svc: Services, timer: Timer) -> None:
     """Forget ``timer`` (it must be the same value as scheduled, id included)."""
-    await svc.redis.zrem(svc.store.keys.timers(), TIMER.dump_json(timer).decode())
+    await svc.store.timers.remove(TIMER.dump_json(timer).decode())

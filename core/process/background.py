@@ -6,9 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
-
-from redis.exceptions import ConnectionError as RedisConnectionError
 
 from core.agent.wake import wake_agent
 from core.effects.intents import process_pending
@@ -17,6 +14,7 @@ from core.runs import watchdog
 from core.runs.control import expire_if_due
 from core.runs.learning import learn_ended
 from core.services import Services
+from core.state.client import Unreachable
 from core.types.messages import HumanReply
 
 log = logging.getLogger(__name__)
@@ -35,13 +33,10 @@ async def tick(svc: Services) -> None:
 
 async def fire_due(svc: Services, now: float | None = None) -> int:
     """Carry out every timer due by ``now``; returns how many this process fired."""
-    key = svc.store.keys.timers()
-    due: Any = await svc.redis.zrangebyscore(
-        key, "-inf", now if now is not None else time.time(), start=0, num=_BATCH
-    )
+    timers = svc.store.timers
     fired = 0
-    for raw in due:
-        if not await svc.redis.zrem(key, raw):
+    for raw in await timers.due(now if now is not None else time.time(), _BATCH):
+        if not await timers.claim(raw):
             continue  # another process claimed it
         await _fire(svc, TIMER.validate_json(raw))
         fired += 1
@@ -75,7 +70,7 @@ async def run_background(svc: Services, stop: asyncio.Event) -> None:
             await tick(svc)
         except asyncio.CancelledError:
             raise
-        except RedisConnectionError as exc:
+        except Unreachable as exc:
             # Redis is restarting or unreachable: one line per tick, not a traceback.
             log.warning("background tick: Redis unreachable (%s); retry in %.1f s", exc, interval)
         except Exception:

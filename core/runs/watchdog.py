@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 from core.agent.wake import wake_agent
 from core.runs.control import end_run
 from core.scheduler.base import TurnJob
 from core.services import Services
-from core.state.records import parse_head
 from core.state.store import TransitionResult
 from core.types.agent import AgentSpec, AgentStatus
 from core.types.run import SYSTEM, RunStatus
@@ -39,15 +37,15 @@ _BATCH = 500
 async def watch(svc: Services) -> int:
     """One round, if this process claims it; how many runs were ended."""
     interval = svc.settings.scheduler.watchdog_s
-    if not await svc.redis.set(svc.store.keys.watchdog(), "1", nx=True, px=int(interval * 1000)):
+    state = svc.store.watchdog
+    if not await state.claim_round(int(interval * 1000)):
         return 0
     try:
         await replan_lost(svc)
     except Exception:
         log.exception("the watchdog could not look at the requests in planning")
-    active: Any = await svc.redis.srandmember(svc.store.keys.active_runs(), _BATCH)
     ended = 0
-    for run_id in active or ():
+    for run_id in await state.active_runs(_BATCH):
         try:
             ended += await check(svc, run_id)
         except Exception:
@@ -57,36 +55,26 @@ async def watch(svc: Services) -> int:
 
 async def check(svc: Services, run_id: str) -> bool:
     """Look at one run; True if it was ended because nothing could move it on."""
-    keys = svc.store.keys
+    state = svc.store.watchdog
     head = await svc.store.run_head(run_id)
     if head.status.terminal:
-        await svc.redis.srem(keys.active_runs(), run_id)
-        await svc.redis.hdel(keys.watchdog_marks(), run_id)
+        await state.forget(run_id)
         return False
     idle = None
     if head.status is RunStatus.RUNNING and head.paused is None:
         idle = await _idle(svc, run_id)
     if idle is None:
-        await svc.redis.hdel(keys.watchdog_marks(), run_id)
+        await state.clear_idle(run_id)
         return False
-    last: Any = await svc.redis.xrevrange(keys.events(run_id), count=1)
-    mark = last[0][0] if last else "0-0"
-    seen: Any = await svc.redis.hget(keys.watchdog_marks(), run_id)
-    if seen != mark:  # idle now; ended only if still so next round, with no event between
-        await svc.redis.hset(keys.watchdog_marks(), run_id, mark)
+    if not await state.idle_again(run_id):  # ended only if still so next round, no event
         return False
-    await svc.redis.hdel(keys.watchdog_marks(), run_id)
     return (await _fail(svc, run_id, idle)).ok
 
 
 async def _idle(svc: Services, run_id: str) -> str | None:
     """Why nothing can move the run on (who waits), or None if something can."""
-    keys = svc.store.keys
-    ids = await svc.store.agent_ids(run_id)
-    async with svc.redis.pipeline(transaction=False) as pipe:
-        for agent_id in ids:
-            pipe.hmget(keys.agent(run_id, agent_id), ["status", "spec", "seq"])
-        rows: list[Any] = await pipe.execute()
+    state = svc.store.watchdog
+    rows = await state.agent_rows(run_id, await svc.store.agent_ids(run_id))
     waiting: list[AgentSpec] = []
     runnable: list[tuple[AgentSpec, int]] = []
     other = False
@@ -104,7 +92,7 @@ async def _idle(svc: Services, run_id: str) -> str | None:
         await _resubmit_stalled(svc, run_id, runnable)
     if runnable or other:
         return None
-    if await svc.redis.hlen(keys.questions(run_id)):
+    if await state.has_questions(run_id):
         return None
     for spec in waiting:
         if await svc.bus.has_unread(run_id, spec):
@@ -112,8 +100,7 @@ async def _idle(svc: Services, run_id: str) -> str | None:
             # its way (one lost with a worker is retried once its claim lapses).
             await wake_agent(svc, run_id, spec.id)
             return None
-    pattern = f'*"run_id":"{run_id}"*'
-    async for _timer in svc.redis.zscan_iter(keys.timers(), match=pattern, count=1000):
+    if await state.has_timer(run_id):
         return None  # a reminder or a time-out will wake someone
     if not waiting:
         return "no agent is left to finish it"
@@ -126,28 +113,17 @@ async def _resubmit_stalled(
 ) -> int:
     """Submit again the turns of runnable agents that made no progress for the stall span
     and that nobody is running; how many were submitted."""
-    keys, settings = svc.store.keys, svc.settings.scheduler
+    state, settings = svc.store.watchdog, svc.settings.scheduler
     span_ms = int(settings.stall_periods * settings.stall_period_s * 1000)
-    last: Any = await svc.redis.xrevrange(keys.events(run_id), count=1)
-    # Event ids carry Redis's clock: compare them with Redis's, not this host's.
-    seconds, micros = await svc.redis.time()
-    quiet_ms = (
-        int(seconds) * 1000
-        + int(micros) // 1000
-        - (int(str(last[0][0]).split("-")[0]) if last else 0)
-    )
+    quiet_ms = await state.quiet_ms(run_id)
     if quiet_ms < span_ms:
         return 0
-    async with svc.redis.pipeline(transaction=False) as pipe:
-        for spec, seq in runnable:
-            pipe.exists(keys.turn_lease(run_id, spec.id, seq))
-        held: list[Any] = await pipe.execute()
+    held = await state.leases_held(run_id, [(spec.id, seq) for spec, seq in runnable])
     submitted = 0
     for (spec, seq), leased in zip(runnable, held, strict=True):
         if leased:
             continue  # a delivery is running it (a long model call, a slow tool)
-        mark = keys.watchdog_resubmitted(run_id, spec.id)
-        if not await svc.redis.set(mark, seq, nx=True, px=span_ms):
+        if not await state.mark_resubmitted(run_id, spec.id, str(seq), span_ms):
             continue
         log.warning(
             "run %s: agent %s made no progress for %.0f s and nobody is running its turn %d; "
@@ -166,27 +142,15 @@ async def replan_lost(svc: Services) -> int:
     """Submit again the planning of requests still in ``planning`` past the stall span
     that nobody is planning; how many were submitted (a duplicate is dropped by the
     planning's claim and status checks)."""
-    keys, settings = svc.store.keys, svc.settings
+    state, settings = svc.store.watchdog, svc.settings
     span_s = settings.scheduler.stall_periods * settings.scheduler.stall_period_s
     now = time.time()
     since = now - settings.planning.pickup_s - settings.planning.timeout_s
-    recent: Any = await svc.redis.zrangebyscore(
-        keys.runs_index(), since, now - span_s, start=0, num=_BATCH
-    )
-    if not recent:
-        return 0
-    async with svc.redis.pipeline(transaction=False) as pipe:
-        for run_id in recent:
-            pipe.get(keys.run_head(run_id))
-            pipe.exists(keys.planning(run_id))
-        found: list[Any] = await pipe.execute()
     submitted = 0
-    for run_id, raw, claimed in zip(recent, found[::2], found[1::2], strict=True):
-        head = parse_head(raw)
+    for run_id, head, claimed in await state.planning_runs(since, now - span_s, _BATCH):
         if head is None or head.status is not RunStatus.PLANNING or claimed:
             continue
-        mark = keys.watchdog_resubmitted(run_id, "plan")
-        if not await svc.redis.set(mark, "1", nx=True, px=int(span_s * 1000)):
+        if not await state.mark_resubmitted(run_id, "plan", "1", int(span_s * 1000)):
             continue
         log.warning("request %s: nobody is planning it; submitting its planning again", run_id)
         await svc.scheduler.submit(TurnJob(run_id=run_id, kind="plan"))

@@ -7,8 +7,9 @@ the turn's events and usage, so a turn delivered twice is applied once. Every mu
 write is one MULTI/EXEC or one script.
 
 Part of the state room, the only room that speaks Redis commands (``core.state``); it may
-call the Redis client, ``core.state.keys``/``records``/``turn_script`` and the event log
-it owns as ``store.events`` (``core.state.event_log``: the runs' events live there)."""
+call the Redis client and ``core.state``'s other modules. The store is the state room's
+front door: it owns ``events`` (``core.state.event_log``), ``turns``, ``timers``,
+``intents`` and ``watchdog`` (one module each), on the same client and keys."""
 
 from __future__ import annotations
 
@@ -22,13 +23,16 @@ from redis.exceptions import WatchError
 from core import telemetry
 from core.errors import RunError, UsageError
 from core.state.event_log import EventLog
+from core.state.intents import IntentQueue
 from core.state.keys import Keys
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage, set_run
 
 # Re-exported: callers import the run-change helpers from the store they apply to.
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
+from core.state.timers import TimerSet
 from core.state.turn_script import Commit
 from core.state.turns import PipelineWrite, Turns
+from core.state.watchdog import WatchdogState
 from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
 from core.types.events import RunEvent
@@ -57,6 +61,10 @@ class Store:
         self.keys = keys
         self.events = EventLog(redis, keys, events_maxlen)
         self.turns = Turns(self)
+        # The state rooms of the effects and the watchdog, on the same client and keys.
+        self.timers = TimerSet(redis, keys)
+        self.intents = IntentQueue(redis, keys, self.events)
+        self.watchdog = WatchdogState(redis, keys)
         self._create = redis.register_script(_CREATE_RUN)
 
     async def aclose(self) -> None:

@@ -86,7 +86,7 @@ async def test_intents_of_a_dead_worker_are_processed_once_by_another(
         await pipe.execute()
 
     # A worker claims the entry and dies before processing it: it stays pending.
-    await intents._ensure_group(svc)
+    await svc.store.intents.ensure_group()
     taken = await svc.redis.xreadgroup(
         intents.GROUP, "dead-worker", {svc.store.keys.intents(): ">"}, count=10
     )
