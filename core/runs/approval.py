@@ -120,14 +120,19 @@ def may_decide(
     )
 
 
+def decided_by(run: RunState) -> str | None:
+    """Who took the run out of its proposal (an id; ``SYSTEM`` for an expiry), if anyone."""
+    return next(
+        (t.by for t in reversed(run.history) if t.to_status is not RunStatus.PROPOSED), None
+    )
+
+
 def view(settings: Settings, run: RunState, tools: ToolRegistry | None = None) -> ProposalView:
     """What the card shows; with ``tools``, each agent's risky tools too."""
     agents = agents_of(run)
     names = {a.id: a.name for a in agents}
     cohort = run.cohort
-    decided = next(
-        (t.by for t in reversed(run.history) if t.to_status is not RunStatus.PROPOSED), None
-    )
+    decided = decided_by(run)
     return ProposalView(
         run_id=run.id,
         task=run.task,

@@ -126,8 +126,11 @@ async def extend_run(
     return outcome[0]
 
 
-async def stop_run(svc: Services, run_id: str, by: str) -> TransitionResult:
-    """Refuse an extension: end the paused run cleanly with whatever results exist."""
+async def stop_run(
+    svc: Services, run_id: str, by: str, *, name: str | None = None
+) -> TransitionResult:
+    """Refuse an extension: end the paused run cleanly with whatever results exist
+    (``name``: how people read ``by``, in the run's end)."""
     results = await _results_so_far(svc, run_id)
     usage = await svc.store.run_usage(run_id)
     outcome: list[TransitionResult] = []
@@ -137,7 +140,7 @@ async def stop_run(svc: Services, run_id: str, by: str) -> TransitionResult:
             outcome[:] = [TransitionResult(False, run, _not_paused(run, "stop"))]
             return None, []
         to = RunStatus.COMPLETED if results else RunStatus.FAILED
-        note = f"stopped at its limit ({run.paused}); extension refused by {by}"
+        note = f"stopped at its limit ({run.paused}); extension refused by {name or by}"
         step = transition(run, to, by=by, note=note)
         new = step.run
         new.paused = None

@@ -174,9 +174,12 @@ async def reject_run(
     return outcome[0]
 
 
-async def cancel_run(svc: Services, run_id: str, by: str, reason: str = "") -> TransitionResult:
-    """Cancel a run: refused if it already ended. Every agent stops within one turn."""
-    error = f"cancelled by {by}" + (f": {reason}" if reason else "")
+async def cancel_run(
+    svc: Services, run_id: str, by: str, reason: str = "", *, name: str | None = None
+) -> TransitionResult:
+    """Cancel a run: refused if it already ended. Every agent stops within one turn.
+    ``name``: how people read ``by`` (the run's end says who cancelled it)."""
+    error = f"cancelled by {name or by}" + (f": {reason}" if reason else "")
     step = await end_run(svc, run_id, RunStatus.CANCELLED, by=by, note=reason, error=error)
     if step.ok:
         await _decided(svc, run_id)

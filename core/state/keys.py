@@ -173,3 +173,19 @@ class Keys:
     def planning(self, run_id: str) -> str:
         """Held while a worker plans the request ``run_id``."""
         return f"{self.prefix}:run:{run_id}:planning"
+
+    # --- the people room (core.runs.people, issue 24) ------------------------------------
+
+    def vote(self, run_id: str, person_id: str) -> str:
+        """A person's vote on a run's result (``up``/``down``, with a TTL): one each."""
+        return f"{self.prefix}:run:{run_id}:vote:{person_id}"
+
+    def hinted(self, run_id: str, person_id: str) -> str:
+        """Set (with a TTL) once a person was told why their reply was not delivered."""
+        return f"{self.prefix}:run:{run_id}:hinted:{person_id}"
+
+    # --- the agent room (turn in phases, issue 24) ---------------------------------------
+
+    def fault(self, name: str) -> str:
+        """Counter arming a crash-test fault point (``core.agent.faults``)."""
+        return f"{self.prefix}:fault:{name}"

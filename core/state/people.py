@@ -1,0 +1,36 @@
+"""What the people room (``core.runs.people``) keeps in Redis: one vote per person and
+run on its result, and a hint given once per person and run (why a reply in the run's
+thread reached nobody). Each is one ``SET NX`` with a time to live; keys are named in
+``core.state.keys``. Called by the people room only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.state.keys import Keys
+
+# How long a vote is remembered (a later one counts again), and a hint given.
+VOTE_TTL_S = 90 * 24 * 3600
+HINT_TTL_S = 7 * 24 * 3600
+
+
+class PeopleMarks:
+    """Votes and hints over ``redis`` (keys from ``keys``)."""
+
+    def __init__(self, redis: Any, keys: Keys) -> None:
+        self.redis, self.keys = redis, keys
+
+    async def vote(self, run_id: str, person_id: str, value: str) -> bool:
+        """Keep the person's vote on the run (``up``, ``down``, a number of stars);
+        False if they voted already."""
+        key = self.keys.vote(run_id, person_id)
+        return bool(await self.redis.set(key, value, nx=True, ex=VOTE_TTL_S))
+
+    async def unvote(self, run_id: str, person_id: str) -> None:
+        """Forget the vote (it could not be counted: the person may vote again)."""
+        await self.redis.delete(self.keys.vote(run_id, person_id))
+
+    async def first_hint(self, run_id: str, person_id: str) -> bool:
+        """True the first time the person is given a hint in the run's thread."""
+        key = self.keys.hinted(run_id, person_id)
+        return bool(await self.redis.set(key, "1", nx=True, ex=HINT_TTL_S))
