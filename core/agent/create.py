@@ -4,6 +4,7 @@ and a designed cohort's whole tree at the start of a run."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from core.agent.limits import limits_for
@@ -12,6 +13,7 @@ from core.errors import RunError
 from core.prompts import PromptLibrary
 from core.scheduler.base import TurnJob
 from core.services import Services
+from core.state import agents
 from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import ChatMessage
 from core.types.cohort import Cohort
@@ -137,37 +139,16 @@ async def spawn_cohort(
     Each agent gets its place in the tree (depth, children), its brief (the task for the
     root, its description from its parent for the others) and, for a team's lead, its
     team's playbook with the members already named (a judge apart from them). Every
-    agent's first message lists the files attached to the request.
+    agent's first message lists the files attached to the request. The agents are created
+    in one transaction: all of them, or none.
     """
     files = (await svc.store.get_run(run_id)).files
-    by_id = {a.id: a for a in cohort.agents}
-    children: dict[str, list[str]] = {a.id: [] for a in cohort.agents}
-    for a in cohort.agents:
-        if a.parent_id in children:
-            children[a.parent_id].append(a.id)
-        require_known_tools(svc, a)
-    root = cohort.root
-    order, depth = [root], {root.id: 0}
-    for spec in order:  # breadth first: a parent exists before its children
-        for child_id in children[spec.id]:
-            depth[child_id] = depth[spec.id] + 1
-            order.append(by_id[child_id])
-    patterns = {t.lead_id: t for t in cohort.teams}
+    for spec in cohort.agents:
+        require_known_tools(svc, spec)
+    tree = _Tree.of(cohort)
     states: list[AgentState] = []
-    for spec in order:
-        parent = by_id.get(spec.parent_id or "")
-        playbook = ""
-        if spec.id in patterns:
-            team = [by_id[c] for c in children[spec.id]]
-            playbook = svc.prompts.render(
-                f"patterns/{patterns[spec.id].pattern}.md.j2",
-                team_name=spec.name,
-                # A judge under a lead judges its team's work; it is not one of the team.
-                members=[_listed(m) for m in team if m.role != JUDGE],
-                judges=[_listed(m) for m in team if m.role == JUDGE],
-                brief=spec.description,
-                max_rounds=svc.settings.agents.discussion_rounds,
-            )
+    for spec in tree.order:
+        parent = tree.by_id.get(spec.parent_id or "")
         state = new_agent_state(
             svc,
             run_id,
@@ -175,16 +156,63 @@ async def spawn_cohort(
             task=task,
             requester=requester,
             brief=task if parent is None else f"Your brief from {parent.name}:\n{spec.description}",
-            depth=depth[spec.id],
-            playbook=playbook,
+            depth=tree.depth[spec.id],
+            playbook=_team_playbook(svc, cohort, tree, spec),
             files=files,
         )
-        state.children = list(children[spec.id])
-        await svc.redis.sadd(svc.store.keys.agent_slots(run_id), spec.id)
-        await svc.store.create_agent(
-            state, [created_event(svc, state)], svc.bus.register_writes(run_id, spec)
-        )
+        state.children = list(tree.children[spec.id])
         states.append(state)
+    await agents.create_all(
+        svc.store,
+        run_id,
+        [
+            agents.NewAgent(s, [created_event(svc, s)], svc.bus.register_writes(run_id, s.spec))
+            for s in states
+        ],
+    )
     for state in states:
         await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=state.spec.id, seq=0))
     return states
+
+
+@dataclass(frozen=True)
+class _Tree:
+    """A cohort's agents by id, breadth first (a parent before its children), with their
+    depths and children."""
+
+    by_id: dict[str, AgentSpec]
+    order: list[AgentSpec]
+    depth: dict[str, int]
+    children: dict[str, list[str]]
+
+    @classmethod
+    def of(cls, cohort: Cohort) -> _Tree:
+        by_id = {a.id: a for a in cohort.agents}
+        children: dict[str, list[str]] = {a.id: [] for a in cohort.agents}
+        for a in cohort.agents:
+            if a.parent_id in children:
+                children[a.parent_id].append(a.id)
+        root = cohort.root
+        order, depth = [root], {root.id: 0}
+        for spec in order:
+            for child_id in children[spec.id]:
+                depth[child_id] = depth[spec.id] + 1
+                order.append(by_id[child_id])
+        return cls(by_id, order, depth, children)
+
+
+def _team_playbook(svc: Services, cohort: Cohort, tree: _Tree, spec: AgentSpec) -> str:
+    """A lead's team playbook with its members named; empty for an agent leading none."""
+    team = next((t for t in cohort.teams if t.lead_id == spec.id), None)
+    if team is None:
+        return ""
+    members = [tree.by_id[c] for c in tree.children[spec.id]]
+    return svc.prompts.render(
+        f"patterns/{team.pattern}.md.j2",
+        team_name=spec.name,
+        # A judge under a lead judges its team's work; it is not one of the team.
+        members=[_listed(m) for m in members if m.role != JUDGE],
+        judges=[_listed(m) for m in members if m.role == JUDGE],
+        brief=spec.description,
+        max_rounds=svc.settings.agents.discussion_rounds,
+    )

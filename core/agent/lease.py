@@ -21,6 +21,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 from core.services import Services
+from core.state.leases import TurnLease
 
 log = logging.getLogger(__name__)
 LEASE_S = 5.0
@@ -31,19 +32,19 @@ _POLL_S = 0.1
 async def turn_lease(svc: Services, run_id: str, agent_id: str, seq: int) -> AsyncIterator[bool]:
     """Yields True while this delivery holds the turn's lease, False if another delivery
     is working on it (alive) for longer than a lapse would take."""
-    key = svc.store.keys.turn_lease(run_id, agent_id, seq)
-    token = uuid.uuid4().hex  # who holds it, for a person looking at Redis
+    # The token says who holds it, for a person looking at Redis.
+    lease = TurnLease(svc.store, run_id, agent_id, seq, uuid.uuid4().hex)
     ms = int(LEASE_S * 1000)
-    held = await svc.redis.set(key, token, nx=True, px=ms)
+    held = await lease.take(ms)
     waited = 0.0
     while not held and waited < LEASE_S + 1:
         await asyncio.sleep(_POLL_S)
         waited += _POLL_S
-        held = await svc.redis.set(key, token, nx=True, px=ms)
+        held = await lease.take(ms)
     if not held:
         yield False
         return
-    renew = asyncio.create_task(_renew(svc, key, ms), name=f"turn-lease-{agent_id}-{seq}")
+    renew = asyncio.create_task(_renew(lease, ms), name=f"turn-lease-{agent_id}-{seq}")
     try:
         yield True
     finally:
@@ -52,13 +53,13 @@ async def turn_lease(svc: Services, run_id: str, agent_id: str, seq: int) -> Asy
         # taken meanwhile, freeing it lets at most one more copy in, and the save's
         # compare-and-set on seq still applies the turn once.
         with contextlib.suppress(Exception):
-            await svc.redis.delete(key)
+            await lease.release()
 
 
-async def _renew(svc: Services, key: str, ms: int) -> None:
+async def _renew(lease: TurnLease, ms: int) -> None:
     while True:
         await asyncio.sleep(LEASE_S / 3)
         try:
-            await svc.redis.pexpire(key, ms)
+            await lease.renew(ms)
         except Exception as exc:
-            log.warning("renewing the turn lease %s failed (%s); retrying", key, exc)
+            log.warning("renewing the turn lease %s failed (%s); retrying", lease.key, exc)

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from core.config import Settings
 from core.scheduler.base import TurnJob
 from core.services import Services
+from core.state import parking
 from core.state.store import RunChange, transition
 from core.types.agent import AgentState
 from core.types.chat import ChatMessage, ToolCall, Usage
@@ -115,14 +116,12 @@ async def park(svc: Services, run_id: str, agent_id: str) -> bool:
     The agent joins the parked set *before* re-reading the run, and a resume clears the
     pause *before* reading the set, so no agent is parked after its run resumed.
     """
-    keys = svc.store.keys
-    await svc.redis.sadd(keys.parked(run_id), agent_id)
-    # A waiting agent was woken to park: release its wake-up claim for the resume.
-    await svc.redis.delete(keys.wake(run_id, agent_id))
+    # A waiting agent was woken to park: its wake-up claim is released for the resume.
+    await parking.park(svc.store, run_id, agent_id)
     run = await svc.store.get_run(run_id)
     if run.paused and not run.status.terminal:
         return True
-    await svc.redis.srem(keys.parked(run_id), agent_id)
+    await parking.unpark(svc.store, run_id, agent_id)
     return False
 
 

@@ -1,7 +1,7 @@
 """Agents asking people: open questions, answers from chat, and time-outs.
 
 ``ask_user`` ends the agent's turn in ``waiting_human`` without holding a worker; the
-question is kept in ``{prefix}:run:{run}:questions`` and the run shows ``waiting_human``.
+question is kept by ``core.state.questions`` and the run shows ``waiting_human``.
 :func:`answer_question` (called by the chat adapters) delivers the answer as a message
 and wakes the agent; a timer wakes it at the deadline, and the turn then closes the
 question with a time-out note. HDEL is the claim: an answer and a time-out racing close
@@ -11,25 +11,16 @@ the question once.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from core.agent.wake import wake_agent
 from core.errors import UsageError
 from core.services import Services
+from core.state import questions as book
+from core.state.questions import OpenQuestion
 from core.state.store import PipelineWrite, RunChange, TransitionResult, transition
-from core.types._base import Frozen
 from core.types.events import QuestionAsked, QuestionClosed, RunEvent, RunStatusChanged
 from core.types.messages import HumanReply
 from core.types.run import RunState, RunStatus
-
-
-class OpenQuestion(Frozen):
-    id: str
-    run_id: str
-    agent_id: str
-    question: str
-    asked_at: float
-    deadline: float
 
 
 def question_id(agent_id: str, seq: int) -> str:
@@ -38,8 +29,7 @@ def question_id(agent_id: str, seq: int) -> str:
 
 
 def ask_write(svc: Services, q: OpenQuestion) -> PipelineWrite:
-    key = svc.store.keys.questions(q.run_id)
-    return lambda pipe: pipe.hset(key, q.id, q.model_dump_json())
+    return book.ask_write(svc.store, q)
 
 
 def asked_change(q: OpenQuestion) -> RunChange:
@@ -69,23 +59,13 @@ def asked_change(q: OpenQuestion) -> RunChange:
 
 
 async def open_questions(svc: Services, run_id: str) -> list[OpenQuestion]:
-    raw: Any = await svc.redis.hgetall(svc.store.keys.questions(run_id))
-    found = [OpenQuestion.model_validate_json(v) for v in raw.values()]
-    return sorted(found, key=lambda q: q.asked_at)
-
-
-async def _claim(svc: Services, run_id: str, qid: str) -> OpenQuestion | None:
-    key = svc.store.keys.questions(run_id)
-    async with svc.redis.pipeline(transaction=True) as pipe:
-        pipe.hget(key, qid)
-        pipe.hdel(key, qid)
-        raw, removed = await pipe.execute()
-    return OpenQuestion.model_validate_json(raw) if removed and raw else None
+    """The run's open questions, oldest first."""
+    return await book.open_questions(svc.store, run_id)
 
 
 async def _closed(svc: Services, q: OpenQuestion, event: QuestionClosed) -> None:
     """Record the closing and, with no question left and no pause, the run runs again."""
-    left = await svc.redis.hlen(svc.store.keys.questions(q.run_id))
+    left = await book.count(svc.store, q.run_id)
 
     def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
         if left or run.paused or run.status is not RunStatus.WAITING_HUMAN:
@@ -110,7 +90,7 @@ async def answer_question(
     pending = await open_questions(svc, run_id)
     if question_id is None and pending:
         question_id = pending[0].id
-    q = await _claim(svc, run_id, question_id) if question_id else None
+    q = await book.claim(svc.store, run_id, question_id) if question_id else None
     if q is None:
         return TransitionResult(False, run, "nobody in this run is waiting for an answer")
     await svc.bus.deliver(run_id, _reply(run_id, q.agent_id, answer, by))
@@ -128,10 +108,10 @@ async def answer_question(
 
 async def expire_if_due(svc: Services, run_id: str, qid: str) -> OpenQuestion | None:
     """Close the question if its deadline passed (and nobody answered); return it then."""
-    raw: Any = await svc.redis.hget(svc.store.keys.questions(run_id), qid)
-    if raw is None or OpenQuestion.model_validate_json(raw).deadline > time.time():
+    found = await book.get(svc.store, run_id, qid)
+    if found is None or found.deadline > time.time():
         return None
-    q = await _claim(svc, run_id, qid)
+    q = await book.claim(svc.store, run_id, qid)
     if q is not None:
         await _closed(
             svc,
@@ -142,8 +122,7 @@ async def expire_if_due(svc: Services, run_id: str, qid: str) -> OpenQuestion | 
 
 
 async def get(svc: Services, run_id: str, qid: str) -> OpenQuestion | None:
-    raw: Any = await svc.redis.hget(svc.store.keys.questions(run_id), qid)
-    return None if raw is None else OpenQuestion.model_validate_json(raw)
+    return await book.get(svc.store, run_id, qid)
 
 
 async def follow_up(svc: Services, run_id: str, text: str, by: str) -> TransitionResult:

@@ -17,7 +17,7 @@ from typing import Any
 
 from core.llm.base import LLM, LLMRequest, LLMResponse
 from core.services import Services
-from core.state.records import parse_head
+from core.state import answers
 from core.state.store import PipelineWrite
 from core.types._base import Frozen
 from core.types.run import RunHead
@@ -55,29 +55,16 @@ async def save(
     """Keep the turn's answer; with ``read_head``, read the run's head in the same round
     trip (what the turn checks next: was the run cancelled meanwhile?)."""
     field = svc.store.keys.response_field(request.agent_id, seq)
-    head_key = svc.store.keys.run_head(request.run_id) if read_head else None
-    raw = await _keep(svc, request.run_id, field, dump(request, response), head_key)
-    return parse_head(raw)
-
-
-async def _keep(
-    svc: Services, run_id: str, field: str, answer: str, read: str | None = None
-) -> Any:
-    key = svc.store.keys.responses(run_id)
-    async with svc.redis.pipeline(transaction=False) as pipe:
-        pipe.hset(key, field, answer)
-        pipe.expire(key, TTL_S)
-        if read is not None:
-            pipe.get(read)
-        replies = await pipe.execute()
-    return replies[2] if read is not None else None
+    answer, run_id = dump(request, response), request.run_id
+    if read_head:
+        return await answers.keep_and_read_head(svc.store, run_id, field, answer, TTL_S)
+    await answers.keep(svc.store, run_id, field, answer, TTL_S)
+    return None
 
 
 def forget_write(svc: Services, run_id: str, agent_id: str, seq: int) -> PipelineWrite:
     """Drop the turn's saved answer (in its save transaction: the turn is applied)."""
-    key = svc.store.keys.responses(run_id)
-    field = svc.store.keys.response_field(agent_id, seq)
-    return lambda pipe: pipe.hdel(key, field)
+    return answers.forget_turn_write(svc.store, run_id, agent_id, seq)
 
 
 class RememberingLLM:
@@ -92,20 +79,18 @@ class RememberingLLM:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         body = request.model_dump_json(exclude={"run_id", "agent_id", "agent_name"})
         field = "plan:" + hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
-        key = self.svc.store.keys.responses(self.run_id)
         self.fields.add(field)
-        raw: Any = await self.svc.redis.hget(key, field)
+        raw = await answers.get(self.svc.store, self.run_id, field)
         if raw is not None:
             self.reused += 1
             return LLMResponse.model_validate_json(raw)
         response = await self.inner.complete(request)
-        await _keep(self.svc, self.run_id, field, response.model_dump_json())
+        await answers.keep(self.svc.store, self.run_id, field, response.model_dump_json(), TTL_S)
         return response
 
     async def forget(self) -> None:
         """The work is done (its outcome is saved): drop the answers kept for it."""
-        if self.fields:
-            await self.svc.redis.hdel(self.svc.store.keys.responses(self.run_id), *self.fields)
+        await answers.forget(self.svc.store, self.run_id, self.fields)
 
     async def aclose(self) -> None:
         """The inner model belongs to the process's services: left open."""

@@ -27,6 +27,7 @@ from core.llm import capabilities
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.capabilities import Rung
 from core.services import Services
+from core.state import rungs
 from core.types.agent import AgentState, EndReason
 from core.types.chat import ChatMessage
 
@@ -42,7 +43,7 @@ async def offer(svc: Services, request: LLMRequest) -> tuple[LLMRequest, Rung]:
     process starts on the rung other processes saved for it)."""
     ladder = svc.ladder
     if request.tools and not ladder.known(request.model):
-        saved = await svc.redis.hget(svc.store.keys.llm_rungs(), request.model)
+        saved = await rungs.saved_rung(svc.store, request.model)
         ladder.seed(request.model, Rung(saved) if saved in tuple(Rung) else None)
     rung = ladder.rung(request.model)
     return capabilities.offer(request, rung, svc.prompts), rung
@@ -53,11 +54,7 @@ async def read(svc: Services, model: str, response: LLMResponse, allowed: list[s
     saves a model's new rung for the other processes."""
     response, seen = capabilities.read(response, allowed)
     if allowed and svc.ladder.observe(model, seen):
-        key = svc.store.keys.llm_rungs()
-        async with svc.redis.pipeline(transaction=False) as pipe:
-            pipe.hset(key, model, svc.ladder.rung(model).value)
-            pipe.expire(key, RUNGS_TTL_S)
-            await pipe.execute()
+        await rungs.save_rung(svc.store, model, svc.ladder.rung(model).value, RUNGS_TTL_S)
     return response
 
 

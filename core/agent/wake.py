@@ -4,12 +4,10 @@ parked or waiting agents a turn (to resume, or to stop with their run)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from core.scheduler.base import TurnJob
 from core.services import Services
+from core.state import agents, parking
 from core.types._base import Frozen
-from core.types.agent import AgentStatus
 
 
 async def wake_agent(svc: Services, run_id: str, agent_id: str) -> bool:
@@ -44,13 +42,13 @@ async def run_followups(svc: Services, run_id: str, agent_id: str, followups: Fo
         await svc.scheduler.submit(
             TurnJob(run_id=run_id, agent_id=agent_id, seq=followups.next_seq)
         )
-    await svc.redis.hdel(svc.store.keys.agent(run_id, agent_id), "followups")
+    await agents.clear_followups(svc.store, run_id, agent_id)
 
 
 async def redo_followups(svc: Services, run_id: str, agent_id: str, seq: int) -> bool:
     """Redo the follow-ups of turn ``seq`` if its worker died before doing them (both
     steps are idempotent: duplicate first turns are dropped, wake-ups are claims)."""
-    raw: Any = await svc.redis.hget(svc.store.keys.agent(run_id, agent_id), "followups")
+    raw = await agents.followups(svc.store, run_id, agent_id)
     if raw is None:
         return False
     followups = FollowUps.model_validate_json(raw)
@@ -66,17 +64,17 @@ async def nudge_all(svc: Services, run_id: str) -> None:
     Submitted directly, not through a wake-up claim: a claim left by a lost wake-up
     must not keep a waiting agent from stopping. A duplicate turn is dropped.
     """
-    await svc.redis.delete(svc.store.keys.parked(run_id))
+    await parking.clear(svc.store, run_id)
     for agent_id in await svc.store.agent_ids(run_id):
         await nudge(svc, run_id, agent_id, force=True)
 
 
 async def nudge(svc: Services, run_id: str, agent_id: str, *, force: bool = False) -> None:
     """Give a parked or waiting agent a turn (``force``: even past a wake-up claim)."""
-    fields: Any = await svc.redis.hmget(svc.store.keys.agent(run_id, agent_id), ["status", "seq"])
-    if fields[0] is None:
+    found = await agents.status_and_seq(svc.store, run_id, agent_id)
+    if found is None:
         return
-    status, seq = AgentStatus(fields[0]), int(fields[1])
+    status, seq = found
     if status.terminal:
         return
     if status.waiting and not force:
