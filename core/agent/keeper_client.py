@@ -5,7 +5,7 @@ the model directly, ``wiring.build_llm``).
 
 A turn marks its call in flight under its agent and sequence number (``SET NX`` with a
 TTL; the mark is ``<call id> <fingerprint>``), hands the request to the
-``{prefix}:llm:calls`` stream that the keepers read through one consumer group, and waits.
+``keys.llm_calls`` stream that the keepers read through one consumer group, and waits.
 The keeper saves the answer where a turn saves it (``core.agent.responses``) or keeps the
 error under the call's id, removes the mark, and tells the requesting process: one pub/sub
 channel and one subscriber per process (not one blocking read per waiting turn, which
@@ -27,10 +27,9 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, assert_never
+from typing import Annotated, Literal, assert_never
 
 from pydantic import Field, TypeAdapter
-from redis.asyncio import Redis
 
 from core.agent import responses
 from core.agent.calls import deadline_s
@@ -38,11 +37,11 @@ from core.config import LLMSettings
 from core.errors import LLMError
 from core.llm.base import LLM, LLMRequest, LLMResponse
 from core.services import Services
+from core.state.keeper_channel import KeeperChannel
 from core.types._base import Frozen
 
 log = logging.getLogger(__name__)
 
-GROUP = "keepers"
 _OWN_POLL_S = 2.0  # our own calls: the notice is the fast path, this the safety net
 _JOINED_POLL_S = 0.25  # a call another (dead) process asked for: nobody tells us
 _SUBSCRIBE_WAIT_S = 1.0
@@ -178,20 +177,15 @@ class KeptLLM:
         self, svc: Services, request: LLMRequest, seq: int
     ) -> tuple[LLMResponse, bool]:
         """The answer to turn ``seq``'s request and whether another delivery asked for it."""
-        keys = svc.store.keys
+        channel = svc.store.keeper
+        run_id, agent_id = request.run_id, request.agent_id
         fp = responses.fingerprint(request)
-        mark_key = keys.llm_call(request.run_id, request.agent_id, seq)
         ttl_ms = int(call_ttl_s(self.settings) * 1000)
-        channel = keys.llm_replies(self._process)
         async with asyncio.timeout(deadline_s(self.settings) + self.settings.keeper_claim_idle_s):
             while True:
                 call_id = uuid.uuid4().hex
                 mark = f"{call_id} {fp}"
-                async with svc.redis.pipeline(transaction=False) as pipe:
-                    pipe.exists(keys.llm_keepers())
-                    pipe.set(mark_key, mark, nx=True, px=ttl_ms)
-                    pipe.get(mark_key)
-                    alive, took, current = await pipe.execute()
+                alive, took, current = await channel.mark(run_id, agent_id, seq, mark, ttl_ms)
                 if not took and current is not None and current.partition(" ")[2] == fp:
                     # An earlier delivery's call of this very request is in flight.
                     outcome = await self._wait(svc, request, seq, current)
@@ -200,18 +194,19 @@ class KeptLLM:
                     continue  # lost (its mark expired): ask again
                 if not alive:
                     if took:
-                        await svc.redis.delete(mark_key)
+                        await channel.drop_mark(run_id, agent_id, seq)
                     self._warn_no_keeper()
                     response = await self.inner.complete(request)
                     await responses.save(svc, request, seq, response)
                     return response, False
                 if not took:  # another request of this turn (or a mark that just lapsed)
-                    await svc.redis.set(mark_key, mark, px=ttl_ms)
-                await self._listen(svc.redis, channel)
-                call = KeptCall(call_id, seq, mark, channel, request)
+                    await channel.set_mark(run_id, agent_id, seq, mark, ttl_ms)
+                await self._listen(channel)
+                reply_to = svc.store.keys.llm_replies(self._process)
+                call = KeptCall(call_id, seq, mark, reply_to, request)
                 self._waiting[call_id] = asyncio.Event()
                 try:
-                    await svc.redis.xadd(keys.llm_calls(), call.fields())  # type: ignore[arg-type]
+                    await channel.hand_over(call.fields())
                     outcome = await self._wait(svc, request, seq, mark)
                 finally:
                     self._waiting.pop(call_id, None)
@@ -223,11 +218,8 @@ class KeptLLM:
     ) -> Outcome | None:
         """The call's outcome once it has one; None if it is no longer in flight and has
         none (ask again)."""
-        keys = svc.store.keys
+        channel = svc.store.keeper
         call_id, _, fp = mark.partition(" ")
-        field = keys.response_field(request.agent_id, seq)
-        result_key = keys.llm_result(request.run_id, call_id)
-        mark_key = keys.llm_call(request.run_id, request.agent_id, seq)
         notice = self._waiting.get(call_id)
         while True:
             if notice is None:
@@ -237,41 +229,37 @@ class KeptLLM:
                     async with asyncio.timeout(_OWN_POLL_S):
                         await notice.wait()
                 notice.clear()
-            async with svc.redis.pipeline(transaction=False) as pipe:
-                pipe.hget(keys.responses(request.run_id), field)
-                pipe.get(result_key)
-                pipe.get(mark_key)
-                raw_saved, raw_result, current = await pipe.execute()
+            raw_saved, raw_result, current = await channel.look(
+                request.run_id, request.agent_id, seq, call_id
+            )
             saved = responses.parse(raw_saved)
             if saved is not None and saved.fingerprint == fp:
                 return Answered(response=saved.response)
             if raw_result is not None:
-                await svc.redis.delete(result_key)
+                await channel.drop_result(request.run_id, call_id)
                 return OUTCOME.validate_json(raw_result)
             if current != mark:
                 return None
 
-    async def _listen(self, redis: Redis, channel: str) -> None:
+    async def _listen(self, channel: KeeperChannel) -> None:
         """Make sure this process listens for its calls' notices (one subscriber)."""
         if self._listener is None or self._listener.done():
             self._subscribed = asyncio.Event()
-            self._listener = asyncio.create_task(
-                self._run_listener(redis, channel), name="keeper-replies"
-            )
+            self._listener = asyncio.create_task(self._run_listener(channel), name="keeper-replies")
         if not self._subscribed.is_set():
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(_SUBSCRIBE_WAIT_S):
                     await self._subscribed.wait()
 
-    async def _run_listener(self, redis: Redis, channel: str) -> None:
+    async def _run_listener(self, channel: KeeperChannel) -> None:
+        def subscribed() -> None:
+            self._subscribed.set()
+            log.info("turns' calls go to the call keeper; notices for %s", self._process)
+
         while True:
-            pubsub = redis.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(channel)
-                self._subscribed.set()
-                log.info("turns' calls go to the call keeper; notices on %s", channel)
-                async for message in pubsub.listen():
-                    notice = self._waiting.get(_text(message.get("data")))
+                async for call_id in channel.notices(self._process, subscribed):
+                    notice = self._waiting.get(call_id)
                     if notice is not None:
                         notice.set()
             except Exception as exc:
@@ -281,9 +269,6 @@ class KeptLLM:
                     "listening for the call keeper's notices failed (%s); again in 1 s", exc
                 )
                 await asyncio.sleep(1)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()
 
     def _warn_no_keeper(self) -> None:
         now = time.monotonic()
@@ -293,7 +278,3 @@ class KeptLLM:
                 "llm.keeper is on but no call keeper is alive: turns call the model directly "
                 "(start `caramba keeper`)"
             )
-
-
-def _text(data: Any) -> str:
-    return data.decode() if isinstance(data, bytes) else str(data)

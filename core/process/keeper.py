@@ -3,7 +3,7 @@ workers (``llm.keeper``), so that an answer in flight survives the worker that a
 it; the turn's next delivery finds it saved, or still in flight and waits for it
 (``core.agent.keeper_client``).
 
-A keeper reads the calls of ``{prefix}:llm:calls`` through the consumer group ``keepers``
+A keeper reads the calls of ``keys.llm_calls`` through the consumer group ``keepers``
 (shared by every keeper of the deployment), makes up to ``llm.keeper_concurrency`` at
 once through the gateway (``wiring.build_llm``: the same retries and time-outs as a
 worker's), and ends each in one script: the answer saved where the turn looks for it
@@ -14,8 +14,9 @@ A keeper keeps the calls it is making fresh in the group (XCLAIM, several times 
 ``llm.keeper_claim_idle_s``), so a call idle longer than that was left by a dead keeper:
 any keeper takes it over (XAUTOCLAIM) and makes it — unless its answer was saved before
 that keeper died. A call whose mark is gone or names another call has nobody waiting for
-it: dropped without asking the model. ``{prefix}:llm:keepers`` is the keepers' heartbeat:
-without it, workers call the model themselves.
+it: dropped without asking the model. ``keys.llm_keepers`` is the keepers' heartbeat:
+without it, workers call the model themselves. Its Redis commands are the state room's
+(``core.state.keeper_channel``).
 
 Run with ``caramba keeper`` (``core.process.keeper_main``).
 """
@@ -28,15 +29,10 @@ import os
 import socket
 import time
 import uuid
-from typing import Any
-
-from redis.asyncio import Redis
-from redis.exceptions import RedisError, ResponseError
 
 from core.agent import responses
 from core.agent.calls import deadline_s
 from core.agent.keeper_client import (
-    GROUP,
     OUTCOME,
     Answered,
     Failed,
@@ -48,6 +44,8 @@ from core.agent.keeper_client import (
 from core.config import Settings
 from core.errors import LLMError
 from core.llm.base import LLM
+from core.state.client import Client, StateError
+from core.state.keeper_channel import KeeperChannel
 from core.state.keys import Keys
 
 log = logging.getLogger(__name__)
@@ -57,45 +55,26 @@ _BATCH = 100
 _HEARTBEAT_TTL_MS = 5000
 _FORGET_CONSUMERS_S = 3600.0  # a consumer with nothing pending, idle this long, is removed
 
-# KEYS: the run's saved answers, the call's mark, its kept outcome. ARGV: the answer's
-# field, the saved answer ('' for an error), its TTL, the outcome ('' for an answer), its
-# TTL, the mark's value, the channel to tell, the call id.
-_FINISH = """
-if ARGV[2] ~= '' then
-  redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
-  redis.call('expire', KEYS[1], ARGV[3])
-end
-if ARGV[4] ~= '' then
-  redis.call('set', KEYS[3], ARGV[4], 'EX', ARGV[5])
-end
-if redis.call('get', KEYS[2]) == ARGV[6] then
-  redis.call('del', KEYS[2])
-end
-redis.call('publish', ARGV[7], ARGV[8])
-return 1
-"""
-
 
 class Keeper:
     """One keeper: serves calls until told to stop, then finishes those under way."""
 
-    def __init__(self, settings: Settings, llm: LLM, redis: Redis, *, name: str = "") -> None:
-        self.settings, self.llm, self.redis = settings, llm, redis
+    def __init__(self, settings: Settings, llm: LLM, redis: Client, *, name: str = "") -> None:
+        self.settings, self.llm = settings, llm
         self.keys = Keys(settings.redis.key_prefix)
+        self.channel = KeeperChannel(redis, self.keys)
         self.name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        self.stream = self.keys.llm_calls()
         self.concurrency = settings.llm.keeper_concurrency
         self.claim_idle_ms = int(settings.llm.keeper_claim_idle_s * 1000)
         self.deadline_s = deadline_s(settings.llm)
         self.asked = 0  # model calls made (for logs and tests)
         self._running: dict[str, asyncio.Task[None]] = {}
-        self._finish = redis.register_script(_FINISH)
         self._forgot_at = 0.0
 
     async def run(self, stop: asyncio.Event) -> None:
         """Serve calls until ``stop`` is set, then wait for those under way (cancel the
         task to abandon them: another keeper takes them over)."""
-        await self._create_group()
+        await self.channel.create_group()
         upkeep = asyncio.create_task(self._upkeep(stop), name="keeper-upkeep")
         log.info("call keeper %s ready.", self.name)
         try:
@@ -112,13 +91,6 @@ class Keeper:
             await asyncio.gather(upkeep, *self._running.values(), return_exceptions=True)
         log.info("call keeper %s stopped (%d model calls made)", self.name, self.asked)
 
-    async def _create_group(self) -> None:
-        try:
-            await self.redis.xgroup_create(self.stream, GROUP, id="0", mkstream=True)
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
-
     async def _read(self) -> None:
         free = self.concurrency - len(self._running)
         if free <= 0:
@@ -128,21 +100,13 @@ class Keeper:
             )
             return
         try:
-            got: Any = await self.redis.xreadgroup(
-                GROUP, self.name, {self.stream: ">"}, count=min(free, _BATCH), block=_BLOCK_MS
-            )
-        except ResponseError as exc:
-            if "NOGROUP" not in str(exc):
-                raise
-            await self._create_group()  # Redis lost the stream (restarted empty)
-            return
-        except (RedisError, OSError) as exc:
+            got = await self.channel.read(self.name, min(free, _BATCH), _BLOCK_MS)
+        except (StateError, OSError) as exc:
             log.warning("call keeper: reading calls failed (%s); again in 1 s", exc)
             await asyncio.sleep(1)
             return
-        for _stream, entries in got or ():
-            for entry_id, fields in entries:
-                self._start(entry_id, fields)
+        for entry_id, fields in got:
+            self._start(entry_id, fields)
 
     def _start(self, entry_id: str, fields: dict[str, str]) -> None:
         if entry_id in self._running:
@@ -161,23 +125,15 @@ class Keeper:
                 outcome = await self._outcome(call)
                 if outcome is not None:
                     await self._end(call, outcome)
-            async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.xack(self.stream, GROUP, entry_id)
-                pipe.xdel(self.stream, entry_id)
-                await pipe.execute()
-        except (RedisError, OSError) as exc:
+            await self.channel.done(entry_id)
+        except (StateError, OSError) as exc:
             # Left pending: taken over (by this keeper too) once idle; a saved answer is
             # not asked for again.
             log.warning("call keeper: call %s not ended (%s); it will be taken over", entry_id, exc)
 
     async def _outcome(self, call: KeptCall) -> Outcome | None:
         request = call.request
-        field = self.keys.response_field(request.agent_id, call.seq)
-        mark_key = self.keys.llm_call(request.run_id, request.agent_id, call.seq)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hget(self.keys.responses(request.run_id), field)
-            pipe.get(mark_key)
-            raw_saved, mark = await pipe.execute()
+        raw_saved, mark = await self.channel.in_flight(request.run_id, request.agent_id, call.seq)
         saved = responses.parse(raw_saved)
         if saved is not None and saved.fingerprint == call.fingerprint:
             return Answered(response=saved.response)  # a keeper died after saving it
@@ -203,22 +159,10 @@ class Keeper:
         answered = isinstance(outcome, Answered)
         saved = responses.dump(request, outcome.response) if isinstance(outcome, Answered) else ""
         kept = "" if answered else OUTCOME.dump_json(outcome).decode()
-        await self._finish(
-            keys=[
-                self.keys.responses(request.run_id),
-                self.keys.llm_call(request.run_id, request.agent_id, call.seq),
-                self.keys.llm_result(request.run_id, call.call_id),
-            ],
-            args=[
-                self.keys.response_field(request.agent_id, call.seq),
-                saved,
-                responses.TTL_S,
-                kept,
-                int(call_ttl_s(self.settings.llm)),
-                call.mark,
-                call.reply_to,
-                call.call_id,
-            ],
+        ttl_s = int(call_ttl_s(self.settings.llm))
+        ends = (saved, responses.TTL_S, kept, ttl_s, call.mark, call.reply_to)
+        await self.channel.finish(
+            request.run_id, request.agent_id, call.seq, call.call_id, ends=ends
         )
 
     async def _upkeep(self, stop: asyncio.Event) -> None:
@@ -228,15 +172,13 @@ class Keeper:
         while True:
             try:
                 if not stop.is_set():
-                    await self.redis.set(self.keys.llm_keepers(), self.name, px=_HEARTBEAT_TTL_MS)
+                    await self.channel.beat(self.name, _HEARTBEAT_TTL_MS)
                 if self._running:
-                    await self.redis.xclaim(
-                        self.stream, GROUP, self.name, 0, list(self._running), justid=True
-                    )
+                    await self.channel.refresh(self.name, list(self._running))
                 if not stop.is_set():
                     await self._take_over()
                     await self._forget_consumers()
-            except (RedisError, OSError) as exc:
+            except (StateError, OSError) as exc:
                 log.warning("call keeper: upkeep failed (%s); again in %.1f s", exc, interval)
             await asyncio.sleep(interval)
 
@@ -244,10 +186,7 @@ class Keeper:
         free = self.concurrency - len(self._running)
         if free <= 0:
             return
-        claimed: Any = await self.redis.xautoclaim(
-            self.stream, GROUP, self.name, self.claim_idle_ms, start_id="0-0", count=free
-        )
-        for entry_id, fields in claimed[1] if claimed else ():
+        for entry_id, fields in await self.channel.take_over(self.name, self.claim_idle_ms, free):
             if fields and entry_id not in self._running:
                 log.warning("call keeper: took over call %s (its keeper stopped)", entry_id)
                 self._start(entry_id, fields)
@@ -257,20 +196,12 @@ class Keeper:
         if now - self._forgot_at < 60:
             return
         self._forgot_at = now
-        consumers: Any = await self.redis.xinfo_consumers(self.stream, GROUP)
-        for c in consumers:
-            if (
-                not c["pending"]
-                and c["idle"] > _FORGET_CONSUMERS_S * 1000
-                and c["name"] != self.name
-            ):
-                await self.redis.xgroup_delconsumer(self.stream, GROUP, c["name"])
+        await self.channel.forget_consumers(self.name, _FORGET_CONSUMERS_S * 1000)
 
     async def _leave(self) -> None:
         """Stopping: workers stop handing calls to this keeper (another's heartbeat, if
         any, is back within a second)."""
         try:
-            if await self.redis.get(self.keys.llm_keepers()) == self.name:
-                await self.redis.delete(self.keys.llm_keepers())
-        except (RedisError, OSError):
+            await self.channel.leave(self.name)
+        except (StateError, OSError):
             pass

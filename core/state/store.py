@@ -9,7 +9,7 @@ write is one MULTI/EXEC or one script.
 Part of the state room, the only room that speaks Redis commands (``core.state``); it may
 call the Redis client and ``core.state``'s other modules. The store is the state room's
 front door: it owns ``events`` (``core.state.event_log``), ``turns``, ``timers``,
-``intents`` and ``watchdog`` (one module each), on the same client and keys."""
+``intents``, ``watchdog`` and ``keeper`` (one module each), on the same client and keys."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from core import telemetry
 from core.errors import RunError, UsageError
 from core.state.event_log import EventLog
 from core.state.intents import IntentQueue
+from core.state.keeper_channel import KeeperChannel
 from core.state.keys import Keys
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage, set_run
 
@@ -65,6 +66,7 @@ class Store:
         self.timers = TimerSet(redis, keys)
         self.intents = IntentQueue(redis, keys, self.events)
         self.watchdog = WatchdogState(redis, keys)
+        self.keeper = KeeperChannel(redis, keys)
         self._create = redis.register_script(_CREATE_RUN)
 
     async def aclose(self) -> None:
