@@ -52,10 +52,7 @@ async def relay_run(
         if not entries and status is None:
             return  # a replayed event that posted nothing posts nothing either
         shown = shown.model_copy(update={"last": last})
-        async with threads.redis.pipeline(transaction=True) as pipe:
-            threads.saving(pipe, shown)
-            outbox.add(pipe, run_id, entries, status)
-            await pipe.execute()
+        await outbox.add(run_id, entries, status, progress=shown.model_dump_json())
         courier.wake.set()
 
     ended = asyncio.Event()
@@ -83,10 +80,7 @@ async def relay_run(
         ended.set()
         courier.wake.set()
         await delivering
-        async with threads.redis.pipeline(transaction=True) as pipe:
-            threads.forgetting(pipe, run_id)
-            outbox.drop(pipe, run_id)
-            await pipe.execute()
+        await threads.store.relay_over(run_id)
     finally:
         delivering.cancel()
         await asyncio.gather(delivering, return_exceptions=True)

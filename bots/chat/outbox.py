@@ -5,8 +5,9 @@ as its progress, so an event replayed after a restart adds nothing twice) and th
 courier (``bots.chat.courier``) delivers them, in order, retrying while the platform is
 unreachable.
 
-Keys, under ``{redis.key_prefix}:{platform}:outbox:{run_id}`` (one run, one thread; for
-Slack ``…:slack:outbox:…``, as before the chat layer was shared):
+Kept in the chat layer's store (``bots.chat.store``), under
+``{redis.key_prefix}:{platform}:outbox:{run_id}`` (one run, one thread; for Slack
+``…:slack:outbox:…``, as before the chat layer was shared):
 
 - the key itself: a list of :class:`Entry` (JSON), oldest first. Only its head is
   delivered; it is removed once the platform took it, so the thread gets them in order.
@@ -28,18 +29,17 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import AliasChoices, Field
-from redis.exceptions import WatchError
 
 from bots.chat.ports import Files, OutFile, Payload, Rendered, TextFile
+from bots.chat.store import ChatStore
 from bots.chat.streams import Streamed
 from core.types._base import Frozen
 
 # ``ts`` of a status message whose post was given up: its updates are dropped too.
 GONE = "-"
-_WATCH_TRIES = 20
 
 
 class Entry(Frozen):
@@ -51,7 +51,10 @@ class Entry(Frozen):
 
     run: str
     what: str  # what it is, for the log: "milestone", "result", "proposal card", …
-    kind: Literal["post", "status", "upload", "files", "stream"] = "post"
+    kind: Literal["post", "status", "upload", "files", "stream", "update"] = "post"
+    # An ``update``'s message: new content (``text``, ``payload``) shown in it in place
+    # (a proposal card redrawn once decided: ``bots.chat.redraw``).
+    message: str = ""
     text: str = ""
     # Entries queued before the chat layer was shared call it ``blocks``.
     payload: Payload = Field(None, validation_alias=AliasChoices("payload", "blocks"))
@@ -125,86 +128,51 @@ class Head:
 
 
 class Outbox:
-    """The outboxes of one platform's runs (``platform``: its part of the keys)."""
+    """The outboxes of one platform's runs, in its chat ``store``."""
 
-    def __init__(self, redis: Any, key_prefix: str, platform: str) -> None:
-        self.redis = redis
-        self.prefix = f"{key_prefix}:{platform}:outbox"
-
-    def _queue(self, run_id: str) -> str:
-        return f"{self.prefix}:{run_id}"
-
-    def _status(self, run_id: str) -> str:
-        return f"{self.prefix}:{run_id}:status"
+    def __init__(self, store: ChatStore) -> None:
+        self.store = store
 
     # -- the relay's side: written in the transaction that saves its progress ----------
 
-    def add(
+    async def add(
         self,
-        pipe: Any,
         run_id: str,
         entries: Sequence[Entry],
         status: Rendered | None = None,
+        *,
+        progress: str | None = None,
     ) -> None:
-        """Queue ``entries`` and write the status message's new content into the
-        transaction ``pipe``."""
-        if entries:
-            pipe.rpush(self._queue(run_id), *(e.model_dump_json() for e in entries))
+        """Queue ``entries`` and write the status message's new content, in one
+        transaction with the relay's ``progress`` (``Shown`` as JSON) if given."""
+        fields = None
         if status is not None:
-            key = self._status(run_id)
-            blocks = json.dumps(status.payload)
-            pipe.hset(key, mapping={"text": status.text, "blocks": blocks, "at": time.time()})
-            pipe.hincrby(key, "version", 1)
-
-    def drop(self, pipe: Any, run_id: str) -> None:
-        """Remove the run's outbox (its relay ended, everything delivered) in ``pipe``."""
-        pipe.delete(self._queue(run_id), self._status(run_id))
+            fields = {"text": status.text, "blocks": json.dumps(status.payload), "at": time.time()}
+        queued = [e.model_dump_json() for e in entries]
+        await self.store.queue(run_id, queued, fields, relay=progress)
 
     async def keep_ts(self, run_id: str, ts: str) -> None:
         """The status message a relay from before the outbox posted (``Shown.status_ts``)."""
-        await self.redis.hsetnx(self._status(run_id), "ts", ts)
+        await self.store.status_once(run_id, "ts", ts)
 
     # -- the courier's side --------------------------------------------------------------
 
     async def head(self, run_id: str) -> Head:
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.lindex(self._queue(run_id), 0)
-            pipe.hgetall(self._status(run_id))
-            raw, status = await pipe.execute()
+        raw, status = await self.store.head(run_id)
         entry = None if raw is None else Entry.model_validate_json(raw)
-        return Head(entry, raw, Status.parse(status or {}))
+        return Head(entry, raw, Status.parse(status))
 
     async def sent(self, run_id: str, raw: str, *, ts: str | None = None, version: int = 0) -> None:
         """Remove the delivered entry ``raw`` (as stored); for the status message, keep
         its ``ts`` and the ``version`` it shows, in the same transaction."""
-        async with self.redis.pipeline(transaction=True) as pipe:
-            # LREM of the exact entry: a no-op if another courier removed it already.
-            pipe.lrem(self._queue(run_id), 1, raw)
-            if ts is not None:
-                pipe.hset(self._status(run_id), mapping={"ts": ts, "shown": version})
-            await pipe.execute()
+        await self.store.sent(run_id, raw, None if ts is None else {"ts": ts, "shown": version})
 
     async def replace(self, run_id: str, raw: str, entries: Sequence[Entry]) -> None:
         """Put ``entries`` in place of the first entry if it is still ``raw`` (an upload
         by its preview, a refused post by its fallback, or by nothing)."""
-        key = self._queue(run_id)
-        for _ in range(_WATCH_TRIES):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                try:
-                    await pipe.watch(key)  # the relay may add entries meanwhile: retried
-                    if await pipe.lindex(key, 0) != raw:
-                        return
-                    pipe.multi()
-                    pipe.lpop(key)
-                    if entries:
-                        pipe.lpush(key, *(e.model_dump_json() for e in reversed(entries)))
-                    await pipe.execute()
-                    return
-                except WatchError:
-                    continue
-        raise WatchError(f"the outbox of {run_id} kept changing")
+        await self.store.replace(run_id, raw, [e.model_dump_json() for e in entries])
 
     async def shown(self, run_id: str, version: int) -> None:
         """The platform shows the status message's content ``version`` (or it was given
         up)."""
-        await self.redis.hset(self._status(run_id), "shown", version)
+        await self.store.set_status(run_id, {"shown": version})

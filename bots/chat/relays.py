@@ -19,12 +19,11 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from redis.asyncio.lock import Lock
-
 from bots.chat.busy import Busy, stop_if_cancelled
 from bots.chat.follow import relay_run
 from bots.chat.outbox import Outbox
 from bots.chat.ports import Adapter
+from bots.chat.store import Lease
 from bots.chat.threads import Shown, Threads
 from core.runs.requests import give_up_if_stuck, stuck_after
 from core.services import Services
@@ -46,7 +45,7 @@ class Relays:
     def __init__(self, svc: Services, adapter: Adapter, threads: Threads) -> None:
         self.svc, self.adapter, self.threads = svc, adapter, threads
         self.hub = EventHub(svc.store, blocking=not svc.settings.redis.embedded)
-        self.outbox = Outbox(svc.redis, svc.settings.redis.key_prefix, adapter.platform)
+        self.outbox = Outbox(threads.store)
         self.tasks: dict[str, asyncio.Task[None]] = {}
         # Runs whose relay is posting an event right now (not stopped halfway).
         self.busy = Busy()
@@ -56,7 +55,7 @@ class Relays:
         self.supervisor: asyncio.Task[None] | None = None
         self._claiming: set[str] = set()
         # This process's lease on each run it relays (renewed by the supervisor).
-        self.leases: dict[str, Lock] = {}
+        self.leases: dict[str, Lease] = {}
         self.closed = False
 
     def __contains__(self, run_id: object) -> bool:

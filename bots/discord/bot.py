@@ -21,6 +21,7 @@ from discord import app_commands
 from bots.chat.background import Background
 from bots.chat.ports import Adapter, Limits, Place
 from bots.chat.relays import Relays
+from bots.chat.store import ChatStore
 from bots.chat.threads import Shown, Threads
 from bots.discord.budget import BUDGET_ITEMS, BudgetDecisions
 from bots.discord.claims import ClaimingTree
@@ -59,7 +60,8 @@ class CarambaBot(discord.Client):
         self.sync = sync or settings.sync_commands
         self.tree = ClaimingTree(self)
         self.background = Background("discord")
-        self.links = Links(svc.redis, svc.settings.redis.key_prefix)
+        store = ChatStore.of(svc, "discord")
+        self.links = Links(store)
         self.adapter = Adapter(
             "discord",
             "Discord",
@@ -67,7 +69,7 @@ class CarambaBot(discord.Client):
             DiscordTransport(self, svc.workspace, self.links),
             Limits.of(settings, message_chars=MESSAGE_LIMIT),
         )
-        self.threads = Threads(svc.redis, svc.settings.redis.key_prefix, self.adapter.platform)
+        self.threads = Threads(store)
         self.relays = Relays(svc, self.adapter, self.threads)
         self.ctx = DiscordContext(
             client=self,

@@ -87,13 +87,13 @@ class DiscordTransport:
         )
 
     def _files_key(self, files: Files) -> str:
-        return f"{self.links.prefix}:files:{files.key}"
+        return self.links.keys.files(files.key)
 
     async def send_files(self, place: Place, files: Files) -> None:
         """All of ``files`` in one message: sent whole or not at all, so a try after a
         crash sends it again only if the first never reached Discord."""
         key = self._files_key(files)
-        if await self.links.redis.get(key):
+        if await self.links.store.get(key):
             return
         attached = [
             discord.File(
@@ -104,10 +104,10 @@ class DiscordTransport:
         message = await self._channel(place).send(
             content=files.comment or None, files=attached, allowed_mentions=NO_PINGS
         )
-        await self.links.redis.set(key, str(message.id), ex=_FILES_TTL_S)
+        await self.links.store.put(key, str(message.id), _FILES_TTL_S)
 
     async def forget_files(self, files: Files) -> None:
-        await self.links.redis.delete(self._files_key(files))
+        await self.links.store.forget(self._files_key(files))
 
     def classify(self, exc: BaseException) -> Failure:
         """Discord's 5xx and 429s (beyond what discord.py waited out) and lost connections

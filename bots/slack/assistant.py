@@ -20,12 +20,12 @@ and never fails the post it goes with.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.chat.ports import Place, StatusLine
+from bots.chat.store import ChatStore
 from bots.slack.failures import classify
 
 log = logging.getLogger(__name__)
@@ -50,19 +50,18 @@ def assistant_status(s: StatusLine) -> str:
 
 
 class AssistantStatus:
-    """Sets the assistant status of threads with ``client``, remembering in ``redis``
-    the threads that have none."""
+    """Sets the assistant status of threads with ``client``, remembering in the Slack
+    chat ``store`` the threads that have none."""
 
-    def __init__(self, client: AsyncWebClient, redis: Any, key_prefix: str) -> None:
-        self.client, self.redis = client, redis
-        self.prefix = f"{key_prefix}:slack:assistant:off"
+    def __init__(self, client: AsyncWebClient, store: ChatStore) -> None:
+        self.client, self.store = client, store
 
     def _key(self, place: Place) -> str:
-        return f"{self.prefix}:{place.channel}:{place.thread}"
+        return self.store.keys.assistant_off(place.channel, place.thread)
 
     async def works(self, place: Place) -> bool:
         """Whether the thread may have a status (Slack did not refuse one there yet)."""
-        return not await self.redis.exists(self._key(place))
+        return not await self.store.exists(self._key(place))
 
     async def show(self, place: Place, status: str) -> bool:
         """Set the thread's status to ``status`` ("" clears it); whether Slack took it.
@@ -86,6 +85,6 @@ class AssistantStatus:
 
     async def _off(self, place: Place) -> None:
         try:
-            await self.redis.set(self._key(place), "1", ex=OFF_TTL_S)
+            await self.store.put(self._key(place), "1", OFF_TTL_S)
         except Exception:
             log.warning("could not remember that %s has no assistant status", place.thread)

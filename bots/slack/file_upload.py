@@ -41,20 +41,19 @@ class FileSender:
     def __init__(
         self, outbox: Outbox, client: AsyncWebClient, workspace: Workspace, keep_s: float
     ) -> None:
-        self.redis, self.client, self.workspace = outbox.redis, client, workspace
-        self.prefix = outbox.prefix
+        self.chat, self.client, self.workspace = outbox.store, client, workspace
         # How long an upload's progress is kept (it outlives the entry's last try).
         self.keep_s = max(60, int(keep_s) + 3600)
 
     def _key(self, files: Files) -> str:
-        return f"{self.prefix}:{files.run}:upload:{files.key}"
+        return self.chat.keys.upload(files.run, files.key)
 
     async def send(self, entry: Files, place: Place) -> dict[str, Any]:
         """Upload ``entry.files`` into ``place`` unless done before; what Slack answered
         (or a note that it was done before)."""
         channel, thread = place.channel, place.thread
         key = self._key(entry)
-        state: dict[str, str] = await self.redis.hgetall(key) or {}
+        state = await self.chat.progress(key)
         if state.get("done"):
             return {"ok": True, "done_before": True}
         ids = [await self._put(key, state, i, entry) for i in range(len(entry.files))]
@@ -74,7 +73,7 @@ class FileSender:
 
     async def forget(self, entry: Files) -> None:
         """Drop what is kept of ``entry``'s upload (it is delivered or given up)."""
-        await self.redis.delete(self._key(entry))
+        await self.chat.forget(self._key(entry))
 
     async def _put(self, key: str, state: dict[str, str], i: int, entry: Files) -> str:
         """File ``i``'s id, its bytes uploaded (now, or by an earlier try)."""
@@ -86,10 +85,7 @@ class FileSender:
         got = await self.client.files_getUploadURLExternal(filename=out.filename, length=len(data))
         await self._post(str(got["upload_url"]), data, out.filename)
         file_id = str(got["file_id"])
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(key, field, file_id)
-            pipe.expire(key, self.keep_s)
-            await pipe.execute()
+        await self.chat.keep(key, self.keep_s, {field: file_id})
         return file_id
 
     async def _post(self, url: str, data: bytes, filename: str) -> None:
@@ -128,7 +124,4 @@ class FileSender:
         return any(channel in (shares.get(kind) or {}) for kind in ("public", "private"))
 
     async def _mark(self, key: str, what: str) -> None:
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(key, what, "1")
-            pipe.expire(key, self.keep_s)
-            await pipe.execute()
+        await self.chat.keep(key, self.keep_s, {what: "1"})

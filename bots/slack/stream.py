@@ -23,6 +23,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.chat.ports import Place, Rendered, Result
+from bots.chat.store import ChatStore
 from bots.chat.streams import Streamed
 from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
 from bots.slack.text import escape
@@ -59,31 +60,30 @@ def _button(text: str, action_id: str, value: str) -> dict[str, Any]:
 
 
 class SlackStreamer:
-    """Streams with ``client``, its progress in ``redis`` under ``prefix`` (the Slack
-    outbox's) for ``keep_s``; ``store`` says who asked for a run (the recipient Slack
+    """Streams with ``client``, its progress in the Slack chat ``chat`` store (beside the
+    run's outbox) for ``keep_s``; ``store`` says who asked for a run (the recipient Slack
     wants when streaming into a channel)."""
 
     def __init__(
         self,
         client: AsyncWebClient,
-        redis: Any,
-        prefix: str,
+        chat: ChatStore,
         store: Any,
         keep_s: float,
         chunk_chars: int = CHUNK_CHARS,
     ) -> None:
-        self.client, self.redis, self.prefix, self.store = client, redis, prefix, store
+        self.client, self.chat, self.store = client, chat, store
         self.keep_s = max(60, int(keep_s) + 3600)
         self.chunk_chars = chunk_chars
         self.unsupported = False
         self.team: str | None = None
 
     def _key(self, streamed: Streamed) -> str:
-        return f"{self.prefix}:{streamed.run}:stream:{streamed.key}"
+        return self.chat.keys.stream(streamed.run, streamed.key)
 
     async def stream(self, place: Place, streamed: Streamed) -> str:
         key, text, n = self._key(streamed), streamed.text, self.chunk_chars
-        state: dict[str, str] = await self.redis.hgetall(key) or {}
+        state = await self.chat.progress(key)
         ts, sent = state.get("ts"), int(state.get("sent", 0))
         if state.get("done") and ts:
             return ts
@@ -136,15 +136,12 @@ class SlackStreamer:
         return user, self.team or None
 
     async def _keep(self, key: str, **fields: Any) -> None:
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping=fields)
-            pipe.expire(key, self.keep_s)
-            await pipe.execute()
+        await self.chat.keep(key, self.keep_s, fields)
 
     async def abandon(self, place: Place, streamed: Streamed) -> None:
         key = self._key(streamed)
         try:
-            ts = await self.redis.hget(key, "ts")
+            ts = (await self.chat.progress(key)).get("ts")
             if ts:
                 await self.client.chat_delete(channel=place.channel, ts=ts)
         except Exception as exc:
@@ -153,6 +150,6 @@ class SlackStreamer:
 
     async def forget_stream(self, streamed: Streamed) -> None:
         try:
-            await self.redis.delete(self._key(streamed))
+            await self.chat.forget(self._key(streamed))
         except Exception:
             log.warning("could not drop the stream progress of %s", streamed.run)

@@ -1,7 +1,7 @@
 """The web chat's "platform": each thread is a Redis stream of posts and edits
-(``{prefix}:web:chat:{thread}``), read back by the chat page (folded into the messages as
-they now stand) and followed by its live feed. Any web process can post into any thread
-and any can show it."""
+(``{prefix}:web:chat:{thread}``, in the chat layer's store ``bots.chat.store``), read back
+by the chat page (folded into the messages as they now stand) and followed by its live
+feed. Any web process can post into any thread and any can show it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bots.chat.ports import Failure, Files, Payload, Place, TextFile
+from bots.chat.store import ChatStore
 from core.types._base import new_id
 
 THREAD_MAXLEN = 5000
@@ -28,19 +29,16 @@ class ChatMessage:
 
 
 class WebTransport:
-    def __init__(self, redis: Any, key_prefix: str) -> None:
-        self.redis = redis
-        self.prefix = f"{key_prefix}:web"
+    """Posts into the web chat's threads, kept in its chat ``store``."""
+
+    def __init__(self, store: ChatStore) -> None:
+        self.store = store
 
     def thread_key(self, thread: str) -> str:
-        return f"{self.prefix}:chat:{thread}"
+        return self.store.keys.chat(thread)
 
     async def _add(self, thread: str, fields: dict[str, str]) -> None:
-        key = self.thread_key(thread)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.xadd(key, fields, maxlen=THREAD_MAXLEN, approximate=True)
-            pipe.expire(key, THREAD_TTL_S)
-            await pipe.execute()
+        await self.store.append(self.thread_key(thread), fields, THREAD_MAXLEN, THREAD_TTL_S)
 
     async def post(self, place: Place, text: str, payload: Payload) -> str:
         message_id = new_id("m")
@@ -56,15 +54,14 @@ class WebTransport:
 
     async def send_files(self, place: Place, files: Files) -> None:
         # Sent once per upload (the outbox entry's key), however often it is tried.
-        sent = f"{self.prefix}:files-sent:{files.key}"
-        if not await self.redis.set(sent, "1", nx=True, ex=THREAD_TTL_S):
+        if not await self.store.once(self.store.keys.files_sent(files.key), THREAD_TTL_S):
             return
         listed = [{"path": f.path, "filename": f.filename, "size": f.size} for f in files.files]
         payload = {"kind": "files", "run": files.run, "files": listed}
         await self.post(place, files.comment, payload)
 
     async def forget_files(self, files: Files) -> None:
-        await self.redis.delete(f"{self.prefix}:files-sent:{files.key}")
+        await self.store.forget(self.store.keys.files_sent(files.key))
 
     def classify(self, exc: BaseException) -> Failure:
         # Only Redis can fail here: worth another try.
@@ -72,7 +69,7 @@ class WebTransport:
 
     async def messages(self, thread: str) -> tuple[list[ChatMessage], str]:
         """The thread's messages as they now stand, and the id of its last change."""
-        entries: Any = await self.redis.xrange(self.thread_key(thread))
+        entries = await self.store.entries(self.thread_key(thread))
         shown: dict[str, ChatMessage] = {}
         for _entry_id, fields in entries:
             message = ChatMessage(fields["id"], fields["text"], json.loads(fields["payload"]))
@@ -82,10 +79,8 @@ class WebTransport:
 
     async def changed(self, thread: str, after: str) -> str | None:
         """The id of the thread's last change after ``after``, or None (no wait)."""
-        entries: Any = await self.redis.xrevrange(self.thread_key(thread), count=1)
-        if entries and entries[0][0] != after:
-            return str(entries[0][0])
-        return None
+        last = await self.store.last_entry(self.thread_key(thread))
+        return last if last is not None and last != after else None
 
 
 def _fields(op: str, message_id: str, text: str, payload: Payload) -> dict[str, str]:

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import uvicorn
-from redis.asyncio import Redis
 
 from bots.web.access import Signer, operator_link, signer
 from bots.web.app import Inspector, create_app, secured
@@ -21,6 +20,7 @@ from core.errors import ConfigError
 from core.process.demo_flow import offline_settings, team_model
 from core.process.embedded import embedded_services
 from core.services import Services
+from core.state.client import Client
 from core.state.keys import Keys
 from core.state.store import Store
 from core.workspace import open_workspace
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
-def inspector_for(settings: Settings, redis: Redis, *, local: bool, sign: Signer) -> Inspector:
+def inspector_for(settings: Settings, redis: Client, *, local: bool, sign: Signer) -> Inspector:
     """What the app reads with: the store and workspace of ``redis``, one live feed."""
     store = Store(redis, Keys(settings.redis.key_prefix), settings.redis.events_maxlen)
     return Inspector(

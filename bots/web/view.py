@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from bots.web.timeline import Line, timeline_line
+from core.state.listing import run_agents
 from core.state.store import Store
 from core.types.agent import AgentState
 from core.types.chat import Usage
@@ -124,12 +124,7 @@ async def read_all_events(store: Store, run_id: str) -> list[tuple[str, RunEvent
 
 async def load_agents(store: Store, run_id: str) -> list[AgentState]:
     """Every agent of the run, in one round trip."""
-    ids = await store.agent_ids(run_id)
-    async with store.redis.pipeline(transaction=False) as pipe:
-        for agent_id in ids:
-            pipe.hget(store.keys.agent(run_id, agent_id), "state")
-        raws: list[Any] = await pipe.execute()
-    return [AgentState.model_validate_json(raw) for raw in raws if raw is not None]
+    return await run_agents(store, run_id)
 
 
 async def run_page(store: Store, workspace: Workspace, run_id: str, default_model: str) -> RunPage:

@@ -13,6 +13,7 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.chat.ports import Place
+from bots.chat.store import ChatStore
 from bots.slack.assistant import PLANNING, AssistantStatus
 from tests.fakes.slack_api import FakeSlackAPI
 from tests.integration.test_slack_http import (
@@ -88,7 +89,7 @@ async def test_no_more_status_calls_where_the_thread_has_none(make_services, rea
             assert edits, "the status message was edited"
             # Refused once (for the planning); never asked again, by any process.
             assert statuses(slack) == [PLANNING]
-            again = AssistantStatus(h.bot.client, real_redis, h.bot.svc.settings.redis.key_prefix)
+            again = AssistantStatus(h.bot.client, ChatStore.of(h.bot.svc, "slack"))
             assert not await again.works(Place(CHANNEL, THREAD))
             assert not await again.show(Place(CHANNEL, THREAD), "is thinking…")
             assert statuses(slack) == [PLANNING]
@@ -100,7 +101,7 @@ async def test_slack_down_skips_the_status_and_never_fails_the_edit(real_redis) 
     slack = await FakeSlackAPI().start()
     place = Place(CHANNEL, "1700000000.000777")
     client = AsyncWebClient(token="xoxb-test", base_url=slack.url)
-    status = AssistantStatus(client, real_redis, "caramba-test-assistant")
+    status = AssistantStatus(client, ChatStore(real_redis, "caramba-test-assistant", "slack"))
     try:
         await slack.go_down("5xx")
         assert not await status.show(place, "is working: Scout A used search…")

@@ -20,6 +20,7 @@ import pytest
 from bots.chat.courier import Courier
 from bots.chat.outbox import Entry, Outbox
 from bots.chat.ports import OutFile, Place
+from bots.chat.store import ChatStore
 from bots.slack.adapter import slack_adapter
 from bots.slack.file_upload import FileSender
 from core.types.files import AttachedFile
@@ -253,7 +254,7 @@ async def test_a_bot_taking_an_upload_over_does_not_upload_again(make_services, 
             kind="files",
             files=tuple(OutFile(path=p, filename=n, title=n, size=k) for p, n, k in out),
         )
-        outbox = Outbox(svc.redis, svc.settings.redis.key_prefix, "slack")
+        outbox = Outbox(ChatStore.of(svc, "slack"))
         first = FileSender(outbox, h.bot.client, svc.workspace, 60)
         real = h.bot.client.files_getUploadURLExternal
         asked = 0
@@ -272,9 +273,7 @@ async def test_a_bot_taking_an_upload_over_does_not_upload_again(make_services, 
         assert len(slack.uploads) == 1 and slack.shared == []
 
         # Another bot process's courier delivers the entry from the run's outbox.
-        async with real_redis.pipeline(transaction=True) as pipe:
-            outbox.add(pipe, run_id, [entry])
-            await pipe.execute()
+        await outbox.add(run_id, [entry])
         second = FileSender(outbox, h.bot.client, svc.workspace, 60)
         adapter = slack_adapter(svc, h.bot.client, files=second)
         courier = Courier(outbox, adapter, run_id, Place(CHANNEL, THREAD))
@@ -283,4 +282,4 @@ async def test_a_bot_taking_an_upload_over_does_not_upload_again(make_services, 
         assert len(slack.uploads) == 2, "the chart's bytes went up once"
         assert sorted(slack.uploads.values()) == sorted([chart, b"notes"])
         assert (await outbox.head(run_id)).entry is None
-        assert await real_redis.keys(f"{outbox.prefix}:{run_id}:upload:*") == []
+        assert await real_redis.keys(outbox.store.keys.upload(run_id, "*")) == []

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from bots.chat.store import ChatStore
 from bots.chat.threads import Shown, Threads
 from bots.slack.blocks import CANCEL, FEEDBACK_UP
 from core.config import SlackSettings
@@ -112,7 +113,8 @@ async def a_run(redis: Any, **settings: str) -> AsyncIterator[tuple[Store, Bots]
     prefix = redis.test_prefix
     store = Store(redis, Keys(prefix), 10_000)
     await store.create_run(RunState(id=RUN, task="Compare flights", status=RunStatus.RUNNING))
-    await Threads(redis, prefix, "slack").link(Shown(run_id=RUN, channel=CHANNEL, thread=THREAD))
+    threads = Threads(ChatStore(redis, prefix, "slack"))
+    await threads.link(Shown(run_id=RUN, channel=CHANNEL, thread=THREAD))
     await store.emit(
         RunStarted(run_id=RUN, task="Compare flights"),
         *(

@@ -17,6 +17,7 @@ from bots.chat.courier import Courier
 from bots.chat.outbox import Outbox
 from bots.chat.ports import Place
 from bots.chat.relay import ThreadRelay
+from bots.chat.store import ChatStore
 from bots.slack.adapter import slack_adapter
 from bots.slack.app import SlackBot
 from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
@@ -100,16 +101,14 @@ class Relayed:
         self.redis, run, place = bot.svc.redis, "run_r1", Place(CHANNEL, THREAD)
         slack = slack_adapter(bot.svc, bot.client)
         self.relay = ThreadRelay(place, run, slack.renderer, slack.limits)
-        self.outbox = Outbox(self.redis, bot.svc.settings.redis.key_prefix, "slack")
+        self.outbox = Outbox(ChatStore.of(bot.svc, "slack"))
         self.courier = Courier(self.outbox, slack, run, place)
 
     async def on_event(self, event: RunEvent) -> None:
         """Fold ``event`` in, queue its posts, and return once they are delivered."""
         await self.relay.on_event(event)
         entries, status = self.relay.take()
-        async with self.redis.pipeline(transaction=True) as pipe:
-            self.outbox.add(pipe, "run_r1", entries, status)
-            await pipe.execute()
+        await self.outbox.add("run_r1", entries, status)
         done = asyncio.Event()
         done.set()
         await self.courier.run(done)

@@ -17,6 +17,7 @@ from bots.chat.courier import Courier
 from bots.chat.outbox import Outbox
 from bots.chat.ports import Place
 from bots.chat.relay import ThreadRelay
+from bots.chat.store import ChatStore
 from bots.slack.adapter import slack_adapter
 from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
 from bots.slack.text import escape
@@ -82,7 +83,7 @@ class Streaming:
         place = Place(CHANNEL, THREAD)
         self.redis, self.run_id = svc.redis, run_id
         self.relay = ThreadRelay(place, run_id, adapter.renderer, adapter.limits, streams=True)
-        self.outbox = Outbox(svc.redis, svc.settings.redis.key_prefix, "slack")
+        self.outbox = Outbox(ChatStore.of(svc, "slack"))
         self.courier = Courier(self.outbox, adapter, run_id, place)
 
     async def finish(self, text: str) -> None:
@@ -91,9 +92,7 @@ class Streaming:
         await self.relay.on_event(done)
         entries, _ = self.relay.take()
         assert [e.kind for e in entries] == ["stream"]
-        async with self.redis.pipeline(transaction=True) as pipe:
-            self.outbox.add(pipe, self.run_id, entries)
-            await pipe.execute()
+        await self.outbox.add(self.run_id, entries)
         ended = asyncio.Event()
         ended.set()
         await asyncio.wait_for(self.courier.run(ended), 30)

@@ -185,9 +185,10 @@ async def test_two_bots_relay_each_run_once_and_take_over_a_dead_ones(
 
 
 async def test_a_lease_taken_over_is_reported_to_its_old_holder(any_redis) -> None:
+    from bots.chat.store import ChatStore
     from bots.chat.threads import Threads
 
-    threads = Threads(any_redis, getattr(any_redis, "test_prefix", "test"), "slack")
+    threads = Threads(ChatStore(any_redis, getattr(any_redis, "test_prefix", "test"), "slack"))
     a1, a2 = await threads.claim("run_1", "a", 0.2), await threads.claim("run_2", "a", 30)
     assert a1 is not None and a2 is not None
     assert await threads.claim("run_2", "b", 30) is None, "a live lease is not taken"
@@ -202,10 +203,11 @@ async def test_a_lease_taken_over_is_reported_to_its_old_holder(any_redis) -> No
 async def test_a_renewal_after_a_takeover_does_not_take_the_lease_back(any_redis) -> None:
     """Bot a stalled past its lease and bot b took the run: a's next renewal reports the
     run lost and leaves b's lease as it was (holder and time); a's release leaves it too."""
+    from bots.chat.store import ChatStore
     from bots.chat.threads import Threads
 
     prefix = getattr(any_redis, "test_prefix", "test")
-    a, b = Threads(any_redis, prefix, "slack"), Threads(any_redis, prefix, "slack")
+    a, b = (Threads(ChatStore(any_redis, prefix, "slack")) for _ in range(2))
     mine = await a.claim("run_1", "a", 0.2)
     assert mine is not None
     await asyncio.sleep(0.3)
@@ -228,9 +230,10 @@ async def test_a_takeover_during_a_renewal_is_not_undone(real_redis, monkeypatch
     second call, so a process that took the lapsed lease in between lost it again (and
     two processes relayed the run). Here bot b takes the lease over right after bot a's
     first Redis call of a renewal: b keeps it, and a's next renewal reports it lost."""
+    from bots.chat.store import ChatStore
     from bots.chat.threads import Threads
 
-    threads = Threads(real_redis, real_redis.test_prefix, "slack")
+    threads = Threads(ChatStore(real_redis, real_redis.test_prefix, "slack"))
     key = f"{real_redis.test_prefix}:slack:lease:run_1"
     mine = await threads.claim("run_1", "a", 30)
     assert mine is not None

@@ -21,6 +21,7 @@ from bots.chat.follow import relay_run
 from bots.chat.outbox import Entry, Outbox
 from bots.chat.ports import Adapter, Place
 from bots.chat.relay import ThreadRelay
+from bots.chat.store import ChatStore
 from bots.chat.threads import Shown, Threads
 from core.config import Settings
 from core.llm.scripted import ScriptedModel
@@ -61,7 +62,7 @@ class Relayed:
     def __init__(self, redis: Any, adapter: Adapter) -> None:
         self.redis = redis
         self.relay = ThreadRelay(PLACE, RUN, adapter.renderer, adapter.limits)
-        self.outbox = Outbox(redis, "t", adapter.platform)
+        self.outbox = Outbox(ChatStore(redis, "t", adapter.platform))
         self.courier = Courier(self.outbox, adapter, RUN, PLACE)
 
     async def on_events(self, *events: RunEvent) -> None:
@@ -72,9 +73,7 @@ class Relayed:
             # As relay_run: the run's end is shown at once.
             self.relay.show_status(force=isinstance(event, RunFinished))
             entries, status = self.relay.take()
-            async with self.redis.pipeline(transaction=True) as pipe:
-                self.outbox.add(pipe, RUN, entries, status)
-                await pipe.execute()
+            await self.outbox.add(RUN, entries, status)
         done = asyncio.Event()
         done.set()
         await self.courier.run(done)
@@ -158,9 +157,7 @@ async def test_a_refused_upload_falls_back_and_a_stale_post_is_dropped(
     assert len(thread.texts) == 3
 
     old = Entry(run=RUN, what="milestone", text="late", at=time.time() - 100_000)
-    async with redis.pipeline(transaction=True) as pipe:
-        relayed.outbox.add(pipe, RUN, [old])
-        await pipe.execute()
+    await relayed.outbox.add(RUN, [old])
     with caplog.at_level(logging.ERROR):
         await relayed.on_events()
     assert "was not delivered to Fake within outbox_max_age_s" in caplog.text
@@ -182,11 +179,11 @@ async def test_a_relay_taken_up_again_posts_nothing_twice(make_services: Any) ->
     outbox) and delivers the rest: every post once, in order, and the status updated."""
     svc = make_services(Settings(), ScriptedModel(), start=False)
     await svc.store.create_run(RunState(id=RUN, task="t", status=RunStatus.RUNNING))
-    threads = Threads(svc.redis, svc.settings.redis.key_prefix, "fake")
+    threads = Threads(ChatStore.of(svc, "fake"))
     await threads.link(Shown(run_id=RUN, channel=PLACE.channel, thread=PLACE.thread))
     thread = Thread()
     first, transport = fake_adapter(thread)
-    outbox = Outbox(svc.redis, svc.settings.redis.key_prefix, "fake")
+    outbox = Outbox(ChatStore.of(svc, "fake"))
     hub = EventHub(svc.store, blocking=False)
     *started, ana, bo = team()
     await svc.store.emit(*started, ana)
@@ -288,8 +285,8 @@ async def test_an_outbox_queued_before_the_upgrade_is_delivered(redis: Any) -> N
     a result file as a dict) under the same keys: read and delivered as it was."""
     thread = Thread()
     adapter, _ = fake_adapter(thread)
-    outbox = Outbox(redis, "t", "slack")
-    assert outbox.prefix == "t:slack:outbox", "the keys Slack always had"
+    outbox = Outbox(ChatStore(redis, "t", "slack"))
+    assert outbox.store.keys.outbox(RUN) == f"t:slack:outbox:{RUN}", "the keys Slack always had"
     at, empty = time.time(), {"files": [], "then": [], "instead": []}
     old = [
         {"run": RUN, "what": "milestone", "kind": "post", "text": "fares", "at": at, "id": "a1"}

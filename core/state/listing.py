@@ -1,0 +1,50 @@
+"""Reading many runs or agents at once, for pages that list them (the run inspector's
+runs list and run page): the newest runs with their usage, and every agent of a run, each
+in one round trip.
+
+Owns no keys of its own (the run's record, its usage hash and the agents' hashes belong
+to :class:`core.state.store.Store`); read-only. Called by ``bots.web``; may call only the
+Redis client of the store it is given."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.state.store import Store
+from core.types.agent import AgentState
+from core.types.chat import Usage
+from core.types.run import RunState
+
+
+async def newest_runs(store: Store, limit: int) -> list[tuple[RunState, Usage]]:
+    """The newest ``limit`` runs with their usage, newest first (a run whose record is
+    gone is left out)."""
+    ids: Any = await store.redis.zrevrange(store.keys.runs_index(), 0, limit - 1)
+    if not ids:
+        return []
+    async with store.redis.pipeline(transaction=False) as pipe:
+        for run_id in ids:
+            pipe.get(store.keys.run(run_id))
+            pipe.hgetall(store.keys.run_usage(run_id))
+        replies: list[Any] = await pipe.execute()
+    pairs = zip(replies[::2], replies[1::2], strict=True)
+    return [(RunState.model_validate_json(raw), _usage(used)) for raw, used in pairs if raw]
+
+
+async def run_agents(store: Store, run_id: str) -> list[AgentState]:
+    """Every agent of the run, in one round trip (after the list of its agents)."""
+    ids = await store.agent_ids(run_id)
+    async with store.redis.pipeline(transaction=False) as pipe:
+        for agent_id in ids:
+            pipe.hget(store.keys.agent(run_id, agent_id), "state")
+        raws: list[Any] = await pipe.execute()
+    return [AgentState.model_validate_json(raw) for raw in raws if raw is not None]
+
+
+def _usage(raw: dict[str, str]) -> Usage:
+    """A usage hash; empty fields count as nothing."""
+    return Usage(
+        prompt_tokens=int(raw.get("prompt_tokens", 0) or 0),
+        completion_tokens=int(raw.get("completion_tokens", 0) or 0),
+        cost_usd=float(raw.get("cost_usd", 0) or 0),
+    )
