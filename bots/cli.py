@@ -20,7 +20,8 @@ from bots.cli_common import (
     settings_or_exit,
 )
 from bots.cli_doctor import doctor
-from bots.console.render import EventPrinter, escape
+from bots.console.text import escape
+from bots.console.thread import ConsoleThread
 from core.errors import CarambaError
 from core.types.run import RunState
 
@@ -74,7 +75,7 @@ def demo(
         "[bold yellow]Offline demo[/] — the LLM is the [bold]scripted offline "
         "model[/] (no provider is called); Redis is in-process (fakeredis)."
     )
-    printer = EventPrinter(console, verbose=verbose)
+    thread = ConsoleThread(console, verbose=verbose)
 
     async def ask(view: ProposalView) -> Decision:
         if sys.stdin.isatty():
@@ -91,19 +92,19 @@ def demo(
             else (DEMO_TASK, demo_agent(), demo_model())
         )
         model.pace_s = pace_s
-        run = asyncio.run(
-            run_embedded(settings, task, root, llm=model, on_event=printer, timeout_s=60)
-        )
+        demo_run = run_embedded(settings, task, root, llm=model, on_event=thread, timeout_s=60)
     else:
         say = lambda m: console.print(f"[dim]{escape(m)}[/]")  # noqa: E731
-        run = asyncio.run(
-            run_demo(
-                settings, ask, on_event=printer, on_message=say, pace_s=pace_s, task=task or TEAM
-            )
+        demo_run = run_demo(
+            settings, ask, on_event=thread, on_message=say, pace_s=pace_s, task=task or TEAM
         )
+    try:
+        run = asyncio.run(demo_run)
+    finally:
+        thread.close()
     if run.status.value == "rejected":
         return
-    if run.status.value != "completed" or (task is None and printer.tools_called == 0):
+    if run.status.value != "completed" or (task is None and thread.tools_called == 0):
         raise typer.Exit(1)
 
 
@@ -134,16 +135,17 @@ def run(
             "[dim]redis.url is not set: embedded mode (in-process Redis; the library is "
             f"kept in {escape(str(settings.resolve(settings.library.index_dir)))}).[/]"
         )
-    printer = EventPrinter(console, verbose=verbose)
+    thread = ConsoleThread(console, verbose=verbose, hint="c + Enter: cancel")
 
     async def go() -> RunState:
         lines = StdinLines().start()
         try:
             return await run_task(
-                settings, console, task, printer, lines, logs, yes=yes, cohort=cohort
+                settings, console, task, thread, lines, logs, yes=yes, cohort=cohort
             )
         finally:
             lines.close()
+            thread.close()
 
     try:
         result = asyncio.run(go())

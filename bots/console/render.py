@@ -1,189 +1,120 @@
-"""Rich rendering of run events for the terminal."""
+"""The console's look for the chat layer's intentions (``bots.chat.ports.Renderer``): rich
+markup for the terminal, escaped (control bytes written out: ``bots.console.text``), and
+a JSON payload saying how the terminal draws it (``bots.console.transport``):
+
+- none: a line of markup, printed;
+- ``{"kind": "status", "running": …}``: the run's live status line (the spinner's text);
+- ``{"kind": "panel", "title": …, "border": …, "body": "markdown" | "text"}``: a box
+  (the result, an agent's post), the text inside as Markdown or as plain text;
+- ``{"kind": "card", "view": …}``: the proposal card (``bots.console.card``).
+
+A terminal has no message limit: nothing is split. May call: ``bots.chat`` (intentions,
+pause words), ``bots.console.card`` and ``text``. Pure: no I/O.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from pathlib import Path
-from typing import TYPE_CHECKING, assert_never
+from typing import Any, assert_never
 
-from rich.console import Console
-from rich.markdown import Markdown
-from rich.panel import Panel
-from rich.text import Text
-
-from bots.console.text import escape, printable
-from core.types.events import (
-    AgentCreated,
-    AgentFinished,
-    BudgetReached,
-    ChatPosted,
-    ErrorRaised,
-    LLMCalled,
-    MessageSent,
-    Notified,
-    QuestionAsked,
-    QuestionClosed,
-    RunEvent,
-    RunFinished,
-    RunStarted,
-    RunStatusChanged,
-    ToolCalled,
-    TurnStarted,
+from bots.chat.intentions import Paused
+from bots.chat.pause import extend_label, spent
+from bots.chat.ports import (
+    Artifacts,
+    Card,
+    ChatPost,
+    Intention,
+    Milestone,
+    Note,
+    Notify,
+    Question,
+    Rendered,
+    Result,
+    StatusLine,
 )
+from bots.console.card import shorten
+from bots.console.text import escape, printable
 from core.types.run import RunStatus
 
-if TYPE_CHECKING:
-    from core.services import Services
-    from core.workspace.base import Workspace
-
-OUTPUTS = "outputs/"
+# A milestone is one line under its agent's end (the trace says the agent finished).
+MILESTONE_CHARS = 160
+_NOTES = {"info": "  [dim]{}[/]", "warning": "  [bold red]! {}[/]", "error": "  [bold red]✗ {}[/]"}
 
 
-class EventPrinter:
-    """Prints each event as one line; the final result as a panel, and under it the files
-    the agents left under outputs/ (with ``workspace``; where they are on disk with
-    ``folder``, the local workspace's root)."""
+def panel(text: str, title: str, border: str, *, markdown: bool = True) -> Rendered:
+    """A box titled ``title`` (markup) around ``text`` (Markdown, or plain text)."""
+    body = "markdown" if markdown else "text"
+    return Rendered(text, {"kind": "panel", "title": title, "border": border, "body": body})
 
-    def __init__(
-        self,
-        console: Console,
-        *,
-        verbose: bool = False,
-        workspace: Workspace | None = None,
-        folder: Path | None = None,
-    ) -> None:
-        self.console = console
-        self.verbose = verbose
-        self.workspace = workspace
-        self.folder = folder
-        self.names: dict[str, str] = {}
-        self.tools_called = 0
 
-    def show_outputs(self, svc: Services) -> None:
-        """List each run's output files from ``svc``'s workspace (with their place on
-        disk when it is a local folder, as in embedded mode)."""
-        from core.workspace.local_store import LocalWorkspace
+class ConsoleRenderer:
+    """Pure: intentions → messages for the terminal."""
 
-        self.workspace = svc.workspace
-        local = isinstance(svc.workspace, LocalWorkspace)
-        self.folder = svc.settings.workspace_dir if local else None
+    def escape(self, text: str) -> str:
+        return escape(text)
 
-    def _who(self, agent_id: str | None) -> str:
-        return self.names.get(agent_id or "", agent_id or "run")
+    def bold(self, name: str) -> str:
+        return f"[bold]{escape(name)}[/]"
 
-    def __call__(self, event: RunEvent) -> Awaitable[None] | None:
-        c = self.console
-        match event:
-            case RunStarted():
-                c.print(f"[bold]▶ run {event.run_id}[/] — {escape(event.task)}")
-            case AgentCreated():
-                self.names[event.agent_id or ""] = event.name
-                c.print(
-                    f"  [cyan]+ {escape(event.name)}[/] ({escape(event.role)}, "
-                    f"{escape(event.model)}) tools: {escape(', '.join(event.tools)) or 'none'}"
-                )
-            case TurnStarted():
-                if self.verbose:
-                    c.print(f"  [dim]{escape(self._who(event.agent_id))} turn {event.seq}[/]")
-            case LLMCalled():
-                if event.text:
-                    c.print(
-                        f"  [magenta]{escape(self._who(event.agent_id))}:[/] {escape(event.text)}"
-                    )
-                if self.verbose:
-                    c.print(
-                        f"  [dim]{event.prompt_tokens}+{event.completion_tokens} tokens, "
-                        f"${event.cost_usd:.4f}[/]"
-                    )
-            case ToolCalled():
-                self.tools_called += 1
-                mark = "[green]✓[/]" if event.ok else "[red]✗[/]"
-                c.print(
-                    f"  {mark} [dim]{escape(self._who(event.agent_id))}[/] "
-                    f"[yellow]{escape(event.tool)}[/]({escape(event.arguments)}) → "
-                    f"{escape(event.result.splitlines()[0] if event.result else '')}"
-                )
-            case MessageSent():
-                c.print(
-                    f"  ✉ {escape(self._who(event.agent_id))} → "
-                    f"{escape(self.names.get(event.recipient, event.recipient))}: "
-                    f"{escape(event.preview)}"
-                )
-            case AgentFinished():
-                style = "green" if event.reason.value == "finished" else "red"
-                c.print(
-                    f"  [{style}]■ {escape(self._who(event.agent_id))} "
-                    f"{event.reason.value}[/] {escape(event.detail)} "
-                    f"[dim]({event.tokens} tokens, ${event.cost_usd:.4f})[/]"
-                )
-            case ErrorRaised():
-                c.print(
-                    f"  [bold red]! {escape(event.message)}[/]"
-                    + (f"\n    [dim]→ {escape(event.hint)}[/]" if event.hint else "")
-                )
-            case RunFinished():
-                ok = event.status is RunStatus.COMPLETED
-                body = (
-                    Markdown(printable(event.result))
-                    if event.result
-                    else Text(printable(event.error or ""))
-                )
-                c.print(
-                    Panel(
-                        body,
-                        title=f"{event.status.value} · {event.tokens} tokens · "
-                        f"${event.cost_usd:.4f}",
-                        border_style="green" if ok else "red",
-                    )
-                )
-                if self.workspace is not None:
-                    return self.print_outputs(event.run_id)
-            case ChatPosted():
-                c.print(
-                    Panel(
-                        Markdown(printable(event.text)),
-                        title=f"{escape(self._who(event.agent_id))} posted"
-                        + (f" · {escape(event.filename)}" if event.filename else ""),
-                        border_style="blue",
-                    )
-                )
-            case Notified():
-                c.print(
-                    f"  🔔 {escape(self._who(event.agent_id))} → {escape(event.who)}: "
-                    f"{escape(event.text)}"
-                )
-            case QuestionAsked():
-                c.print(
-                    f"  [bold yellow]? {escape(self._who(event.agent_id))} asks:[/] "
-                    f"{escape(event.question)}"
-                )
-            case QuestionClosed():
-                how = (
-                    "no answer in time"
-                    if event.timed_out
-                    else f"answered by {escape(event.by or '?')}"
-                )
-                c.print(f"  [yellow]✓ question {how}[/]")
-            case BudgetReached():
-                c.print(
-                    f"  [bold yellow]⏸ paused: {escape(event.detail)}[/] — extend by "
-                    f"{event.extend_tokens} tokens / ${event.extend_cost_usd:.2f} / "
-                    f"{event.extend_wall_clock_s:.0f} s, or stop"
-                )
-            case RunStatusChanged():
-                if self.verbose:
-                    c.print(f"  [dim]run is {event.status.value} ({escape(event.by)})[/]")
+    def split(self, text: str) -> list[str]:
+        return [text]
+
+    def render(self, intention: Intention) -> list[Rendered]:
+        match intention:
+            case StatusLine():
+                return [self.status(intention)]
+            case Card(view=view):
+                payload = {"kind": "card", "view": view.model_dump(mode="json")}
+                return [Rendered(f"Proposal for {escape(view.requested_by)}", payload)]
+            case Milestone(text=text):
+                return [Rendered(f"    [dim]└ {escape(shorten(text, MILESTONE_CHARS))}[/]")]
+            case Question(agent=agent, text=text):
+                return [Rendered(f"  [bold yellow]? {escape(agent)} asks:[/] {escape(text)}")]
+            case Note(text=text, level=level):
+                return [Rendered(_NOTES[level].format(escape(text)))]
+            case Notify(agent=agent, who=who, text=text):
+                return [Rendered(f"  🔔 {escape(agent)} → {escape(who)}: {escape(text)}")]
+            case ChatPost(agent=agent, text=text, filename=filename):
+                named = f" · {escape(filename)}" if filename else ""
+                return [panel(printable(text), f"{escape(agent)} posted{named}", "blue")]
+            case Result():
+                return [self.result(intention)]
+            case Artifacts(files=files):
+                return [Rendered(f"[bold]Files the agents made[/] ({len(files)}):")]
+            case Paused():
+                return [Rendered(self.paused(intention))]
             case _:
-                assert_never(event)
-        return None
+                assert_never(intention)
 
-    async def print_outputs(self, run_id: str) -> None:
-        """The run's files under outputs/: their paths (and where they are on disk)."""
-        assert self.workspace is not None
-        files = [f for f in await self.workspace.files(run_id) if f.path.startswith(OUTPUTS)]
-        if not files:
-            return
-        self.console.print(f"[bold]Files the agents made[/] ({len(files)}):")
-        for f in files:
-            where = f" → {self.folder / run_id / f.path}" if self.folder is not None else ""
-            self.console.print(f"  📎 {escape(f.describe())}{escape(where)}")
+    def status(self, s: StatusLine) -> Rendered:
+        """The live line: what happens now, then the counts."""
+        counts = f"agents {s.finished}/{s.agents} done · tool calls {s.tool_calls}"
+        match s.phase:
+            case "starting":
+                now = "Starting…"
+            case "running":
+                tool = f" {escape(s.tool)}" if s.tool else ""
+                now = f"{escape(s.who)} {escape(s.doing)}{tool}"
+            case "ended":
+                now = f"Run {s.outcome} · {s.tokens} tokens · ${s.cost_usd:.4f}"
+            case _:
+                assert_never(s.phase)
+        payload: dict[str, Any] = {"kind": "status", "running": s.running}
+        return Rendered(f"{now} · {counts}", payload)
+
+    def result(self, r: Result) -> Rendered:
+        """The result in a box titled with the run's end and what it cost (green when it
+        completed); why it did not, in red."""
+        ok = r.status is RunStatus.COMPLETED
+        text = printable(r.text)
+        if r.file:
+            text = f"{text[:1500]}\n\n(the whole result is in {printable(r.file)} above)"
+        title = f"{r.status.value} · {r.tokens} tokens · ${r.cost_usd:.4f}"
+        return panel(text, title, "green" if ok else "red", markdown=ok)
+
+    def paused(self, p: Paused) -> str:
+        """``⏸ paused: the run spent $2.00 of $1.50 — extend by $2.00, or stop here``."""
+        extend = extend_label(p)
+        return (
+            f"  [bold yellow]⏸ paused: {escape(spent(p))}[/] — "
+            f"{escape(extend[0].lower() + extend[1:])}, or stop here"
+        )

@@ -12,8 +12,9 @@ of a reply in the run's Slack thread; the same core functions):
   the budget, or the rating after the run. So answers piped in ahead of time are taken
   in order, whenever the run gets to ask.
 
-A spinner shows the run is at work; it stops while the console waits for an answer or a
-budget choice, so what the person types stays readable.
+The run is shown through the chat layer (``bots.console.thread``: its trace, then its
+thread); the status line lives at the bottom and stops while the console waits for an
+answer or a budget choice, so what the person types stays readable.
 """
 
 from __future__ import annotations
@@ -25,12 +26,11 @@ from collections import deque
 from collections.abc import Iterator
 
 from rich.console import Console
-from rich.status import Status
 
 from bots.console.lines import Lines
 from bots.console.paused import PausedBudget
-from bots.console.render import EventPrinter
 from bots.console.text import escape
+from bots.console.thread import ConsoleThread
 from core.agent.questions import answer_question
 from core.runs.control import cancel_run
 from core.services import Services
@@ -53,13 +53,13 @@ class Interrupted(Exception):
 
 
 class RunConsole:
-    """Shows one run's events (through ``printer``) and acts on the lines of ``lines``."""
+    """Shows one run (through ``thread``) and acts on the lines of ``lines``."""
 
     def __init__(
         self,
         svc: Services,
         console: Console,
-        printer: EventPrinter,
+        thread: ConsoleThread,
         lines: Lines,
         *,
         by: str = "console",
@@ -67,7 +67,7 @@ class RunConsole:
     ) -> None:
         self.svc = svc
         self.console = console
-        self.printer = printer
+        self.thread = thread
         self.lines = lines
         self.by = by
         self.run_id = ""
@@ -83,7 +83,6 @@ class RunConsole:
         self.interrupts = 0
         self._main: asyncio.Task[RunState] | None = None
         self._quit = False
-        self._spinner: Status | None = None
 
     # -- following -----------------------------------------------------------------------------
 
@@ -111,9 +110,7 @@ class RunConsole:
         try:
             blocking = not self.svc.settings.redis.embedded
             async for event in follow_events(self.svc.store, self.run_id, blocking=blocking):
-                shown = self.printer(event)
-                if shown is not None:
-                    await shown
+                await self.thread(event)
                 await self._note(event)
         finally:
             reading.cancel()
@@ -249,14 +246,9 @@ class RunConsole:
             signal.signal(signal.SIGINT, previous)
 
     def _spin(self, on: bool) -> None:
-        """The spinner runs while the agents work and nobody is asked anything."""
-        on = on and not self.questions and self.budget.pause is None and self.console.is_terminal
-        if on and self._spinner is None:
-            self._spinner = self.console.status("[dim]agents at work — c + Enter: cancel[/]")
-            self._spinner.start()
-        elif not on and self._spinner is not None:
-            self._spinner.stop()
-            self._spinner = None
+        """The status line shows while the agents work and nobody is asked anything."""
+        on = on and not self.questions and self.budget.pause is None
+        self.thread.live.hold(not on)
 
     def say(self, text: str) -> None:
         self.console.print(text)

@@ -1,4 +1,5 @@
-"""The console prints every kind of run event (a new kind without a case fails here)."""
+"""The console shows every kind of run event, through its trace or the chat layer's
+relay (a new kind without a case fails here)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import typing
 
 from rich.console import Console
 
-from bots.console.render import EventPrinter
 from bots.console.text import escape, printable
+from bots.console.thread import ConsoleThread
 from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
@@ -70,15 +71,15 @@ SAMPLES: list[RunEvent] = [
 ]
 
 
-def test_every_event_kind_is_printed() -> None:
+async def test_every_event_kind_is_printed() -> None:
     kinds = {
         cls.model_fields["kind"].default for cls in typing.get_args(typing.get_args(RunEvent)[0])
     }
     assert {e.kind for e in SAMPLES} == kinds
     out = io.StringIO()
-    printer = EventPrinter(Console(file=out, width=100), verbose=True)
+    thread = ConsoleThread(Console(file=out, width=100), verbose=True)
     for event in SAMPLES:
-        printer(event)
+        await thread(event)
     text = out.getvalue()
     assert "Ana [bot]" in text and "which?" in text and "paused" in text and "interim" in text
 
@@ -92,12 +93,12 @@ def test_control_characters_are_written_out_and_newlines_and_tabs_kept() -> None
     assert escape("[bold]\x1b") == "\\[bold]\\x1b"
 
 
-def test_no_control_byte_from_people_or_agents_reaches_the_terminal() -> None:
+async def test_no_control_byte_from_people_or_agents_reaches_the_terminal() -> None:
     """ESC in the task, names, tool output, results and errors: printed as text, never as
     the byte a terminal acts on."""
     esc = "\x1b]0;pwned\x07\x1b[2J\x9b31m"
     out = io.StringIO()
-    printer = EventPrinter(Console(file=out, width=100, force_terminal=False), verbose=True)
+    thread = ConsoleThread(Console(file=out, width=100, force_terminal=False), verbose=True)
     events: list[RunEvent] = [
         RunStarted(run_id=R, task=f"task {esc}"),
         AgentCreated(run_id=R, agent_id=A, name=f"Ana{esc}", role=f"r{esc}", model=f"m{esc}"),
@@ -110,7 +111,7 @@ def test_no_control_byte_from_people_or_agents_reaches_the_terminal() -> None:
         RunFinished(run_id=R, status=RunStatus.FAILED, error=f"failed {esc}"),
     ]
     for event in events:
-        printer(event)
+        await thread(event)
     text = out.getvalue()
     assert not set(text) & {"\x1b", "\x07", "\x9b"}, repr(text)
     assert "task \\x1b]0;pwned\\x07\\x1b[2J\\x9b31m" in text

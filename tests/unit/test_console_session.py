@@ -13,8 +13,8 @@ import pytest
 from rich.console import Console
 
 from bots.console.lines import Lines
-from bots.console.render import EventPrinter
 from bots.console.session import Interrupted, RunConsole
+from bots.console.thread import ConsoleThread
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.process.demo_reading import called, delivered
@@ -48,7 +48,7 @@ class Session:
         self.out = io.StringIO()
         console = Console(file=self.out, force_terminal=False, width=200)
         self.lines = Lines()
-        self.console = RunConsole(self.svc, console, EventPrinter(console), self.lines)
+        self.console = RunConsole(self.svc, console, ConsoleThread(console), self.lines)
         self.task = task
 
     async def start(self, budget: RunBudget | None = None) -> asyncio.Task[RunState]:

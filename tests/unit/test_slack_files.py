@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from bots.chat.outputs import output_entries
-from bots.console.render import EventPrinter
+from bots.console.thread import ConsoleThread
 from bots.slack.adapter import slack_limits
 from bots.slack.attachments import refusal_text, safe_name
 from bots.slack.render import SlackRenderer
@@ -154,13 +154,16 @@ async def test_the_console_lists_the_outputs_under_the_result(
     await svc.workspace.write("run_1", "outputs/chart.png", b"\x89PNG" + b"0" * 2000)
     await svc.workspace.write("run_1", "inputs/sales.csv", b"month,sales\n")
     out = io.StringIO()
-    printer = EventPrinter(Console(file=out, width=200, color_system=None))
+    shown = Console(file=out, width=200, color_system=None)
     done = RunFinished(run_id="run_1", status=RunStatus.COMPLETED, result="Sales grew.")
-    assert printer(done) is None, "without a workspace, the result only"
-    printer.show_outputs(svc)
-    shown = printer(done)
-    assert shown is not None
-    await shown
+    await ConsoleThread(shown)(done)
+    assert "Sales grew." in out.getvalue(), "without the services, the result only"
+    assert "Files the agents made" not in out.getvalue()
+    out.seek(0)
+    out.truncate()
+    thread = ConsoleThread(shown)
+    thread.attach(svc)
+    await thread(done)
     text = out.getvalue()
     assert text.index("Sales grew.") < text.index("Files the agents made (1):")
     where = tmp_path / "run_1" / "outputs" / "chart.png"
