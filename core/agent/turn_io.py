@@ -1,4 +1,9 @@
-"""What a turn reads from and writes to the bus, gathered for its one save transaction."""
+"""What a turn reads from and writes to the bus, gathered for its one save transaction.
+
+Owns the turn's inbox (drained, acknowledged or dead-lettered with the save), the events
+and writes its tools staged, and the follow-ups done after the save. May call the bus,
+the store and ``core.state`` (never the Redis client), ``core.agent.questions``/``wake``
+and ``core.effects`` (intents, timers)."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from core.agent.create import created_event
 from core.agent.wake import FollowUps, run_followups, wake_agent
 from core.effects import intents, timers
 from core.services import Services
+from core.state import agents
 from core.state.bus import Delivered, Outgoing
 from core.state.routing import Route
 from core.state.store import PipelineWrite
@@ -172,8 +178,8 @@ class TurnIO:
             writes.append(questions.ask_write(svc, self.question))
         followups = self._followups()
         if followups is not None:
-            key = svc.store.keys.agent(self.run_id, spec.id)
-            writes.append(lambda pipe: pipe.hset(key, "followups", followups.model_dump_json()))
+            raw = followups.model_dump_json()
+            writes.append(agents.followups_write(svc.store, self.run_id, spec.id, raw))
         return writes
 
     def _followups(self) -> FollowUps | None:
@@ -211,6 +217,6 @@ class TurnIO:
     async def spurious_wake(self) -> None:
         """Woken with nothing to read: release the claim, re-check (a message may have
         arrived between the drain and the release)."""
-        await self.svc.redis.delete(self.svc.store.keys.wake(self.run_id, self.state.spec.id))
+        await agents.release_wake(self.svc.store, self.run_id, self.state.spec.id)
         if await self.svc.bus.has_unread(self.run_id, self.state.spec):
             await self.wake(self.state.spec.id)
