@@ -1,6 +1,6 @@
 """The lexical statistics in Redis: per kind and field, how many entries hold each term.
 
-One hash per kind and field (``{prefix}:library:lexical:{kind}:{field}``): term → entries
+One hash per kind and field (``keys.library_lexical``): term → entries
 holding it, plus ``#docs`` (entries) and ``#length`` (their terms in all). Saving an entry
 adds its terms (``HINCRBY``, atomic: many workers save at once), replacing or deleting
 it subtracts the terms it was saved with (kept in its own hash as ``terms``, so the
@@ -10,55 +10,40 @@ before its new ones are counted: two saves of one entry at the same instant coul
 one of them twice. Statistics over many entries shrug that off, and bumping
 ``lexical.VERSION`` recounts them all.) The hashes live beside the entries under the
 library's prefix, so embedded mode keeps them in ``records.json`` like the rest, and both
-index backends (local, Pinecone) share them.
+index backends (local, Pinecone) share them. The hashes are written and read by the state
+room (``core.state.library_store``); here they are turned into statistics.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from typing import Any
 
 from core.library.fields import FIELDS, Field
 from core.library.lexical import FieldStats
+from core.state.library_store import DOCS, LENGTH, LibraryStore
 
 # Terms per field, as stored with an entry.
 FieldTerms = Mapping[Field, Mapping[str, int]]
 
-_DOCS = "#docs"
-_LENGTH = "#length"
-
 
 class LexicalStore:
-    """Reads and updates the term statistics of one library (``prefix``)."""
+    """Reads the term statistics of one library (its entries' saves count them)."""
 
-    def __init__(self, redis: Any, prefix: str) -> None:
-        self.redis = redis
-        self.prefix = prefix
+    def __init__(self, store: LibraryStore) -> None:
+        self.store = store
 
     def key(self, kind: str, field: Field) -> str:
-        return f"{self.prefix}:lexical:{kind}:{field}"
+        return self.store.keys.library_lexical(kind, field)
 
     @property
     def version_key(self) -> str:
-        return f"{self.prefix}:lexical:version"
-
-    def count(self, pipe: Any, kind: str, terms: FieldTerms, sign: int = 1) -> None:
-        """Queue on ``pipe`` adding (sign 1) or removing (−1) one entry's terms."""
-        for field, counts in terms.items():
-            key = self.key(kind, field)
-            pipe.hincrby(key, _DOCS, sign)
-            pipe.hincrby(key, _LENGTH, sign * sum(counts.values()))
-            for term in counts:
-                pipe.hincrby(key, term, sign)
+        return self.store.keys.library_lexical_version()
 
     async def stats(self, kind: str, query: Collection[str]) -> dict[Field, FieldStats]:
         """Each field's statistics for the query's terms (one round trip)."""
-        wanted = [_DOCS, _LENGTH, *dict.fromkeys(query)]
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for field in FIELDS:
-                pipe.hmget(self.key(kind, field), wanted)
-            rows = await pipe.execute()
+        wanted = [DOCS, LENGTH, *dict.fromkeys(query)]
+        rows = await self.store.term_rows(kind, wanted)
         result: dict[Field, FieldStats] = {}
         for field, row in zip(FIELDS, rows, strict=True):
             values = [max(int(v or 0), 0) for v in row]
@@ -69,7 +54,7 @@ class LexicalStore:
 
     async def clear(self) -> None:
         """Forget every statistic (before rebuilding them)."""
-        await self.redis.delete(*(self.key(k, f) for k in ("agent", "cohort") for f in FIELDS))
+        await self.store.clear_terms(("agent", "cohort"))
 
 
 def dump_terms(terms: FieldTerms) -> str:

@@ -7,7 +7,8 @@ Where things live:
   and ``entry``;
 * **Redis** holds the entry itself (the spec or cohort as JSON, its name, its description
   text, its terms per field) and its **track record**, one hash per entry, a hash of
-  names → ids, and the terms' statistics for BM25 (``lexical_store.py``).
+  names → ids, and the terms' statistics for BM25 (``lexical_store.py``), through the
+  state room's ``core.state.library_store`` (the only room that speaks Redis commands).
 
 Records live in Redis, not in index metadata, because outcomes arrive from many workers
 at once: ``HINCRBY`` / ``HINCRBYFLOAT`` update a counter atomically, where index metadata
@@ -41,6 +42,8 @@ from core.library.records import (
     scaled_rating,
 )
 from core.library.search import Query, rank
+from core.state.keys import Keys
+from core.state.library_store import EntryWrite, LibraryStore
 from core.types import AgentSpec
 from core.types._base import now
 from core.types.cohort import Cohort
@@ -67,14 +70,15 @@ class Library:
         key_prefix: str = "caramba",
         common_tools: Collection[str] = (),
     ) -> None:
-        self.redis = redis
+        self.keys = Keys(key_prefix)
+        self.store = LibraryStore(redis, self.keys, FIELDS)
         self.index = index
         self.embedder = embedder
         self.settings = settings
         # Tools every agent has (agents.base_tools): left out of the texts embedded.
         self.common_tools = frozenset(common_tools)
-        self.prefix = f"{key_prefix}:library"
-        self.lexical = LexicalStore(redis, self.prefix)
+        self.prefix = self.keys.library()
+        self.lexical = LexicalStore(self.store)
 
     async def aclose(self) -> None:
         """Close the index (the local one writes itself out). Redis is the caller's."""
@@ -116,34 +120,24 @@ class Library:
         replace: bool,
         source_run: str | None = None,
     ) -> LibraryEntry:
-        key = self.entry_key(entry_id)
         owner = previous = None
         if name is not None:
-            owner = await self.redis.hget(self._names_key, name)
-            if owner not in (None, entry_id) and not replace:
+            owner = await self.store.name_owner(name)
+            if owner is not None and owner != entry_id and not replace:
                 raise NameTakenError(name, owner)
-            previous = await self.redis.hget(key, "name")
+            previous = await self.store.entry_value(entry_id, "name")
         texts = self.fields_of(item)
         counts = {f: term_counts(texts[f]) for f in FIELDS}
         fields = {"kind": kind, "text": texts["description"], "payload": item.model_dump_json()}
         fields["terms"] = dump_terms(counts)
         if source_run is not None:
             fields["run"] = source_run
-        old_terms = load_terms(await self.redis.hget(key, "terms"))
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping=fields)
-            if old_terms is not None:  # saved again: its old terms no longer count
-                self.lexical.count(pipe, kind, old_terms, -1)
-            self.lexical.count(pipe, kind, counts)
-            pipe.hsetnx(key, "created_at", repr(now()))
-            if name is not None:
-                if owner not in (None, entry_id):  # the name moves: its old entry loses it
-                    pipe.hdel(self.entry_key(owner), "name")
-                if previous not in (None, name):  # one name per entry
-                    pipe.hdel(self._names_key, previous)
-                pipe.hset(key, "name", name)
-                pipe.hset(self._names_key, name, entry_id)
-            await pipe.execute()
+        old_terms = load_terms(await self.store.entry_value(entry_id, "terms"))
+        await self.store.write(
+            EntryWrite(
+                entry_id, kind, fields, repr(now()), counts, old_terms, name, owner, previous
+            )
+        )
         await self.embed(entry_id, kind, texts)
         return await self.get(entry_id)
 
@@ -160,15 +154,9 @@ class Library:
     async def delete(self, entry_id: str) -> None:
         """Forget an entry: its vector, its record and its name."""
         entry = await self.get(entry_id)
-        old_terms = load_terms(await self.redis.hget(self.entry_key(entry_id), "terms"))
+        old_terms = load_terms(await self.store.entry_value(entry_id, "terms"))
         await self.index.delete([vector_id(entry_id, f) for f in FIELDS])
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.delete(self.entry_key(entry_id))
-            if old_terms is not None:
-                self.lexical.count(pipe, entry.kind, old_terms, -1)
-            if entry.name is not None:
-                pipe.hdel(self._names_key, entry.name)
-            await pipe.execute()
+        await self.store.delete(entry_id, entry.kind, old_terms, entry.name)
 
     # -- finding -------------------------------------------------------------------------------
 
@@ -221,7 +209,7 @@ class Library:
 
     async def get_by_name(self, name: str) -> LibraryEntry:
         """The entry saved under ``name`` (raises EntryNotFoundError)."""
-        entry_id = await self.redis.hget(self._names_key, name)
+        entry_id = await self.store.name_owner(name)
         if entry_id is None:
             raise EntryNotFoundError(name)
         return await self.get(entry_id)
@@ -244,39 +232,22 @@ class Library:
         return await self._bump(entry_id, ratings=1, rating_sum=value)
 
     async def _bump(self, entry_id: str, **deltas: float) -> TrackRecord:
-        key = self.entry_key(entry_id)
-        if not await self.redis.exists(key):
+        if not await self.store.bump(entry_id, deltas):
             raise EntryNotFoundError(entry_id)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            for field, delta in deltas.items():
-                if field == "rating_sum":
-                    pipe.hincrbyfloat(key, field, delta)
-                elif delta:
-                    pipe.hincrby(key, field, int(delta))
-            await pipe.execute()
         return (await self.get(entry_id)).record
 
     # -- storage -------------------------------------------------------------------------------
 
-    @property
-    def _names_key(self) -> str:
-        return f"{self.prefix}:names"
-
     def entry_key(self, entry_id: str) -> str:
-        return f"{self.prefix}:entry:{entry_id}"
+        return self.keys.library_entry(entry_id)
 
     async def exists(self, entry_id: str) -> bool:
         """Whether an entry with this id is stored."""
-        return bool(await self.redis.exists(self.entry_key(entry_id)))
+        return await self.store.exists(entry_id)
 
     async def _load_rows(self, ids: list[str]) -> dict[str, dict[str, str]]:
         """The Redis hash of each entry (empty for one that is gone)."""
-        if not ids:
-            return {}
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for entry_id in ids:
-                pipe.hgetall(self.entry_key(entry_id))
-            return dict(zip(ids, await pipe.execute(), strict=True))
+        return await self.store.rows(ids)
 
     async def _load_many(self, ids: list[str]) -> list[LibraryEntry | None]:
         rows = await self._load_rows(ids)

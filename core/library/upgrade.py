@@ -19,7 +19,6 @@ their texts, worked out at query time.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from core.library.fields import FIELDS
 from core.library.lexical import VERSION, term_counts
@@ -37,26 +36,25 @@ _BATCH = 100
 
 
 def _format_key(library: Library) -> str:
-    return f"{library.prefix}:format"
+    return library.keys.library_format()
 
 
 async def ensure_format(library: Library) -> int:
     """Re-embed the entries of an older format; how many this call re-embedded (0 when the
     library is current, or another process is rebuilding it). Then ensure_lexical."""
-    redis: Any = library.redis
-    key = _format_key(library)
-    if await redis.get(key) == FORMAT:
+    store, key = library.store, _format_key(library)
+    if await store.marker(key) == FORMAT:
         await ensure_lexical(library)
         return 0
-    if not await redis.set(f"{key}:lock", "1", nx=True, ex=_LOCK_S):
+    if not await store.lock(key, _LOCK_S):
         return 0
     try:
         done = 0
-        async for entry_key in redis.scan_iter(match=library.entry_key("*"), count=_BATCH):
-            done += await _reembed(library, entry_key.rsplit(":", 1)[-1])
-        await redis.set(key, FORMAT)
+        async for entry_id in store.entry_ids(_BATCH):
+            done += await _reembed(library, entry_id)
+        await store.set_marker(key, FORMAT)
     finally:
-        await redis.delete(f"{key}:lock")
+        await store.unlock(key)
     if done:
         log.info("library: re-embedded %d entries for index format %s", done, FORMAT)
     await ensure_lexical(library)
@@ -66,42 +64,37 @@ async def ensure_format(library: Library) -> int:
 async def ensure_lexical(library: Library) -> int:
     """Count every entry's terms again if they are of another lexical.VERSION (or none);
     how many entries this call counted (0 when current, or another process is at it)."""
-    redis: Any = library.redis
-    key = library.lexical.version_key
-    if await redis.get(key) == VERSION:
+    store, key = library.store, library.lexical.version_key
+    if await store.marker(key) == VERSION:
         return 0
-    if not await redis.set(f"{key}:lock", "1", nx=True, ex=_LOCK_S):
+    if not await store.lock(key, _LOCK_S):
         return 0
     try:
         await library.lexical.clear()
         done = 0
-        async for entry_key in redis.scan_iter(match=library.entry_key("*"), count=_BATCH):
-            done += await _recount(library, entry_key)
-        await redis.set(key, VERSION)
+        async for entry_id in store.entry_ids(_BATCH):
+            done += await _recount(library, entry_id)
+        await store.set_marker(key, VERSION)
     finally:
-        await redis.delete(f"{key}:lock")
+        await store.unlock(key)
     if done:
         log.info("library: counted the terms of %d entries (lexical version %s)", done, VERSION)
     return done
 
 
-async def _recount(library: Library, entry_key: str) -> int:
-    kind, item = await _stored(library, entry_key)
+async def _recount(library: Library, entry_id: str) -> int:
+    kind, item = await _stored(library, entry_id)
     if item is None:
         return 0
     texts = library.fields_of(item)
     counts = {f: term_counts(texts[f]) for f in FIELDS}
-    async with library.redis.pipeline(transaction=True) as pipe:
-        pipe.hset(entry_key, "terms", dump_terms(counts))
-        library.lexical.count(pipe, kind, counts)
-        await pipe.execute()
+    await library.store.recount(entry_id, kind, dump_terms(counts), counts)
     return 1
 
 
-async def _stored(library: Library, entry_key: str) -> tuple[EntryKind, AgentSpec | Cohort | None]:
+async def _stored(library: Library, entry_id: str) -> tuple[EntryKind, AgentSpec | Cohort | None]:
     """An entry's kind and its spec or cohort, from its hash (None: not an entry)."""
-    row: Any = await library.redis.hmget(entry_key, ["kind", "payload"])
-    kind, payload = row
+    kind, payload = await library.store.stored(entry_id)
     if payload is None:
         return "agent", None
     if kind == "cohort":
@@ -110,7 +103,7 @@ async def _stored(library: Library, entry_key: str) -> tuple[EntryKind, AgentSpe
 
 
 async def _reembed(library: Library, entry_id: str) -> int:
-    kind, item = await _stored(library, library.entry_key(entry_id))
+    kind, item = await _stored(library, entry_id)
     if item is None:
         return 0
     await library.embed(entry_id, kind, library.fields_of(item))

@@ -189,3 +189,46 @@ class Keys:
     def fault(self, name: str) -> str:
         """Counter arming a crash-test fault point (``core.agent.faults``)."""
         return f"{self.prefix}:fault:{name}"
+
+    # --- the state room (H3, issue 24): the library, the turn ledger -----------------
+
+    def library(self) -> str:
+        """The agent library's keys start with this (``core.state.library_store``)."""
+        return f"{self.prefix}:library"
+
+    def library_names(self) -> str:
+        """Hash name → entry id of the library's named entries."""
+        return f"{self.library()}:names"
+
+    def library_entry(self, entry_id: str) -> str:
+        """Hash: a library entry (kind, payload, text, terms, name, its track record)."""
+        return f"{self.library()}:entry:{entry_id}"
+
+    def library_lexical(self, kind: str, field: str) -> str:
+        """Hash term → entries of ``kind`` holding it in ``field`` (+ ``#docs``,
+        ``#length``): the BM25 statistics (``core.library.lexical_store``)."""
+        return f"{self.library()}:lexical:{kind}:{field}"
+
+    def library_lexical_version(self) -> str:
+        return f"{self.library()}:lexical:version"
+
+    def library_format(self) -> str:
+        """The index format the library's vectors are in (``core.library.upgrade``)."""
+        return f"{self.library()}:format"
+
+    def library_run_agents(self, run_id: str) -> str:
+        """Set of the library entries a run's agents came from (``core.runs.learning``)."""
+        return f"{self.library()}:run:{run_id}:agents"
+
+    @staticmethod
+    def lock(key: str) -> str:
+        """Held (NX, with a TTL) while one process rebuilds what ``key`` marks."""
+        return f"{key}:lock"
+
+    def celery_ledger(self) -> str:
+        """Sorted set: the turn jobs published and not yet held (``core.state.ledger``)."""
+        return f"{self.prefix}:celery-ledger"
+
+    def celery_ledger_held(self) -> str:
+        """Sorted set: the turn jobs a worker holds, scored by when its hold lapses."""
+        return f"{self.celery_ledger()}:held"
