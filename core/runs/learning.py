@@ -20,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from core.library import EntryNotFoundError, Library
 from core.library.records import rated_down
+from core.state.learning_marks import LearningMarks
 from core.types import AgentSpec
 from core.types.agent import AgentStatus
 from core.types.run import RunState, RunStatus
@@ -66,11 +67,6 @@ async def decided(svc: Services, run: RunState, *, approved: bool) -> None:
         await after_decision(await svc.library(), run, approved=approved)
 
 
-def _agents_key(library: Library, run_id: str) -> str:
-    """The library agents a run counted for (kept or reused), for its ratings."""
-    return f"{library.prefix}:run:{run_id}:agents"
-
-
 async def after_run(
     library: Library, run: RunState, agents: list[tuple[AgentSpec, bool]] | None = None
 ) -> None:
@@ -101,11 +97,7 @@ async def after_run(
         except EntryNotFoundError:  # a reused agent deleted since
             counted.remove(counted_id)
     if counted:
-        key = _agents_key(library, run.id)
-        async with library.redis.pipeline(transaction=True) as pipe:
-            pipe.sadd(key, *counted)
-            pipe.expire(key, _LEARNED_TTL_S)
-            await pipe.execute()
+        await library.store.remember_run_agents(run.id, counted, _LEARNED_TTL_S)
 
 
 async def _run_agents(svc: Services, run: RunState) -> list[tuple[AgentSpec, bool]] | None:
@@ -128,8 +120,7 @@ async def feedback(
     if entry_id is not None:
         await library.record_feedback(entry_id, thumbs_up=thumbs_up, stars=stars)
     down = rated_down(thumbs_up=thumbs_up, stars=stars)
-    agent_ids: Any = await library.redis.smembers(_agents_key(library, run.id))
-    for agent_entry in sorted(agent_ids):
+    for agent_entry in await library.store.run_agents(run.id):
         try:
             entry = await library.get(agent_entry)
             if down and entry.source_run == run.id and entry.record.runs <= 1 and not entry.name:
@@ -147,13 +138,17 @@ async def rate(
     run's end records it first (or waits for the process recording it), so every rated
     cohort and agent has an entry to count for."""
     library = await svc.library()
-    if await svc.redis.sismember(svc.store.keys.ended_runs(), run.id):
+    if await _marks(svc).waiting(run.id):
         await learn(svc, run.id, library, wait_s=10)
     try:
         await feedback(library, run, thumbs_up=thumbs_up, stars=stars)
     except EntryNotFoundError:
         await learn(svc, run.id, library, wait_s=10)
         await feedback(library, run, thumbs_up=thumbs_up, stars=stars)
+
+
+def _marks(svc: Services) -> LearningMarks:
+    return LearningMarks(svc.redis, svc.store.keys)
 
 
 async def save_as(library: Library, run: RunState, name: str) -> None:
@@ -169,14 +164,13 @@ async def learn(
     claim, then taking it out of the ended set). True once it is recorded: here, or by
     the process holding the claim within ``wait_s`` (for callers that need the record).
     A process that dies holding a claim leaves it to ``requeue_stale``."""
-    keys = svc.store.keys
-    ended, claims = keys.ended_runs(), keys.learning_claims()
-    mine = await svc.redis.hsetnx(claims, run_id, str(time.time()))
-    if not mine or not await svc.redis.srem(ended, run_id):
+    marks = _marks(svc)
+    mine = await marks.claim(run_id)
+    if not mine or not await marks.take(run_id):
         if mine:  # not (or no longer) waiting to be recorded
-            await svc.redis.hdel(claims, run_id)
+            await marks.unclaim(run_id)
         deadline = time.monotonic() + wait_s
-        while not await svc.redis.exists(keys.learned(run_id)):
+        while not await marks.recorded(run_id):
             if time.monotonic() >= deadline:
                 return False
             await asyncio.sleep(0.05)
@@ -187,33 +181,27 @@ async def learn(
         if run.cohort is not None and run.started_at is not None:
             await after_run(library or await svc.library(), run, await _run_agents(svc, run))
     except Exception:
-        await svc.redis.sadd(ended, run_id)  # for the next try
-        await svc.redis.hdel(claims, run_id)
+        await marks.put_back(run_id)  # for the next try
         raise
-    async with svc.redis.pipeline(transaction=True) as pipe:
-        pipe.set(keys.learned(run_id), "1", ex=_LEARNED_TTL_S)
-        pipe.hdel(claims, run_id)
-        await pipe.execute()
+    await marks.done(run_id, _LEARNED_TTL_S)
     return True
 
 
 async def requeue_stale(svc: Services, older_than_s: float = _CLAIM_S) -> int:
     """Put back the runs whose recording a process claimed and never finished (it died)."""
-    claims = svc.store.keys.learning_claims()
-    raw: Any = await svc.redis.hgetall(claims)
-    stale = [r for r, at in raw.items() if time.time() - float(at) > older_than_s]
+    marks = _marks(svc)
+    claims = await marks.claims()
+    stale = [r for r, at in claims.items() if time.time() - at > older_than_s]
     for run_id in stale:
-        if await svc.redis.hdel(claims, run_id):
-            await svc.redis.sadd(svc.store.keys.ended_runs(), run_id)
+        await marks.requeue(run_id)
     return len(stale)
 
 
 async def learn_ended(svc: Services) -> int:
     """Record the outcome of runs that ended (a batch); how many this process recorded."""
     await requeue_stale(svc)
-    ended: Any = await svc.redis.srandmember(svc.store.keys.ended_runs(), _BATCH)
     learned = 0
-    for run_id in ended or ():
+    for run_id in await _marks(svc).some_waiting(_BATCH):
         try:
             learned += await learn(svc, run_id)
         except Exception:
