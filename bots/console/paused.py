@@ -1,14 +1,18 @@
 """A run paused at its budget, in the console: the person extends it (by how much:
-asked, with the configured default) or stops it, through ``core.runs.budget``."""
+asked, with the configured default) or stops it, through the people room
+(``core.runs.people``: who may, and the run still paused, are its rules)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from bots.console.person import ConsoleWho
 from bots.console.text import escape
-from core.runs.budget import extend_run, stop_run
+from core.runs import people
+from core.runs.outcomes import Refused
 from core.services import Services
 from core.types.events import BudgetReached
+from core.types.people import Person
 
 EXTEND = {"", "e", "extend"}
 STOP = {"s", "stop"}
@@ -17,9 +21,10 @@ STOP = {"s", "stop"}
 class PausedBudget:
     """The pause the run is in (if any) and what the person's next line means for it."""
 
-    def __init__(self, svc: Services, by: str, say: Callable[[str], None]) -> None:
+    def __init__(self, svc: Services, person: Person, say: Callable[[str], None]) -> None:
         self.svc = svc
-        self.by = by
+        self.person = person
+        self.who = ConsoleWho(person)
         self.say = say
         self.run_id = ""
         self.pause: BudgetReached | None = None
@@ -62,18 +67,21 @@ class PausedBudget:
             self.offer(pause)
 
     async def _extend(self, pause: BudgetReached, amount: float) -> None:
-        step = await extend_run(
+        done = await people.extend(
             self.svc,
             self.run_id,
-            self.by,
+            self.person,
+            who=self.who,
             tokens=int(amount) if pause.what == "tokens" else None,
             cost_usd=amount if pause.what == "cost" else None,
             wall_clock_s=amount if pause.what == "wall_clock" else None,
         )
         self.extending = False
-        if step.ok:
+        if isinstance(done, Refused):
+            self.say(f"  [red]{escape(done.reason)}[/]")
+        else:
             self.pause = None
-            budget = step.run.budget
+            budget = done.run.budget
             now = (
                 f" (now {budget.tokens} tokens · ${budget.cost_usd:.2f} · "
                 f"{budget.wall_clock_s:.0f} s)"
@@ -81,18 +89,16 @@ class PausedBudget:
                 else ""
             )
             self.say(f"  [green]▶ extended by {escape(_said(pause.what, amount))}{now}[/]")
-        else:
-            self.say(f"  [red]not extended: {escape(step.reason)}[/]")
 
     async def stop(self) -> None:
         """End the run with the results so far (``budget.stop_run``)."""
-        step = await stop_run(self.svc, self.run_id, self.by)
+        done = await people.stop(self.svc, self.run_id, self.person, who=self.who)
         self.extending = False
-        if step.ok:
+        if isinstance(done, Refused):
+            self.say(f"  [red]{escape(done.reason)}[/]")
+        else:
             self.pause = None
             self.say("  [yellow]■ stopped at the budget, with the results so far[/]")
-        else:
-            self.say(f"  [red]not stopped: {escape(step.reason)}[/]")
 
 
 def _unit(pause: BudgetReached) -> str:

@@ -12,6 +12,7 @@ from rich.prompt import Prompt
 from bots.console import proposal
 from bots.console.lines import Lines
 from bots.console.logs import FileLogs
+from bots.console.person import console_person
 from bots.console.session import RunConsole
 from bots.console.text import escape
 from bots.console.thread import ConsoleThread
@@ -21,7 +22,7 @@ from core.library import Library
 from core.planning import plan
 from core.process import wiring
 from core.process.embedded import embedded_services, run_proposal
-from core.runs import learning
+from core.runs import learning, people
 from core.runs.approval import Approve, Decision, ProposalView
 from core.runs.control import start_run
 from core.runs.edits import AgentEdit, Edit, EditProblem, apply_edit
@@ -38,6 +39,7 @@ class RunTask:
     def __init__(self, console: Console, thread: ConsoleThread, lines: Lines, *, yes: bool) -> None:
         self.console, self.thread, self.lines, self.yes = console, thread, lines, yes
         self.stream = lines.prompt_stream()
+        self.person = console_person()
 
     def asked(self, question: str) -> str:
         """The answer to ``question`` ("" once the input ended: skipped)."""
@@ -107,7 +109,8 @@ class RunTask:
         if final.status is RunStatus.COMPLETED:
             stars = await asyncio.to_thread(self.asked, "Rate the result 1-5 (enter: skip)")
             if stars.strip() in {"1", "2", "3", "4", "5"}:
-                await learning.rate(svc, final, stars=int(stars))
+                rated = await people.rate(svc, final.id, self.person, stars=int(stars))
+                self.console.print(f"[dim]{escape(rated.line)}[/]")
         name = (await asyncio.to_thread(self.asked, "Save this cohort as (enter: skip)")).strip()
         if name:
             await learning.save_as(library, final, name)
@@ -134,17 +137,20 @@ async def run_task(
     logs.quiet_litellm()  # litellm adds its own stderr handlers when it loads
     async with embedded_services(settings, llm) as svc:
         thread.attach(svc)  # the run's files and budget figures, from its services
-        runner = RunConsole(svc, console, thread, lines, hold_empty=not sys.stdin.isatty())
+        person = flow.person
+        interactive = sys.stdin.isatty()
+        runner = RunConsole(svc, console, thread, lines, person=person, hold_empty=not interactive)
         library = await svc.library()
         designed = await flow.design(svc, task, cohort, library)
         if isinstance(designed, AgentSpec):
-            return await runner.follow(await start_run(svc, task, designed))
+            return await runner.follow(await start_run(svc, task, designed, requested_by=person.id))
         final = await run_proposal(
             svc,
             task,
             designed,
             lambda view: flow.decide(svc, view),
             on_message=lambda text: console.print(escape(text)),
+            requested_by=person.id,
             library=library,
             follow_run=runner.follow,
         )

@@ -3,11 +3,11 @@
 What the person types while the run works, one line at a time (the console's counterpart
 of a reply in the run's Slack thread; the same core functions):
 
-* ``c`` or ``cancel`` cancels the run (``control.cancel_run``), as does a first Ctrl-C; a
+* ``c`` or ``cancel`` cancels the run (``people.cancel``), as does a first Ctrl-C; a
   second Ctrl-C quits at once;
-* with an agent's question open, the line is its answer (``questions.answer_question``);
+* with an agent's question open, the line is its answer (``people.reply``);
 * with the run paused at its budget, ``e`` extends it (by how much is asked next; enter
-  takes the default, config [humans]) and ``s`` stops it (``core.runs.budget``);
+  takes the default, config [humans]) and ``s`` stops it (``people.extend``, ``stop``);
 * a line typed when nothing is asked is kept for the next thing that is: a question,
   the budget, or the rating after the run. So answers piped in ahead of time are taken
   in order, whenever the run gets to ask.
@@ -29,10 +29,11 @@ from rich.console import Console
 
 from bots.console.lines import Lines
 from bots.console.paused import PausedBudget
+from bots.console.person import ConsoleWho, console_person
 from bots.console.text import escape
 from bots.console.thread import ConsoleThread
-from core.agent.questions import answer_question
-from core.runs.control import cancel_run
+from core.runs import people
+from core.runs.outcomes import NotDelivered, Refused
 from core.services import Services
 from core.state.event_hub import follow_events
 from core.types.events import (
@@ -43,6 +44,7 @@ from core.types.events import (
     RunFinished,
     RunStatusChanged,
 )
+from core.types.people import Person
 from core.types.run import RunState, RunStatus
 
 CANCEL = {"c", "cancel"}
@@ -62,17 +64,18 @@ class RunConsole:
         thread: ConsoleThread,
         lines: Lines,
         *,
-        by: str = "console",
+        person: Person | None = None,
         hold_empty: bool = False,
     ) -> None:
         self.svc = svc
         self.console = console
         self.thread = thread
         self.lines = lines
-        self.by = by
+        self.person = person or console_person()
+        self.who = ConsoleWho(self.person)
         self.run_id = ""
         self.questions: dict[str, QuestionAsked] = {}
-        self.budget = PausedBudget(svc, by, self.say)
+        self.budget = PausedBudget(svc, self.person, self.say)
         self.input_ended = False
         # Lines typed when nothing was asked, for the next thing that is.
         self.held: deque[str] = deque()
@@ -189,10 +192,10 @@ class RunConsole:
     async def _answer(self, text: str) -> None:
         """Answer the oldest open question (its agent wakes with the answer)."""
         qid = next(iter(self.questions))
-        step = await answer_question(self.svc, self.run_id, text, by=self.by, question_id=qid)
+        said = await people.reply(self.svc, self.run_id, text, self.person)
         self.questions.pop(qid, None)  # answered here, or closed already
-        if not step.ok:
-            self.say(f"  [red]not delivered: {escape(step.reason)}[/]")
+        if isinstance(said, NotDelivered):
+            self.say(f"  [red]{escape(said.hint)}[/]")
             if self.questions:
                 return
             self.held.appendleft(text)
@@ -209,12 +212,12 @@ class RunConsole:
             self.say("  [dim]already cancelling…[/]")
             return
         self.cancelled = True
-        step = await cancel_run(self.svc, self.run_id, self.by)
-        if step.ok:
-            self.say("  [yellow]Cancelling: every agent stops within one turn…[/]")
-        else:
+        done = await people.cancel(self.svc, self.run_id, self.person, who=self.who)
+        if isinstance(done, Refused):
             self.cancelled = False
-            self.say(f"  [red]not cancelled: {escape(step.reason)}[/]")
+            self.say(f"  [red]{escape(done.reason)}[/]")
+        else:
+            self.say("  [yellow]Cancelling: every agent stops within one turn…[/]")
 
     # -- Ctrl-C and the spinner ----------------------------------------------------------------
 
