@@ -43,7 +43,7 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
     # The model called directly: turns run here, not on workers beside a call keeper.
     svc = build_services(settings, scheduler, llm=llm if llm is not None else build_llm(settings))
     if settings.redis.embedded:  # the library's entries and names outlive the process
-        await load_library(settings, svc.redis)
+        await load_library(settings, svc.store)
     await start_tools(svc)
     scheduler.start(lambda job: handle(svc, job))
     stop = asyncio.Event()
@@ -62,7 +62,7 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
 
 async def _keep_library(settings: Settings, svc: Services) -> None:
     try:
-        await save_library(settings, svc.redis)
+        await save_library(settings, svc.store)
     except Exception:  # the run's outcome is shown already; say why the library is not kept
         log.exception("keeping the library's entries in %s failed", records_path(settings))
 

@@ -2,7 +2,7 @@
 
 The library keeps its vectors in the index (a folder on disk with the local backend)
 and its entries — each spec or cohort, its track record, and the names people saved
-them under — in Redis (``{prefix}:library:*``; see ``core.library.library``). In
+them under — in Redis (``keys.library()``; see ``core.library.library``). In
 embedded mode that Redis is in the process and dies with it: a name given to a cohort at
 the end of one ``caramba run`` was unknown to the next (``--cohort NAME``), and the index
 found entries that were gone. So in embedded mode those keys are written to
@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from core.config import Settings
+from core.state.keys import Keys
+from core.state.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +34,11 @@ def records_path(settings: Settings) -> Path:
 
 
 def _pattern(settings: Settings) -> str:
-    return f"{settings.redis.key_prefix}:library:*"
+    return Keys(settings.redis.key_prefix).library() + ":*"
 
 
-async def load_library(settings: Settings, redis: Any) -> int:
-    """Put the saved library keys into ``redis``; how many keys were loaded."""
+async def load_library(settings: Settings, store: Store) -> int:
+    """Put the saved library keys into the store's Redis; how many keys were loaded."""
     path = records_path(settings)
     try:
         saved: dict[str, Any] = json.loads(path.read_text("utf-8"))
@@ -45,34 +47,13 @@ async def load_library(settings: Settings, redis: Any) -> int:
     except (OSError, ValueError):
         log.warning("the library's records in %s are unreadable; starting without them", path)
         return 0
-    async with redis.pipeline(transaction=True) as pipe:
-        for key, (kind, value) in saved.get("keys", {}).items():
-            pipe.delete(key)
-            if kind == "hash" and value:
-                pipe.hset(key, mapping=value)
-            elif kind == "set" and value:
-                pipe.sadd(key, *value)
-            elif kind == "string":
-                pipe.set(key, value)
-        await pipe.execute()
-    return len(saved.get("keys", {}))
+    return await store.restore_keys(saved.get("keys", {}))
 
 
-async def save_library(settings: Settings, redis: Any) -> int:
-    """Write the library keys of ``redis`` to the records file (atomically); how many."""
-    keys: dict[str, tuple[str, Any]] = {}
-    async for key in redis.scan_iter(match=_pattern(settings), count=500):
-        if await redis.ttl(key) >= 0:  # a lock or a claim: nothing to keep
-            continue
-        kind = await redis.type(key)
-        if kind == "hash":
-            keys[key] = ("hash", await redis.hgetall(key))
-        elif kind == "set":
-            keys[key] = ("set", sorted(await redis.smembers(key)))
-        elif kind == "string":
-            keys[key] = ("string", await redis.get(key))
-        else:
-            log.warning("not keeping library key %s of type %s", key, kind)
+async def save_library(settings: Settings, store: Store) -> int:
+    """Write the library keys of the store's Redis to the records file (atomically); how
+    many (a lock or a claim, which expires, is not kept)."""
+    keys = await store.dump_keys(_pattern(settings))
     path = records_path(settings)
     if not keys and not path.exists():
         return 0

@@ -22,6 +22,7 @@ from redis.exceptions import WatchError
 
 from core import telemetry
 from core.errors import RunError, UsageError
+from core.state import snapshot
 from core.state.event_log import EventLog
 from core.state.intents import IntentQueue
 from core.state.keeper_channel import KeeperChannel
@@ -76,6 +77,13 @@ class Store:
     async def ping(self) -> None:
         """Raise when Redis does not answer (a process checks it once as it starts)."""
         await self.redis.ping()
+
+    async def dump_keys(self, pattern: str) -> snapshot.Saved:
+        """The keys matching ``pattern`` that do not expire (``core.state.snapshot``)."""
+        return await snapshot.dump(self.redis, pattern)
+
+    async def restore_keys(self, saved: snapshot.Saved) -> int:
+        return await snapshot.restore(self.redis, saved)
 
     # --- events (the event log's; kept here for the callers that write through the store)
 

@@ -21,6 +21,8 @@ from core.library.pinecone_index import PineconeIndex
 from core.library.search import fuse
 from core.library.upgrade import ensure_lexical
 from core.process.embedded_library import load_library, save_library
+from core.state.keys import Keys
+from core.state.store import Store
 from core.types import AgentSpec
 from tests.conftest import make_settings
 from tests.fakes.pinecone_server import FakePinecone
@@ -179,9 +181,10 @@ async def test_embedded_mode_keeps_the_statistics_between_processes(
     library = _library(redis)
     await library.save_agent(RECONCILER)
     before = await library.lexical.stats("agent", ["bank"])
-    await save_library(settings, redis)
+    keys = Keys(settings.redis.key_prefix)
+    await save_library(settings, Store(redis, keys, 1000))
     fresh = fakeredis.FakeAsyncRedis(decode_responses=True)
-    await load_library(settings, fresh)
+    await load_library(settings, Store(fresh, keys, 1000))
     again = _library(fresh)
     assert await again.lexical.stats("agent", ["bank"]) == before
     assert before["prompt"].df == {"bank": 1}
