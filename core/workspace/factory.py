@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from redis.asyncio import Redis
-
 from core.config import Settings
+from core.state.client import Client
 from core.state.keys import Keys
 from core.workspace.base import Workspace, WorkspaceCaps
 from core.workspace.local_store import LocalWorkspace
 from core.workspace.redis_store import RedisWorkspace
 
 
-def open_workspace(settings: Settings, redis: Redis) -> Workspace:
+def open_workspace(settings: Settings, redis: Client) -> Workspace:
     """Redis whenever ``redis.url`` is set (or ``workspace.backend = "redis"``), else the
     local folder ``workspace.dir``."""
     ws = settings.workspace
