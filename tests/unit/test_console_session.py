@@ -20,6 +20,7 @@ from core.llm.scripted import Reply, ScriptedModel, call
 from core.process.demo_reading import called, delivered
 from core.runs import control
 from core.types import AgentSpec
+from core.types.people import Person
 from core.types.run import RunBudget, RunState, RunStatus
 from tests.conftest import make_settings
 
@@ -42,21 +43,25 @@ def helper(r: LLMRequest) -> Reply:
 class Session:
     """A run of the helper followed by a console, with the lines to type and the output."""
 
-    def __init__(self, make_services: Any, task: str, *, cost: float = 0.0) -> None:
+    def __init__(
+        self, make_services: Any, task: str, *, cost: float = 0.0, person: Person | None = None
+    ) -> None:
         self.model = ScriptedModel(responder=helper, cost_per_call_usd=cost)
         self.svc = make_services(make_settings(), self.model)
         self.out = io.StringIO()
         console = Console(file=self.out, force_terminal=False, width=200)
         self.lines = Lines()
-        self.console = RunConsole(self.svc, console, ConsoleThread(console), self.lines)
+        thread = ConsoleThread(console)
+        self.console = RunConsole(self.svc, console, thread, self.lines, person=person)
         self.task = task
 
-    async def start(self, budget: RunBudget | None = None) -> asyncio.Task[RunState]:
+    async def start(
+        self, budget: RunBudget | None = None, *, by: str = "console"
+    ) -> asyncio.Task[RunState]:
         spec = AgentSpec(name="Helper", role="orchestrator", tools=TOOLS)
-        run_id = await control.propose_run(
-            self.svc, self.task, spec, requested_by="console", budget=budget
-        )
-        assert (await control.approve_run(self.svc, run_id, "console")).ok
+        svc = self.svc
+        run_id = await control.propose_run(svc, self.task, spec, requested_by=by, budget=budget)
+        assert (await control.approve_run(svc, run_id, by)).ok
         return asyncio.create_task(self.console.follow(run_id))
 
     async def until(self, done: Callable[[], bool]) -> None:
@@ -105,6 +110,34 @@ async def test_c_cancels_the_run_through_core(make_services) -> None:
     assert final.history[-1].by == "console"
     assert "Cancelling: every agent stops within one turn" in s.printed
     assert "cancelled ·" in s.printed and "The run was cancelled." in s.printed
+
+
+async def test_the_cancel_names_the_person_at_the_terminal(make_services) -> None:
+    """Through the people room: runs record the id, people read the name."""
+    s = Session(make_services, "ask me", person=Person(id="console", name="Ana"))
+    following = await s.start()
+    await s.until(lambda: bool(s.console.questions))
+    s.lines.put("c")
+    final = await asyncio.wait_for(following, 10)
+    assert final.status is RunStatus.CANCELLED and final.history[-1].by == "console"
+    assert "cancelled by Ana" in s.printed  # the run's end, in its result
+
+
+async def test_a_run_someone_else_asked_for_is_not_cancelled_from_the_console(
+    make_services,
+) -> None:
+    """The people room's rule: only the requester (or an approver) decides about a run."""
+    s = Session(make_services, "ask me")
+    following = await s.start(by="U0ALICE")
+    await s.until(lambda: bool(s.console.questions))
+    s.lines.put("c")
+    await s.until(lambda: "who asked" in s.printed)
+    assert "Only U0ALICE, who asked, or one of the approvers" in s.printed
+    assert (await s.svc.store.get_run(s.console.run_id)).status is RunStatus.WAITING_HUMAN
+    assert not s.console.cancelled
+    s.lines.put("Porto")
+    final = await asyncio.wait_for(following, 10)
+    assert final.status is RunStatus.COMPLETED
 
 
 async def test_a_first_ctrl_c_cancels_and_a_second_quits(make_services) -> None:
