@@ -20,8 +20,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from kombu.exceptions import OperationalError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from core.config import Settings
 from core.process.background import run_background
@@ -30,6 +28,7 @@ from core.process.tools_start import start_tools, stop_tools
 from core.process.wiring import build_services
 from core.scheduler.base import Scheduler, TurnJob, TurnOutcome
 from core.services import Services
+from core.state.client import TimedOut, Unreachable
 from tasks.chain import CURRENT, Chain
 from tasks.ledger import sweep_interval_s
 from tasks.loop import LoopThread
@@ -45,7 +44,7 @@ log = logging.getLogger(__name__)
 ServicesFactory = Callable[[Settings, Scheduler], Services]
 
 # What a Redis (or broker) that is restarting raises.
-UNAVAILABLE = (RedisConnectionError, RedisTimeoutError, OperationalError, OSError)
+UNAVAILABLE = (Unreachable, TimedOut, OperationalError, OSError)
 _RESTART_DELAY_S = 1.0
 
 
@@ -90,7 +89,7 @@ class WorkerRuntime:
         scheduler = CeleryScheduler(self.app, self.settings)
         try:
             svc = self._factory(self.settings, scheduler)
-            await svc.redis.ping()  # fail at start-up, not on the first turn
+            await svc.store.ping()  # fail at start-up, not on the first turn
             # MCP servers' sessions, on this loop (the turns' loop), for the process's life.
             await start_tools(svc)
         except BaseException:

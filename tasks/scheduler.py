@@ -19,10 +19,10 @@ import concurrent.futures
 import uuid
 from typing import TYPE_CHECKING
 
-from redis import Redis
-
 from core.config import Settings
 from core.scheduler.base import TurnJob
+from core.state.keys import Keys
+from core.state.ledger import LedgerSets, SyncClient, broker_queue_length
 from tasks.chain import CURRENT
 from tasks.ledger import Holdings, TurnLedger
 
@@ -38,7 +38,7 @@ _PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 def broker_key_prefix(settings: Settings) -> str:
     """kombu's ``global_keyprefix``: every broker key of a deployment is under it, so that
     deployments (and test runs) sharing one Redis database never see each other's tasks."""
-    return f"{settings.redis.key_prefix}:celery:"
+    return Keys(settings.redis.key_prefix).celery_broker()
 
 
 class CeleryScheduler:
@@ -59,7 +59,7 @@ class CeleryScheduler:
         self._lease_executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="caramba-lease"
         )
-        self._broker: Redis | None = None
+        self._broker: SyncClient | None = None
         self.published = 0
 
     def publish(self, job: TurnJob) -> str:
@@ -168,12 +168,9 @@ class CeleryScheduler:
         """No message of the turn queue waits in the broker (LLEN of its Redis lists)."""
         if self._broker is None:
             url = self.settings.celery.broker_url or self.settings.redis.url
-            self._broker = Redis.from_url(url)
+            self._broker = LedgerSets.client(url)
         base = broker_key_prefix(self.settings) + self.queue
-        pipe = self._broker.pipeline(transaction=False)
-        for suffix in _PRIORITY_SUFFIXES:
-            pipe.llen(base + suffix)
-        return sum(int(n) for n in pipe.execute()) == 0
+        return broker_queue_length(self._broker, [base + s for s in _PRIORITY_SUFFIXES]) == 0
 
     async def aclose(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.close)

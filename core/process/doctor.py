@@ -17,7 +17,7 @@ from core.process.doctor_slack import check_slack
 from core.process.doctor_types import Check, Level
 from core.process.doctor_web import check_web_ui
 from core.prompts import PromptLibrary
-from core.state.reach import redis_problem, shown_url
+from core.state.reach import redis_problem, redis_version, shown_url
 
 
 async def run_checks(settings: Settings) -> list[Check]:
@@ -92,21 +92,15 @@ async def _check_redis(settings: Settings) -> Check:
             "redis.url is empty: embedded mode (in-process, nothing survives a restart)",
             "export CARAMBA_REDIS__URL=redis://127.0.0.1:6379/0 for production",
         )
-    from redis.asyncio import Redis
-
     shown = shown_url(settings.redis.url)  # its password is never printed
     problem = await redis_problem(settings.redis.url)
     if problem is not None:
         detail = str(problem).removesuffix(f" — {problem.hint}")
         return Check("redis", Level.FAIL, detail, problem.hint)
-    client = Redis.from_url(settings.redis.url, socket_connect_timeout=2, socket_timeout=2)
     try:
-        info = await client.info("server")
+        version = await redis_version(settings.redis.url)
     except Exception as exc:
         return Check("redis", Level.FAIL, f"{shown} answers but not to INFO: {exc}", "")
-    finally:
-        await client.aclose()
-    version = str(info.get("redis_version", "?"))
     if tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) < (6, 2):
         return Check(
             "redis", Level.FAIL, f"Redis {version} lacks XAUTOCLAIM", "use Redis 6.2 or newer"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from core.config import Settings
 from core.process.doctor_types import Check, Level
 from core.state.keys import Keys
+from core.state.reach import keeper_alive
 
 
 async def check_keeper(settings: Settings) -> Check | None:
@@ -20,19 +21,11 @@ async def check_keeper(settings: Settings) -> Check | None:
             "the call again",
             "set llm.keeper = true (the default); caramba worker then runs one per host",
         )
-    from redis.asyncio import Redis
-
-    client = Redis.from_url(
-        settings.redis.url, socket_connect_timeout=2, socket_timeout=2, decode_responses=True
-    )
     try:
-        raw = await client.get(Keys(settings.redis.key_prefix).llm_keepers())
+        name = await keeper_alive(settings.redis.url, Keys(settings.redis.key_prefix))
     except Exception:
         return None  # the redis row already says why
-    finally:
-        await client.aclose()
-    if raw:
-        name = raw.decode() if isinstance(raw, bytes) else raw
+    if name:
         return Check("call keeper", Level.OK, f"on: {name} is alive")
     return Check(
         "call keeper",

@@ -232,3 +232,7 @@ class Keys:
     def celery_ledger_held(self) -> str:
         """Sorted set: the turn jobs a worker holds, scored by when its hold lapses."""
         return f"{self.celery_ledger()}:held"
+
+    def celery_broker(self) -> str:
+        """kombu's ``global_keyprefix``: every broker key of the deployment starts with it."""
+        return f"{self.prefix}:celery:"

@@ -1,6 +1,9 @@
 """Is the Redis of ``redis.url`` there? Asked once when a process starts, so that a Redis
 that is not running is said in one line with what to do, at once, instead of as a
-traceback after the client's retries."""
+traceback after the client's retries; and what ``caramba doctor`` asks a Redis (its
+version, a call keeper's heartbeat) on a client of its own, closed at once.
+
+Part of the state room, the only room that speaks Redis commands (``core.state``)."""
 
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ from redis.exceptions import AuthenticationError, RedisError
 from redis.retry import Retry
 
 from core.errors import ConfigError
+from core.state.keeper_channel import KeeperChannel
+from core.state.keys import Keys
 
 _WHERE = "CARAMBA_REDIS__URL (or [redis] url in config.toml)"
 
@@ -65,3 +70,26 @@ def _reason(exc: BaseException) -> str:
             return "no answer"
         seen = seen.__cause__ or seen.__context__
     return str(exc).strip() or type(exc).__name__
+
+
+async def redis_version(url: str, timeout_s: float = 2.0) -> str:
+    """The version the Redis at ``url`` reports (``INFO server``); raises if it does
+    not answer."""
+    client = Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
+    try:
+        info = await client.info("server")
+    finally:
+        await client.aclose()
+    return str(info.get("redis_version", "?"))
+
+
+async def keeper_alive(url: str, keys: Keys, timeout_s: float = 2.0) -> str | None:
+    """The name of a call keeper whose heartbeat is on in the Redis at ``url``, if any;
+    raises if Redis does not answer."""
+    client = Redis.from_url(
+        url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s, decode_responses=True
+    )
+    try:
+        return await KeeperChannel(client, keys).alive()
+    finally:
+        await client.aclose()
