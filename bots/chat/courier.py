@@ -9,9 +9,10 @@ its latest content whenever the platform shows an older one.
 
 A call that fails is tried again with exponential back-off (capped at the platform's
 ``outbox_retry_max_s``; a 429 waits at least its Retry-After) while the failure is the
-platform's (unreachable, 5xx, rate-limited); the platform refusing the call itself drops
-it (or posts its fallback). An entry still undelivered ``outbox_max_age_s`` after it was
-queued is dropped, and the log says which run lost what.
+platform's (unreachable, 5xx, rate-limited). A message the platform refuses is shown
+another way (``bots.chat.fallbacks``), each refusal a WARNING with the platform's words;
+only when every way is refused is it dropped, with an ERROR and a note in the platform's
+drops — as is an entry still undelivered ``outbox_max_age_s`` after it was queued.
 
 Delivered once: an entry is removed right after its call succeeded. A crash (or Redis
 failing) between the two leaves it queued, and the next courier sends it again: that
@@ -31,6 +32,7 @@ import time
 from collections.abc import AsyncIterator
 
 from bots.chat.busy import Busy, stop_if_cancelled
+from bots.chat.fallbacks import AS_RENDERED, IN_THE_CHANNEL, ONCE_MORE, Ladder, Way, ways
 from bots.chat.outbox import GONE, Entry, Head, Outbox, Status
 from bots.chat.ports import Adapter, Failure, Place
 from bots.chat.streams import Streamer
@@ -64,6 +66,8 @@ class Courier:
         # Set when the relay queued something (or ended): look at the outbox again.
         self.wake = asyncio.Event()
         self.failures = 0  # of the call at hand, in a row
+        # How far down its fallbacks the message at hand has gone (bots.chat.fallbacks).
+        self.ladder = Ladder()
 
     async def run(self, ended: asyncio.Event) -> None:
         """Deliver until ``ended`` is set and everything is delivered (or dropped)."""
@@ -93,9 +97,11 @@ class Courier:
             return await self._update(status)
         age = time.time() - entry.at
         if age > self.max_age_s:
-            self._lost(entry.what, age, entry.text)
+            await self._lost(entry.what, age, entry.text)
             await self._give_up(entry, raw, status)
             return 0.0
+        if entry.kind in ("post", "status", "update") and not entry.instead:
+            return await self._show(entry, raw, status)
         if entry.kind == "stream" and not isinstance(self.transport, Streamer):
             await self._give_up(entry, raw, status)  # posted as usual instead
             return 0.0
@@ -109,17 +115,34 @@ class Courier:
                 uploading and failure.answered and self.failures + 1 >= UPLOAD_TRIES
             ):
                 return self._retry(entry.what, failure)
-            log.error(
-                "run %s: %s refused the %s (%s); %s",
-                self.run_id,
-                self.platform,
-                entry.what,
-                failure.why,
-                "posting its fallback" if entry.instead else "dropped",
-            )
+            if entry.instead:
+                self._refused(entry.what, failure, "posting its own fallback")
+            else:
+                await self._drop(entry.what, failure, entry.text)
             await self._give_up(entry, raw, status)
             return 0.0
         self._delivered(entry.what)
+        await self._done(entry, raw, status, message_id)
+        return 0.0
+
+    async def _show(self, entry: Entry, raw: str, status: Status) -> float:
+        """Post (or edit) ``entry``'s message the best way the platform takes."""
+        if entry.kind == "status":
+            text, payload = status.text, status.payload
+        else:
+            text, payload = entry.text, entry.payload
+        edit = entry.message if entry.kind == "update" else None
+        shown = await self._through(entry.id, entry.what, ways(self.place, text, payload, edit))
+        if isinstance(shown, float):
+            return shown
+        if shown is None:
+            await self._give_up(entry, raw, status)
+        else:
+            await self._done(entry, raw, status, shown)
+        return 0.0
+
+    async def _done(self, entry: Entry, raw: str, status: Status, message_id: str) -> None:
+        """``entry`` is delivered (``message_id``: the message it posted): remove it."""
         if entry.kind == "status":
             await self.outbox.sent(self.run_id, raw, ts=message_id, version=status.version)
         elif entry.then:
@@ -128,7 +151,36 @@ class Courier:
             await self.outbox.sent(self.run_id, raw)
         # Only once the entry is gone: a crash before this finds the upload done.
         await self._forget(entry)
-        return 0.0
+
+    async def _through(self, key: str, what: str, options: list[Way]) -> str | float | None:
+        """One try down ``options`` for message ``key``: the id of the message showing it,
+        how long to wait before the next try, or None: every way was refused (dropped)."""
+        way = self.ladder.at(key, options)
+        try:
+            async with self._calling():
+                message_id = await way.show(self.transport)
+        except Exception as exc:
+            failure = self.transport.classify(exc)
+            if failure.retry:
+                return self._retry(what, failure)
+            self.failures = 0
+            then = self.ladder.down(options)
+            if then is None:
+                await self._drop(what, failure, way.text)
+                return None
+            self._refused(what, failure, f"trying it {then.how}")
+            # Once more after a pause; the plainer ways at once.
+            return FIRST_RETRY_S if then.how == ONCE_MORE else 0.0
+        self.ladder.reset()
+        self._delivered(what if way.how == AS_RENDERED else f"{what} ({way.how})")
+        if way.how == IN_THE_CHANNEL and way.place != self.place:
+            self._log(
+                logging.WARNING,
+                "its %s thread refuses posts; posting in the channel now",
+                self.platform,
+            )
+            self.place = way.place
+        return message_id
 
     async def _send(self, entry: Entry, status: Status) -> str:
         """Deliver ``entry``; the id of the message it posted (if it posted one)."""
@@ -143,33 +195,31 @@ class Courier:
                 raise ValueError(f"the {entry.what} has no file")
             await transport.upload(place, entry.file)
             return ""
+        if entry.kind == "update":
+            await transport.update(place, entry.message, entry.text, entry.payload)
+            return ""
         if entry.kind == "status":
             return await transport.post(place, status.text, status.payload)
         return await transport.post(place, entry.text, entry.payload)
 
     async def _update(self, status: Status) -> float:
-        """Show the status message's latest content."""
+        """Show the status message's latest content (in a new message if the platform
+        refuses the edit for good: the status message lives on there)."""
         age = time.time() - status.at
         if age > self.max_age_s:
-            self._lost("status message's update", age, status.text)
+            await self._lost("status message's update", age, status.text)
             self.failures = 0
             await self.outbox.shown(self.run_id, status.version)
             return 0.0
         assert status.ts is not None  # stale: posted
-        try:
-            async with self._calling():
-                await self.transport.update(self.place, status.ts, status.text, status.payload)
-        except Exception as exc:
-            failure = self.transport.classify(exc)
-            if failure.retry:
-                return self._retry("status message's update", failure)
-            log.error(
-                "run %s: %s refused the status update (%s)", self.run_id, self.platform, failure.why
-            )
-            self.failures = 0
+        options = ways(self.place, status.text, status.payload, status.ts)
+        shown = await self._through("status", "status message's update", options)
+        if isinstance(shown, float):
+            return shown
+        if shown != status.ts:  # posted anew, or given up (None: refused every way)
+            await self.outbox.moved(self.run_id, shown or GONE, status.version)
         else:
-            self._delivered("status message's update")
-        await self.outbox.shown(self.run_id, status.version)
+            await self.outbox.shown(self.run_id, status.version)
         return 0.0
 
     async def _forget(self, entry: Entry) -> None:
@@ -194,37 +244,42 @@ class Courier:
         # Jitter: the couriers of many runs do not all come back at once after an outage.
         delay = max(back_off * random.uniform(0.75, 1.0), failure.wait_s)
         level = logging.WARNING if self.failures == 1 else logging.DEBUG
-        log.log(
-            level,
-            "run %s: the %s did not reach %s (%s); try %d again in %.1f s",
-            self.run_id,
-            what,
-            self.platform,
-            failure.why,
-            self.failures + 1,
-            delay,
-        )
+        how = f"({failure.why}); try {self.failures + 1} again in {delay:.1f} s"
+        self._log(level, "the %s did not reach %s %s", what, self.platform, how)
         return delay
 
     def _delivered(self, what: str) -> None:
         if self.failures:
             tries = self.failures + 1
-            log.info(
-                "run %s: the %s reached %s after %d tries", self.run_id, what, self.platform, tries
-            )
+            self._log(logging.INFO, "the %s reached %s after %d tries", what, self.platform, tries)
         self.failures = 0
 
-    def _lost(self, what: str, age: float, text: str) -> None:
-        log.error(
-            "run %s: the %s was not delivered to %s within outbox_max_age_s "
-            "(%.0f s, queued %.0f s ago); dropped: %.200r",
-            self.run_id,
-            what,
-            self.platform,
-            self.max_age_s,
-            age,
-            text,
+    def _refused(self, what: str, failure: Failure, then: str) -> None:
+        self._log(
+            logging.WARNING, "%s refused the %s (%s); %s", self.platform, what, failure.why, then
         )
+
+    async def _drop(self, what: str, failure: Failure, text: str) -> None:
+        """Every way of showing it was refused: the log says which run lost what, and the
+        platform's drops note it."""
+        self._log(
+            logging.ERROR,
+            "%s refused the %s in every way (last: %s); dropped: %.200r",
+            *(self.platform, what, failure.why, text),
+        )
+        await self.outbox.dropped(self.run_id, what, failure.why)
+
+    async def _lost(self, what: str, age: float, text: str) -> None:
+        self._log(
+            logging.ERROR,
+            "the %s was not delivered to %s within outbox_max_age_s (%.0f s, queued %.0f s "
+            "ago); dropped: %.200r",
+            *(what, self.platform, self.max_age_s, age, text),
+        )
+        await self.outbox.dropped(self.run_id, what, "not delivered within outbox_max_age_s")
+
+    def _log(self, level: int, text: str, *args: object) -> None:
+        log.log(level, "run %s: " + text, self.run_id, *args)
 
     @contextlib.asynccontextmanager
     async def _calling(self) -> AsyncIterator[None]:

@@ -29,6 +29,11 @@ class ChatKeys:
     def outbox_status(self, run_id: str) -> str:
         return f"{self.prefix}:outbox:{run_id}:status"
 
+    @property
+    def drops(self) -> str:
+        """The messages the platform never showed (a capped stream: run, what, why)."""
+        return f"{self.prefix}:drops"
+
     # -- Slack: progress kept beside the run's outbox -----------------------------------
     def stream(self, run_id: str, key: str) -> str:
         return f"{self.prefix}:outbox:{run_id}:stream:{key}"

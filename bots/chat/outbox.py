@@ -53,7 +53,7 @@ class Entry(Frozen):
     what: str  # what it is, for the log: "milestone", "result", "proposal card", …
     kind: Literal["post", "status", "upload", "files", "stream", "update"] = "post"
     # An ``update``'s message: new content (``text``, ``payload``) shown in it in place
-    # (a proposal card redrawn once decided: ``bots.chat.redraw``).
+    # (a proposal card redrawn once decided, queued apart: ``bots.chat.redraw``).
     message: str = ""
     text: str = ""
     # Entries queued before the chat layer was shared call it ``blocks``.
@@ -171,6 +171,16 @@ class Outbox:
         """Put ``entries`` in place of the first entry if it is still ``raw`` (an upload
         by its preview, a refused post by its fallback, or by nothing)."""
         await self.store.replace(run_id, raw, [e.model_dump_json() for e in entries])
+
+    async def moved(self, run_id: str, ts: str, version: int) -> None:
+        """The status message lives on in message ``ts`` (posted anew), showing
+        ``version``."""
+        await self.store.set_status(run_id, {"ts": ts, "shown": version})
+
+    async def dropped(self, run_id: str, what: str, why: str) -> None:
+        """Note a message of the run that the platform never showed (``what``, and the
+        platform's words ``why``) in the platform's drops."""
+        await self.store.note_drop(run_id, what, why)
 
     async def shown(self, run_id: str, version: int) -> None:
         """The platform shows the status message's content ``version`` (or it was given

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from core.state.store import Store
 
 _WATCH_TRIES = 20
+# The messages dropped that a platform's drops keep (about: trimmed approximately).
+DROPS_KEPT = 1000
 # A bot process's hold on a run it relays (``ChatStore.claim``).
 Lease = Lock
 # Renews many leases at once: KEYS the leases, ARGV their holders' tokens, then their
@@ -197,6 +199,16 @@ class ChatStore:
                 pipe.hset(self.keys.outbox_status(run_id), mapping=dict(status))
                 pipe.hincrby(self.keys.outbox_status(run_id), "version", 1)
             await pipe.execute()
+
+    async def note_drop(self, run_id: str, what: str, why: str) -> None:
+        """Note a message the platform never showed in the platform's drops (the newest
+        ``DROPS_KEPT``), for the operator."""
+        fields = {"run": run_id, "what": what, "why": why[:300]}
+        await self.redis.xadd(self.keys.drops, fields, maxlen=DROPS_KEPT, approximate=True)
+
+    async def drops(self, count: int = 100) -> list[dict[str, str]]:
+        """The newest ``count`` messages dropped, newest first."""
+        return [fields for _id, fields in await self.redis.xrevrange(self.keys.drops, count=count)]
 
     async def relay_over(self, run_id: str) -> None:
         """The run's relay ended with everything delivered: its progress and outbox go."""

@@ -39,7 +39,10 @@ class SlackTransport:
 
     async def post(self, place: Place, text: str, payload: Payload) -> str:
         response = await self.client.chat_postMessage(
-            channel=place.channel, thread_ts=place.thread, text=text, blocks=_blocks(payload)
+            channel=place.channel,
+            thread_ts=place.thread or None,  # "": in the channel (its thread is gone)
+            text=text,
+            blocks=_blocks(payload),
         )
         await self._status(place, payload)
         return str(response["ts"])
@@ -59,7 +62,7 @@ class SlackTransport:
     async def upload(self, place: Place, file: TextFile) -> None:
         await self.client.files_upload_v2(
             channel=place.channel,
-            thread_ts=place.thread,
+            thread_ts=place.thread or None,
             content=file.content,
             filename=file.filename,
             title=file.title,

@@ -64,6 +64,10 @@ class Thread:
     """What people see: messages by id, in the order they were posted, and every call."""
 
     messages: dict[str, str] = field(default_factory=dict)
+    # Each message's payload and place, by id (a fallback posts plain text, or in the
+    # channel outside the thread).
+    payloads: dict[str, Payload] = field(default_factory=dict)
+    places: dict[str, Place] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
     calls: list[tuple[str, str]] = field(default_factory=list)
     ids: Any = field(default_factory=lambda: itertools.count(1))
@@ -89,11 +93,14 @@ class FakeTransport:
         self._call("post", text)
         message_id = f"m{next(self.thread.ids)}"
         self.thread.messages[message_id] = text
+        self.thread.payloads[message_id] = payload
+        self.thread.places[message_id] = place
         return message_id
 
     async def update(self, place: Place, message_id: str, text: str, payload: Payload) -> None:
         self._call("update", text)
         self.thread.messages[message_id] = text
+        self.thread.payloads[message_id] = payload
 
     async def upload(self, place: Place, file: TextFile) -> None:
         self._call("upload", file.filename)
