@@ -70,11 +70,7 @@ class Trace:
                 to = escape(self.names.get(event.recipient, event.recipient))
                 return [f"  ✉ {self._who(event.agent_id)} → {to}: {escape(event.preview)}"]
             case AgentFinished():
-                style = "green" if event.reason.value == "finished" else "red"
-                return [
-                    f"  [{style}]■ {self._who(event.agent_id)} {event.reason.value}[/] "
-                    f"{escape(event.detail)} [dim]({event.tokens} tokens, ${event.cost_usd:.4f})[/]"
-                ]
+                return [self._end(event)]
             case ErrorRaised():  # the thread says the error; its hint goes under it
                 return [f"    [dim]→ {escape(event.hint)}[/]"] if event.hint else []
             case QuestionClosed():
@@ -96,6 +92,13 @@ class Trace:
             used = f"{event.prompt_tokens}+{event.completion_tokens} tokens"
             lines.append(f"  [dim]{used}, ${event.cost_usd:.4f}[/]")
         return lines
+
+    def _end(self, event: AgentFinished) -> str:
+        style = "green" if event.reason.value == "finished" else "red"
+        detail = f" {escape(event.detail)}" if event.detail else ""
+        spent = f"{event.tokens} tokens, ${event.cost_usd:.4f}"
+        ended = f"{self._who(event.agent_id)} {event.reason.value}"
+        return f"  [{style}]■ {ended}[/]{detail} [dim]({spent})[/]"
 
     def _tool(self, event: ToolCalled) -> str:
         self.tools_called += 1
