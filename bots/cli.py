@@ -26,7 +26,10 @@ from core.errors import CarambaError
 from core.types.run import RunState
 
 app = typer.Typer(
-    help="Caramba: a team of LLM agents for your chat.", no_args_is_help=True, add_completion=False
+    help="Caramba: a team of LLM agents for your chat.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="markdown",
 )
 _settings = settings_or_exit
 log = logging.getLogger("bots.cli")
