@@ -20,6 +20,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.chat.background import Background
 from bots.chat.ports import Place
+from bots.chat.redraw import Redraws
 from bots.chat.relays import Relays
 from bots.chat.threads import Shown
 from bots.slack.adapter import slack_adapter, slack_assistant, slack_threads
@@ -32,8 +33,9 @@ from bots.slack.mentions import People, from_bot, task_text
 from bots.slack.secrets import SlackSecrets
 from bots.slack.slash import SlashCommand
 from bots.slack.text import escape
-from core.agent.questions import answer_question, follow_up, open_questions
-from core.runs.requests import new_run_id, request_run
+from core.runs import people
+from core.runs.outcomes import NotDelivered, NotTaken
+from core.runs.requests import new_run_id
 from core.services import Services
 from core.types.run import RunStatus
 
@@ -69,11 +71,19 @@ class SlackBot:
         self.assistant = slack_assistant(svc, self.client)
         adapter = slack_adapter(svc, self.client, assistant=self.assistant)
         self.relays = Relays(svc, adapter, self.threads)
+        self.redraws = Redraws(self.relays.outbox, adapter)
         self.attachments = Attachments(svc, self.client)
         self.people = People(self.client)
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
-        self.context = SlackContext(app=self.app, svc=svc, client=self.client, spawn=self.spawn)
+        self.context = SlackContext(
+            app=self.app,
+            svc=svc,
+            client=self.client,
+            spawn=self.spawn,
+            people=self.people,
+            redraws=self.redraws,
+        )
         self.decisions = Decisions(self.context)
         add_feedback_listeners(self.context)
         SlashCommand(self.context, self.people, self.take_request)
@@ -99,6 +109,7 @@ class SlackBot:
         if self.closed:
             return
         self.closed = True
+        await self.redraws.aclose()
         await self.drain()
         await self.relays.aclose()
         await self.session.close()
@@ -166,32 +177,32 @@ class SlackBot:
         user: str,
         files: Sequence[dict[str, Any]] = (),
     ) -> None:
-        """Record ``user``'s request (a worker plans it) and follow its run in
-        ``thread``: one path for a mention and for ``/caramba`` (``bots.slack.slash``).
-        Attached ``files`` go into the run's workspace before its planning starts."""
+        """Record ``user``'s request (``people.request``: a worker plans it) and follow
+        its run in ``thread``: one path for a mention and for ``/caramba``
+        (``bots.slack.slash``). Attached ``files`` go into the run's workspace before its
+        planning starts."""
         run_id = new_run_id()
         try:
             fetched = await self.attachments.fetch(run_id, files)
-            if not fetched.refused:
-                await request_run(
-                    self.svc, task, requested_by=user, run_id=run_id, files=fetched.kept
-                )
         except Exception as exc:
-            log.exception("could not record the request in %s", channel)
-            text = (
-                f":x: I could not take this request ({type(exc).__name__}); "
-                "please ask me again in a minute."
-            )
-            await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=text)
+            log.exception("could not fetch the files of a request in %s", channel)
+            await self._say(channel, thread, f":x: {escape(people.not_taken(exc).reason)}")
             return
         if fetched.refused:
             await self.svc.workspace.clear(run_id)
-            text = refusal_text(fetched.refused, started=False)
-            await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=text)
+            await self._say(channel, thread, refusal_text(fetched.refused, started=False))
+            return
+        person = self.people.known(user)
+        taken = await people.request(self.svc, task, person, files=fetched.kept, run_id=run_id)
+        if isinstance(taken, NotTaken):
+            await self._say(channel, thread, f":x: {escape(taken.reason)}")
             return
         shown = Shown(run_id=run_id, channel=channel, thread=thread)
         await self.threads.link(shown)
         await self.relays.follow(shown)
+
+    async def _say(self, channel: str, thread: str, text: str) -> None:
+        await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=text)
 
     async def with_files(
         self, run_id: str, channel: str, thread: str, event: dict[str, Any]
@@ -222,23 +233,12 @@ class SlackBot:
         text = await self.with_files(run_id, channel, thread, event)
         if not text.strip():
             return
-        if await open_questions(self.svc, run_id):
-            step = await answer_question(self.svc, run_id, text, by=user)
-        else:
-            step = await follow_up(self.svc, run_id, text, by=user)
-        if step.ok:
+        outcome = await people.reply(self.svc, run_id, text, self.people.known(user))
+        if not isinstance(outcome, NotDelivered):
             await self.client.reactions_add(
                 channel=channel, timestamp=event["ts"], name="white_check_mark"
             )
-            return
-        if not await self.threads.first_time(f"hint:{run_id}:{user}"):
-            return
-        status = step.run.status
-        hint = {
-            RunStatus.PLANNING: "I am still planning this request; wait for the proposal.",
-            RunStatus.PROPOSED: "The agents start once the proposal is approved; to change "
-            "it, use Edit on the card.",
-        }.get(status, f"Not delivered: {step.reason}. Mention me to start a new request.")
-        await self.client.chat_postEphemeral(
-            channel=channel, user=user, thread_ts=thread, text=escape(hint)
-        )
+        elif outcome.first:
+            await self.client.chat_postEphemeral(
+                channel=channel, user=user, thread_ts=thread, text=escape(outcome.hint)
+            )

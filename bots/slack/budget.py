@@ -1,9 +1,9 @@
 """A run paused at its budget, in Slack: the pause with "Extend by $2.00" and "Stop here"
 (Block Kit; the value is the run id, the block id says which limit was reached), and the
-clicks → ``core.runs.budget.extend_run`` / ``stop_run`` by the person who clicked. Only
-the people who may decide about the run (``core.runs.approval.may_decide``, as for
-Cancel) can; others get a refusal only they see. Once decided, the pause is edited to
-say who did what, without its buttons."""
+clicks → ``core.runs.people.extend`` / ``stop`` by the person who clicked (the rule —
+who may decide about the run, as for Cancel — is the people room's); a refusal only the
+clicker sees. Once decided, the pause is redrawn through the run's outbox to say who did
+what, without its buttons."""
 
 from __future__ import annotations
 
@@ -20,19 +20,13 @@ from slack_sdk.models.blocks import (
 )
 
 from bots.chat.intentions import Paused
-from bots.chat.pause import (
-    STOP_LABEL,
-    added,
-    extend_label,
-    extended_text,
-    pause_text,
-    stopped_text,
-)
-from bots.chat.ports import Rendered
+from bots.chat.pause import STOP_LABEL, extend_label, pause_text
+from bots.chat.ports import Place, Rendered
 from bots.slack.context import SlackContext
+from bots.slack.mentions import MENTIONS
 from bots.slack.text import escape, truncate
-from core.runs.approval import may_decide
-from core.runs.budget import extend_run, stop_run
+from core.runs import people
+from core.runs.outcomes import Refused
 
 EXTEND = "caramba_extend"
 STOP = "caramba_stop"
@@ -58,15 +52,12 @@ def paused_message(p: Paused) -> Rendered:
 
 class BudgetButtons:
     """Extend / Stop listeners on ``ctx.app``; ``refuse(body, text)`` tells the clicker
-    only, with people marked by ``person`` (a user id) shown by name."""
+    only (people named by core's who port shown by name)."""
 
     def __init__(
-        self,
-        ctx: SlackContext,
-        refuse: Callable[[dict[str, Any], str], Awaitable[None]],
-        person: Callable[[str], str],
+        self, ctx: SlackContext, refuse: Callable[[dict[str, Any], str], Awaitable[None]]
     ) -> None:
-        self.ctx, self.refuse, self.person = ctx, refuse, person
+        self.ctx, self.refuse = ctx, refuse
         ctx.app.action(EXTEND)(self._on_extend)
         ctx.app.action(STOP)(self._on_stop)
 
@@ -79,34 +70,23 @@ class BudgetButtons:
         self.ctx.spawn(self.decide(body, extend=False))
 
     async def decide(self, body: dict[str, Any], *, extend: bool) -> None:
-        """A click → extend or stop the run (if the clicker may) → the pause edited to say
-        so; or a refusal (not allowed; already extended, stopped or over: core's reason)."""
+        """A click → extend or stop the run → the pause redrawn to say so; or a refusal
+        (not allowed; already extended, stopped or over: core's reason)."""
         svc = self.ctx.svc
-        user, action = body["user"]["id"], body["actions"][0]
-        run_id = action["value"]
-        refusal = may_decide(svc.settings, await svc.store.get_run(run_id), user, self.person)
-        if refusal is not None:
-            await self.refuse(body, refusal)
+        user, run_id = body["user"]["id"], body["actions"][0]["value"]
+        person = await self.ctx.people.person(user)
+        act = people.extend if extend else people.stop
+        outcome = await act(svc, run_id, person, who=MENTIONS)
+        if isinstance(outcome, Refused):
+            await self.refuse(body, outcome.reason)
             return
-        step = await (extend_run(svc, run_id, user) if extend else stop_run(svc, run_id, user))
-        if not step.ok:
-            verb = "extended" if extend else "stopped"
-            await self.refuse(body, f"Not {verb}: {step.reason}.")
-            return
-        who = f"<@{escape(user)}>"
-        if extend:
-            what = str(action.get("block_id", "")).split(":")[1:2] or ["cost"]
-            outcome = extended_text(who, escape(added(what[0], svc.settings.humans)))
-        else:
-            outcome = stopped_text(who)
+        said_now = outcome.said.render(escape, f"<@{escape(user)}>")
         said = body["message"].get("text") or ""
         blocks = [
             SectionBlock(text=MarkdownTextObject(text=truncate(said))),
-            SectionBlock(text=MarkdownTextObject(text=f"*{outcome}*")),
+            SectionBlock(text=MarkdownTextObject(text=f"*{said_now}*")),
         ]
-        await self.ctx.client.chat_update(
-            channel=body["channel"]["id"],
-            ts=body["message"]["ts"],
-            text=f"{said}\n{outcome}",
-            blocks=[b.to_dict() for b in blocks],
-        )
+        done = Rendered(f"{said}\n{said_now}", [b.to_dict() for b in blocks])
+        message = body["message"]
+        place = Place(body["channel"]["id"], message.get("thread_ts") or message["ts"])
+        await self.ctx.redraws.redraw(run_id, place, message["ts"], done, "decided pause")

@@ -1,17 +1,18 @@
 """People deciding about a run from Slack: Approve / Reject / Edit on the card, Cancel on
-the status message. Each is a click → one core call → the card updated or a refusal
-shown only to the person who clicked."""
+the status message. Each is a click → the clicker as a ``Person`` → one call of the
+people room (``core.runs.people``, where the rules are) → the card redrawn through the
+run's outbox (``bots.chat.redraw``), or the refusal shown only to the clicker."""
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck
 from slack_sdk.models.blocks import ContextBlock, MarkdownTextObject
 
 from bots.chat.links import run_link
+from bots.chat.ports import Place, Rendered
 from bots.slack.blocks import (
     APPROVE,
     CANCEL,
@@ -31,11 +32,12 @@ from bots.slack.edit import (
     form_errors,
 )
 from bots.slack.inspector import with_link
+from bots.slack.mentions import MENTIONS, shown
 from bots.slack.text import escape
-from core.runs import approval
-from core.runs.approval import Approve, Decision, ProposalView, Reject, decide, may_decide
-from core.runs.control import cancel_run
+from core.runs import approval, people
+from core.runs.approval import Approve, Decision, ProposalView, Reject
 from core.runs.edits import EditProblem, agents_of
+from core.runs.outcomes import Refused
 
 
 class Decisions:
@@ -49,7 +51,7 @@ class Decisions:
         app.action(CANCEL)(self._on_cancel)
         app.action(EDIT)(self._on_edit)
         app.view(EDIT_VIEW)(self._on_edit_submit)
-        self.budget = BudgetButtons(ctx, self._refuse, _person)
+        self.budget = BudgetButtons(ctx, self._refuse)
 
     async def _refuse(self, body: dict[str, Any], text: str) -> None:
         message = body["message"]
@@ -57,7 +59,7 @@ class Decisions:
             channel=body["channel"]["id"],
             user=body["user"]["id"],
             thread_ts=message.get("thread_ts") or message["ts"],
-            text=_MENTION.sub(r"<@\1>", escape(text)),
+            text=shown(text),
         )
 
     async def _on_approve(self, ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -73,56 +75,60 @@ class Decisions:
         self.ctx.spawn(self.cancel(body))
 
     async def decide(self, body: dict[str, Any], decision: Decision) -> None:
-        """A button click → ``core.runs.approval.decide`` → the card updated, or a refusal."""
+        """A button click → ``people.decide`` → the card redrawn without its buttons,
+        saying who decided; or a refusal."""
         svc = self.ctx.svc
         user, run_id = body["user"]["id"], body["actions"][0]["value"]
-        outcome = await decide(svc, run_id, user, decision, who=_person)
-        if not outcome.ok:
-            await self._refuse(body, outcome.message)
+        # Slack shows the decider as a mention: their name need not be asked for.
+        person = self.ctx.people.known(user)
+        outcome = await people.decide(svc, run_id, person, decision, who=MENTIONS)
+        if isinstance(outcome, Refused):
+            await self._refuse(body, outcome.reason)
             return
-        approved = isinstance(decision, Approve)
-        verb = "Approved" if approved else "Rejected"
+        verb = "Approved" if isinstance(decision, Approve) else "Rejected"
         card = approval.view(svc.settings, outcome.run, svc.tools)
-        await self.ctx.client.chat_update(
-            channel=body["channel"]["id"],
-            ts=body["message"]["ts"],
-            text=f"{verb}: {fallback_text(card)}",
-            blocks=with_link(
-                [b.to_dict() for b in outcome_blocks(card, f"*{verb} by <@{escape(user)}>.*")],
-                run_link(svc.settings, run_id) or "",
-            ),
+        note = outcome.said.render(escape, f"<@{escape(user)}>")
+        blocks = [b.to_dict() for b in outcome_blocks(card, f"*{note}*")]
+        decided = Rendered(
+            f"{verb}: {fallback_text(card)}",
+            with_link(blocks, run_link(svc.settings, run_id) or ""),
+        )
+        await self.ctx.redraws.redraw(
+            run_id, _place(body), body["message"]["ts"], decided, "decided card"
         )
 
     async def cancel(self, body: dict[str, Any]) -> None:
-        """Cancel → ``core.runs.control.cancel_run`` (same people as for approving); the relay
-        then shows the run as cancelled."""
-        svc = self.ctx.svc
+        """Cancel → ``people.cancel`` (the same people as for approving); the relay then
+        shows the run as cancelled, by whom."""
         user, run_id = body["user"]["id"], body["actions"][0]["value"]
-        reason = may_decide(svc.settings, await svc.store.get_run(run_id), user, _person)
-        if reason is None:
-            step = await cancel_run(svc, run_id, user)
-            reason = None if step.ok else step.reason
-        if reason is not None:
-            await self._refuse(body, reason)
+        person = await self.ctx.people.person(user)
+        outcome = await people.cancel(self.ctx.svc, run_id, person, who=MENTIONS)
+        if isinstance(outcome, Refused):
+            await self._refuse(body, outcome.reason)
 
     async def _on_edit(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """Open the form at once: Slack's trigger_id is valid for 3 s."""
         await ack()
         svc = self.ctx.svc
         user, run_id = body["user"]["id"], body["actions"][0]["value"]
-        run = await svc.store.get_run(run_id)
-        refusal = may_decide(svc.settings, run, user, _person)
-        if refusal is not None:
-            await self._refuse(body, refusal)
+        person = self.ctx.people.known(user)
+        opened = await people.editable(svc, run_id, person, who=MENTIONS)
+        if isinstance(opened, Refused):
+            await self._refuse(body, opened.reason)
             return
-        meta = {"run": run_id, "channel": body["channel"]["id"], "ts": body["message"]["ts"]}
-        form = edit_view(agents_of(run), svc.tools.names(), meta)
+        meta = {
+            "run": run_id,
+            "channel": body["channel"]["id"],
+            "ts": body["message"]["ts"],
+            "thread": _place(body).thread,
+        }
+        form = edit_view(list(opened.agents), svc.tools.names(), meta)
         await self.ctx.client.views_open(trigger_id=body["trigger_id"], view=form)
 
     async def _on_edit_submit(
         self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
     ) -> None:
-        """Apply the form through core; its refusals are shown in the form."""
+        """Apply the form through the people room; its refusals are shown in the form."""
         svc = self.ctx.svc
         meta = json.loads(view["private_metadata"])
         user = body["user"]["id"]
@@ -132,8 +138,10 @@ class Decisions:
         except FormProblems as exc:
             await ack(response_action="errors", errors=form_errors(agents, exc.problems))
             return
-        outcome = await decide(svc, meta["run"], user, change)
-        if not outcome.ok:
+        # Slack wants the answer within 3 s: the name is what the process knows already.
+        person = self.ctx.people.known(user)
+        outcome = await people.decide(svc, meta["run"], person, change, who=MENTIONS)
+        if isinstance(outcome, Refused):
             # A refusal that is not about one field (not allowed, decided meanwhile) goes
             # under the first agent's instructions.
             problems = outcome.problems or (
@@ -141,7 +149,7 @@ class Decisions:
                     agent_id=agents[0].id,
                     agent_name=agents[0].name,
                     field="prompt",
-                    message=outcome.message,
+                    message=outcome.reason,
                 ),
             )
             await ack(response_action="errors", errors=form_errors(agents, problems))
@@ -153,23 +161,18 @@ class Decisions:
     async def _edited(self, meta: dict[str, str], card: ProposalView, user: str) -> None:
         blocks = proposal_blocks(card)
         note = ContextBlock(elements=[MarkdownTextObject(text=f"Edited by <@{escape(user)}>.")])
-        await self.ctx.client.chat_update(
-            channel=meta["channel"],
-            ts=meta["ts"],
-            text=fallback_text(card),
-            blocks=with_link(
+        edited = Rendered(
+            fallback_text(card),
+            with_link(
                 [b.to_dict() for b in [*blocks[:-1], note, blocks[-1]]],
                 run_link(self.ctx.svc.settings, card.run_id) or "",
             ),
         )
+        place = Place(meta["channel"], meta.get("thread") or meta["ts"])
+        await self.ctx.redraws.redraw(card.run_id, place, meta["ts"], edited, "edited card")
 
 
-def _person(user_id: str) -> str:
-    """A user id marked so that, after the text is escaped, :data:`_MENTION` turns it into
-    a mention: Slack shows the person's name (in a message only the clicker sees, it
-    pings nobody)."""
-    return f"\x00{user_id}\x00"
-
-
-# Only Slack user ids (letters and digits) become mentions; anything else stays as text.
-_MENTION = re.compile(r"\x00([A-Z0-9]{2,32})\x00")
+def _place(body: dict[str, Any]) -> Place:
+    """The thread of the message clicked."""
+    message = body["message"]
+    return Place(body["channel"]["id"], message.get("thread_ts") or message["ts"])

@@ -4,6 +4,12 @@ ask at all: people, and only the bots allow-listed in ``slack.allow_bots``.
 
 Names come from ``users.info`` (the ``users:read`` scope), once per person and process;
 a name Slack will not give stays the mention's own label, else "someone".
+
+The two "who" ports of the people room (``core.types.people.Who``): :class:`People`
+names a person in words kept beyond Slack (a run's end: "cancelled by Ana");
+:class:`Mentions` names people in a message only Slack shows (a refusal), as a mention
+Slack itself turns into their name (and that pings nobody in a message only the clicker
+sees).
 """
 
 from __future__ import annotations
@@ -13,6 +19,9 @@ import re
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.slack.text import escape
+from core.types.people import Person
 
 log = logging.getLogger(__name__)
 # <@U123>, <@W123> (Enterprise Grid) and <@U123|label> (older clients and some apps).
@@ -48,6 +57,42 @@ class People:
         )
         self.names[user_id] = " ".join(str(name).split())[:_NAME_CHARS]
         return self.names[user_id]
+
+    async def person(self, user_id: str) -> Person:
+        """The Slack user ``user_id`` as the people room takes them, by name (asked of
+        Slack unless known): for what keeps their name (a run's end)."""
+        return Person(id=user_id, name=await self.name(user_id))
+
+    def known(self, user_id: str) -> Person:
+        """``user_id`` with the name this process knows, without asking Slack: for
+        what Slack shows as a mention anyway, or names nobody (a request, a vote)."""
+        return Person(id=user_id, name=self.names.get(user_id, "someone"))
+
+
+def mark(user_id: str) -> str:
+    """A user id marked so that, after the text is escaped, :func:`shown` turns it into
+    a mention."""
+    return f"\x00{user_id}\x00"
+
+
+# Only Slack user ids (letters and digits) become mentions; anything else stays as text.
+_MARKED = re.compile(r"\x00([A-Z0-9]{2,32})\x00")
+
+
+class Mentions:
+    """Slack's who port for messages only Slack shows: each person as a mention."""
+
+    async def name(self, user_id: str) -> str:
+        return mark(user_id)
+
+
+MENTIONS = Mentions()
+
+
+def shown(text: str) -> str:
+    """Core's ``text`` escaped for mrkdwn, people marked by :class:`Mentions` as
+    mentions."""
+    return _MARKED.sub(r"<@\1>", escape(text))
 
 
 async def task_text(text: str, bot_user_id: str | None, people: People) -> str:

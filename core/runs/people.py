@@ -109,9 +109,10 @@ async def reply(svc: Services, run_id: str, text: str, person: Person) -> Delive
 
 
 async def _namer(who: Who, person: Person, *ids: str | None) -> Callable[[str], str]:
-    """Names for ``person`` and the people ``ids`` (asked of ``who`` once each)."""
-    names = {person.id: person.name}
-    for user_id in ids:
+    """Names for ``person`` and the people ``ids`` in a refusal only ``person`` reads
+    (asked of ``who`` once each: the platform may show a name its own way)."""
+    names: dict[str, str] = {}
+    for user_id in (person.id, *ids):
         if user_id and user_id not in names:
             names[user_id] = await who.name(user_id)
     return lambda user_id: names.get(user_id) or "someone"

@@ -308,12 +308,15 @@ async def test_cancel_stops_the_run(make_services, real_redis) -> None:
         await h.slack.wait_for(lambda: len(h.slack.of("chat.postEphemeral")) == 1)
         assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.WAITING_HUMAN
 
+        h.slack.users[ANA] = {"id": ANA, "name": "ana", "profile": {"display_name": "Ana"}}
         await h.click("caramba_cancel", run_id, ANA, "1700000000.000300")
         await h.runs_end()
         assert (await h.bot.svc.store.get_run(run_id)).status is RunStatus.CANCELLED
         last = h.slack.of("chat.update")[-1]
         assert "Run cancelled" in last["text"] and "caramba_cancel" not in json.dumps(last)
-        assert f"cancelled by {ANA}" in h.slack.of("chat.postMessage")[-1]["text"]
+        # The run's end names who cancelled it, never their id.
+        said = h.slack.of("chat.postMessage")[-1]["text"]
+        assert "cancelled by Ana" in said and ANA not in said
 
 
 async def test_socket_mode_mention_gets_a_card(make_services, real_redis) -> None:
