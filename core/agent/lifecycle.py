@@ -1,12 +1,14 @@
-"""Ending agents (and, with the root agent, the run)."""
+"""Ending agents (and, with the root agent, the run): the commit phase's save of a
+:class:`~core.agent.steps.Finish`. May call the store's commit and the turn's writes
+(``TurnIO``); never the Redis client."""
 
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING
 
-from core.state.store import transition
-from core.types.agent import AgentStatus, EndReason
+from core.state.store import RunChange, transition
+from core.types.agent import AgentState, AgentStatus, EndReason
 from core.types.chat import Usage
 from core.types.events import AgentFinished, ErrorRaised, RunEvent, RunFinished
 from core.types.run import RunState, RunStatus
@@ -41,30 +43,7 @@ async def end_agent(
     state.end_reason = reason
     state.end_detail = detail
     state.updated_at = time.time()
-    run_id, agent_id = state.run_id, state.spec.id
-    events = [
-        *events,
-        AgentFinished(
-            run_id=run_id,
-            agent_id=agent_id,
-            reason=reason,
-            result=state.result,
-            detail=detail,
-            tokens=state.usage.total_tokens,
-            cost_usd=state.usage.cost_usd,
-            subtree_tokens=(state.usage + state.team_usage).total_tokens,
-            subtree_cost_usd=(state.usage + state.team_usage).cost_usd,
-        ),
-    ]
-    if not ok and reason is not EndReason.CANCELLED:
-        events.append(
-            ErrorRaised(
-                run_id=run_id,
-                agent_id=agent_id,
-                message=f"{state.spec.name} stopped: {detail}",
-                hint=_HINTS.get(reason, ""),
-            )
-        )
+    events = [*events, *_end_events(state, reason, detail)]
     if reason is not EndReason.CANCELLED:
         io.send_result_to_parent(
             ok,
@@ -73,9 +52,47 @@ async def end_agent(
             else f"{state.spec.name} stopped without a result: {detail}",
         )
     events = [*events, *io.events()]
-    totals = (await svc.store.run_usage(run_id)) + usage
+    totals = (await svc.store.run_usage(state.run_id)) + usage
+    # Saved by this call (its reply lost or not): the caller does the follow-ups.
+    saved = await svc.store.commit_turn(
+        state, expected_seq, events, usage, _finish_run(state, reason, totals), writes=io.writes()
+    )
+    return saved.saved
 
-    def finish_run(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
+
+def _end_events(state: AgentState, reason: EndReason, detail: str) -> list[RunEvent]:
+    """The agent's end, and the error people see when it failed (not when cancelled)."""
+    run_id, agent_id, spent = state.run_id, state.spec.id, state.usage + state.team_usage
+    events: list[RunEvent] = [
+        AgentFinished(
+            run_id=run_id,
+            agent_id=agent_id,
+            reason=reason,
+            result=state.result,
+            detail=detail,
+            tokens=state.usage.total_tokens,
+            cost_usd=state.usage.cost_usd,
+            subtree_tokens=spent.total_tokens,
+            subtree_cost_usd=spent.cost_usd,
+        )
+    ]
+    if reason is not EndReason.FINISHED and reason is not EndReason.CANCELLED:
+        events.append(
+            ErrorRaised(
+                run_id=run_id,
+                agent_id=agent_id,
+                message=f"{state.spec.name} stopped: {detail}",
+                hint=_HINTS.get(reason, ""),
+            )
+        )
+    return events
+
+
+def _finish_run(state: AgentState, reason: EndReason, totals: Usage) -> RunChange:
+    """The run ends with its root agent (completed or failed), once."""
+    ok, run_id, agent_id = reason is EndReason.FINISHED, state.run_id, state.spec.id
+
+    def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
         if run.root_agent_id != agent_id or run.status.terminal:
             return None, []
         to = RunStatus.COMPLETED if ok else RunStatus.FAILED
@@ -84,7 +101,7 @@ async def end_agent(
             return None, []
         new = step.run
         new.result = state.result
-        new.error = None if ok else detail
+        new.error = None if ok else state.end_detail
         return new, [
             RunFinished(
                 run_id=run_id,
@@ -97,8 +114,4 @@ async def end_agent(
             )
         ]
 
-    # Saved by this call (its reply lost or not): the caller does the follow-ups.
-    saved = await svc.store.commit_turn(
-        state, expected_seq, events, usage, finish_run, writes=io.writes()
-    )
-    return saved.saved
+    return change

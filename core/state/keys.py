@@ -1,4 +1,7 @@
-"""Redis key names, in one place."""
+"""Redis key names, in one place: every key the state room reads or writes is built
+here (``Keys(prefix)``), so a key's shape and its meaning are found together. Part of the
+state room (``core.state``); it calls nothing. Helpers append their keys in a section
+named for their part; nobody builds a key with an f-string elsewhere."""
 
 from __future__ import annotations
 
@@ -189,6 +192,12 @@ class Keys:
     def fault(self, name: str) -> str:
         """Counter arming a crash-test fault point (``core.agent.faults``)."""
         return f"{self.prefix}:fault:{name}"
+
+    @staticmethod
+    def agent_slot(agent_id: str, seq: int, index: int) -> str:
+        """A member of ``agent_slots``: the ``index``-th agent created by turn ``seq`` of
+        ``agent_id`` (a re-delivered turn names the slots its earlier delivery took)."""
+        return f"{agent_id}:{seq}:{index}"
 
     # --- the state room (H3, issue 24): the library, the turn ledger -----------------
 

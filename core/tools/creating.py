@@ -152,7 +152,7 @@ async def _reserve_slot(ctx: ToolContext) -> None:
     creation, so a re-delivered turn finds the reservation its earlier delivery made
     instead of taking another."""
     me, per_run = ctx.state, ctx.settings.agents.per_run
-    slot = f"{me.spec.id}:{me.seq}:{len(ctx.spawned)}"
+    slot = ctx.store.keys.agent_slot(me.spec.id, me.seq, len(ctx.spawned))
     if not await ctx.store.reserve_agent_slot(ctx.run_id, slot, per_run):
         raise ToolRetry(
             f"the run already has {per_run} agents (the limit); reuse "
