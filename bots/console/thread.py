@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from rich.console import Console
 
@@ -49,9 +48,8 @@ LIMITS = Limits(
 )
 
 
-def console_adapter(console: Console, live: LiveStatus, folder: Path | None = None) -> Adapter:
-    """The console as the chat layer sees it."""
-    transport = ConsoleTransport(console, live, folder)
+def console_adapter(transport: ConsoleTransport) -> Adapter:
+    """The console as the chat layer sees it, printing with ``transport``."""
     return Adapter("console", "the console", ConsoleRenderer(), transport, LIMITS)
 
 
@@ -97,7 +95,7 @@ async def deliver(adapter: Adapter, place: Place, entries: Sequence[Entry], now:
         try:
             match entry.kind:
                 case "status":
-                    status = now.status or Rendered("")
+                    status = now.status or Rendered("", {"kind": STATUS, "running": True})
                     await transport.post(place, status.text, status.payload)
                     now.posted, now.shown = True, now.version
                 case "upload" if entry.file is not None:
@@ -129,7 +127,8 @@ class ConsoleThread:
     def __init__(self, console: Console, *, verbose: bool = False, hint: str = "") -> None:
         self.console = console
         self.live = LiveStatus(console, hint)
-        self.adapter = console_adapter(console, self.live)
+        self.transport = ConsoleTransport(console, self.live)
+        self.adapter = console_adapter(self.transport)
         self.trace = Trace(verbose=verbose)
         self.svc: Services | None = None
         self.relay: ConsoleRelay | None = None
@@ -145,10 +144,8 @@ class ConsoleThread:
         from core.workspace.local_store import LocalWorkspace
 
         self.svc = svc
-        if isinstance(svc.workspace, LocalWorkspace) and isinstance(
-            self.adapter.transport, ConsoleTransport
-        ):
-            self.adapter.transport.folder = svc.settings.workspace_dir
+        if isinstance(svc.workspace, LocalWorkspace):
+            self.transport.folder = svc.settings.workspace_dir
 
     def _relay(self, run_id: str) -> ConsoleRelay:
         if self.relay is None or self.relay.run_id != run_id:

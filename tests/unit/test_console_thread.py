@@ -188,7 +188,7 @@ class _Refusing(ConsoleTransport):
 async def test_a_refused_message_is_replaced_by_its_fallback_and_a_delivered_one_followed() -> None:
     out = io.StringIO()
     console = Console(file=out, width=100, force_terminal=False)
-    adapter = console_adapter(console, LiveStatus(console))
+    adapter = console_adapter(ConsoleTransport(console, LiveStatus(console)))
     file = TextFile(content="whole", filename="r.md", title="r.md")
     fallback = Entry.post(R, "instead", Rendered("the text instead"))
     preview = Entry.post(R, "then", Rendered("the preview"))
