@@ -146,22 +146,9 @@ async def spawn_cohort(
     for spec in cohort.agents:
         require_known_tools(svc, spec)
     tree = _Tree.of(cohort)
-    states: list[AgentState] = []
-    for spec in tree.order:
-        parent = tree.by_id.get(spec.parent_id or "")
-        state = new_agent_state(
-            svc,
-            run_id,
-            spec,
-            task=task,
-            requester=requester,
-            brief=task if parent is None else f"Your brief from {parent.name}:\n{spec.description}",
-            depth=tree.depth[spec.id],
-            playbook=_team_playbook(svc, cohort, tree, spec),
-            files=files,
-        )
-        state.children = list(tree.children[spec.id])
-        states.append(state)
+    states = [
+        _member(svc, run_id, cohort, tree, spec, task, requester, files) for spec in tree.order
+    ]
     await agents.create_all(
         svc.store,
         run_id,
@@ -199,6 +186,33 @@ class _Tree:
                 depth[child_id] = depth[spec.id] + 1
                 order.append(by_id[child_id])
         return cls(by_id, order, depth, children)
+
+
+def _member(
+    svc: Services,
+    run_id: str,
+    cohort: Cohort,
+    tree: _Tree,
+    spec: AgentSpec,
+    task: str,
+    requester: str,
+    files: Sequence[AttachedFile],
+) -> AgentState:
+    """One agent of the cohort, in its place in the tree."""
+    parent = tree.by_id.get(spec.parent_id or "")
+    state = new_agent_state(
+        svc,
+        run_id,
+        spec,
+        task=task,
+        requester=requester,
+        brief=task if parent is None else f"Your brief from {parent.name}:\n{spec.description}",
+        depth=tree.depth[spec.id],
+        playbook=_team_playbook(svc, cohort, tree, spec),
+        files=files,
+    )
+    state.children = list(tree.children[spec.id])
+    return state
 
 
 def _team_playbook(svc: Services, cohort: Cohort, tree: _Tree, spec: AgentSpec) -> str:
