@@ -8,6 +8,11 @@ leaves its messages pending; the next delivery of that turn reads them again (id
 message goes to the run's dead-letter stream only with the turn that read it, when that
 turn is quarantined (``core.agent.quarantine``: it failed or its worker died too often):
 the agent then ends with the reason, and its parent and the run's progress are told.
+
+Part of the state room, the only room that speaks Redis commands (``core.state``); owns
+the inboxes, team and broadcast streams, their consumer groups, the dead letters and the
+wake-up claims. May call the Redis client, the store (names, specs, agent ids),
+``core.state.keys`` and ``core.state.routing``.
 """
 
 from __future__ import annotations
@@ -23,6 +28,13 @@ from core.state.routing import Route, RouteRefused, allowed_targets, check_direc
 from core.state.store import PipelineWrite, Store
 from core.types.agent import AgentSpec, AgentStatus
 from core.types.messages import BUS_MESSAGE, Message
+
+# Drop a wake-up claim only if it was made for ARGV[1] (the check and the delete at once).
+_RELEASE_IF = """
+local v = redis.call('GET', KEYS[1])
+if v and tonumber(v) == tonumber(ARGV[1]) then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,7 @@ class Bus:
         self.redis = store.redis
         self.keys = keys
         self.settings = settings
+        self._release = store.redis.register_script(_RELEASE_IF)
 
     # --- streams an agent reads -------------------------------------------------------
 
@@ -93,8 +106,8 @@ class Bus:
         if route.kind == "agent":
             return Outgoing(self.keys.inbox(run_id, route.target), message, (route.target,))
         if route.kind == "team":
-            members: Any = await self.redis.smembers(self.keys.team_members(run_id, route.target))
-            others = tuple(sorted(m for m in members if m != message.sender))
+            members = await self.store.team_members(run_id, route.target)
+            others = tuple(m for m in members if m != message.sender)
             return Outgoing(self.keys.team(run_id, route.target), message, others)
         everyone = await self.store.agent_ids(run_id)
         return Outgoing(
@@ -220,12 +233,7 @@ class Bus:
 
     async def release_stale_wake(self, run_id: str, agent_id: str, seq: int) -> bool:
         """Drop a wake-up claim made for ``seq`` (now stale); True if one was dropped."""
-        key = self.keys.wake(run_id, agent_id)
-        value = await self.redis.get(key)
-        if value is not None and int(value) == seq:
-            await self.redis.delete(key)
-            return True
-        return False
+        return bool(await self._release(keys=[self.keys.wake(run_id, agent_id)], args=[seq]))
 
     def release_wake_write(self, run_id: str, agent_id: str) -> PipelineWrite:
         key = self.keys.wake(run_id, agent_id)

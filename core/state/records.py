@@ -1,7 +1,11 @@
 """How runs and agents are laid out in Redis: a run is its record (JSON) plus its head
 (status, pause, budget, deadline: what every turn reads, cheap to parse), always written
 together; an agent is one hash ``{seq, status, spec, state}``; usage is a hash of
-counters."""
+counters.
+
+Part of the state room (``core.state``): the write helpers queue commands on the caller's
+transaction; nothing here sends a command by itself. May call ``core.state.keys`` and
+``core.types``."""
 
 from __future__ import annotations
 

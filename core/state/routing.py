@@ -3,6 +3,9 @@
 An agent may message its parent, its children and its own team (each member, or the team
 topic); only the root (the orchestrator) may broadcast. Leads reach another team only
 through their parent.
+
+Pure rules, no Redis: part of the state room (``core.state``) because the bus enforces
+them; may call ``core.types`` only.
 """
 
 from __future__ import annotations

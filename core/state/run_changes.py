@@ -1,4 +1,7 @@
-"""Run state changes: the lifecycle step, and composing changes for one transaction."""
+"""Run state changes: the lifecycle step, and composing changes for one transaction.
+
+Pure functions on ``RunState``, no Redis: part of the state room (``core.state``) because
+the store applies them inside its transactions; may call ``core.types`` only."""
 
 from __future__ import annotations
 

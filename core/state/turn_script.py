@@ -1,6 +1,9 @@
 """The script that saves a turn without a run change in one round trip: the commands a
 pipeline recorded, run atomically only if the agent's seq is still the one the turn read
-(``Store.commit_turn``)."""
+(``Store.commit_turn``).
+
+Part of the state room (``core.state``): the script's text and its arguments; the turns
+module (``core.state.turns``) sends it. Calls nothing."""
 
 from __future__ import annotations
 
