@@ -91,17 +91,7 @@ async def on_text(
     keep = max(svc.settings.limits.stall_repeats, settings.text_nudges + 2)
     state.recent_calls = [*state.recent_calls, sig][-keep:]
     if not text:
-        # A provider refuses an assistant message with neither text nor calls.
-        state.thread[-1] = ChatMessage(role="assistant", content=EMPTY_PLACEHOLDER)
-        if before and before[-1] == EMPTY:
-            role = state.spec.role
-            return (
-                EndReason.LLM_ERROR,
-                f"the model {model} replied with nothing twice in a row; choose another "
-                f"model for {role} agents ([llm] model, or [llm.models] {role} in config.toml)",
-            )
-        _nudge(svc, state, "feedback/empty_answer.j2", allowed)
-        return None
+        return _on_empty(svc, state, model, allowed, before)
     if "wait_for_messages" in allowed and await _team_at_work(svc, state):
         # Said in words while its agents still work: wait for their results, as a model
         # that calls tools would.
@@ -118,6 +108,23 @@ async def on_text(
         )
     last_chance = finish and len(before) + 1 >= settings.text_nudges
     _nudge(svc, state, "feedback/text_reply.j2", allowed, last_chance=last_chance)
+    return None
+
+
+def _on_empty(
+    svc: Services, state: AgentState, model: str, allowed: list[str], before: list[str]
+) -> tuple[EndReason, str] | None:
+    """An empty reply: asked again once; empty twice in a row ends the agent."""
+    # A provider refuses an assistant message with neither text nor calls.
+    state.thread[-1] = ChatMessage(role="assistant", content=EMPTY_PLACEHOLDER)
+    if before and before[-1] == EMPTY:
+        role = state.spec.role
+        return (
+            EndReason.LLM_ERROR,
+            f"the model {model} replied with nothing twice in a row; choose another "
+            f"model for {role} agents ([llm] model, or [llm.models] {role} in config.toml)",
+        )
+    _nudge(svc, state, "feedback/empty_answer.j2", allowed)
     return None
 
 

@@ -17,8 +17,7 @@ _SHOWN = 30
 async def workspace_note(svc: Services, run_id: str, allowed: list[str]) -> ChatMessage | None:
     """A system message listing the run's files, or None if the agent has no file tool."""
     if not any(
-        (t := svc.tools.get(name)) is not None and t.category in FILE_CATEGORIES
-        for name in allowed
+        (t := svc.tools.get(name)) is not None and t.category in FILE_CATEGORIES for name in allowed
     ):
         return None
     files = await svc.workspace.files(run_id)

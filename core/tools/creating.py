@@ -61,6 +61,18 @@ async def create_agent(
     grant = _grant(ctx, budget_share)
     await _reserve_slot(ctx)
     spec = _spec(ctx, name, role, purpose, wanted, system_prompt, model, grant)
+    await _stage(ctx, spec, playbook, grant)
+    team = f", team {spec.team_id}" if spec.team_id else ""
+    return (
+        f"Created {name} (id {spec.id}, {role}{team}, {grant.completion_tokens} tokens, "
+        f"${grant.cost_usd:.4f}). It starts when this turn ends; its result will come to "
+        "you as a message."
+    )
+
+
+async def _stage(ctx: ToolContext, spec: AgentSpec, playbook: str, grant: Usage) -> None:
+    """The new agent, ready for its first turn, joins the turn's staged agents (created
+    in its save); its budget is set aside from its creator's."""
     run = await ctx.store.get_run(ctx.run_id)
     me = ctx.state
     child = new_agent_state(
@@ -69,18 +81,12 @@ async def create_agent(
         spec,
         task=run.task,
         requester=run.requested_by,
-        brief=f"Your brief from {me.spec.name}:\n{purpose}",
+        brief=f"Your brief from {me.spec.name}:\n{spec.description}",
         depth=me.depth + 1,
         playbook=playbook,
     )
     ctx.spawned.append(child)
     me.granted = me.granted + grant
-    team = f", team {spec.team_id}" if spec.team_id else ""
-    return (
-        f"Created {name} (id {spec.id}, {role}{team}, {grant.completion_tokens} tokens, "
-        f"${grant.cost_usd:.4f}). It starts when this turn ends; its result will come to "
-        "you as a message."
-    )
 
 
 def _check_role(ctx: ToolContext, role: str) -> None:
