@@ -68,6 +68,7 @@ def test_the_agents_question_is_answered_then_the_run_rated_and_named(
     assert "Helper asks: Which city: Lisbon or Porto?" in out
     assert "Going with Porto." in out
     assert "Rate the result 1-5" in out and "Saved as mine" in out
+    assert "Thanks for rating this run" in out  # the people room's outcome (one vote each)
     # The warning went to the log file, not between the run's lines.
     assert "noise that would" not in out
     assert "1 warnings logged to" in out
