@@ -1,8 +1,12 @@
-"""Who may decide about a run from Discord, and naming people in refusals.
+"""Discord people as the people room (``core.runs.people``) takes them, and naming people
+in refusals.
 
 Besides core's rules (the requester, ``[approval] approvers``), a Discord user id in
 ``[discord] approvers`` or a member of a role in ``[discord] approver_roles`` (by id or
-name) is an approver: the adapter tells core so (``approver=True``), core decides."""
+name) is an approver: the adapter says so on the ``Person`` (``approver=True``), core
+decides. Discord's who port (:data:`WHO`) marks a person in core's text; :func:`named`
+then shows them by the name they last had here (``Links.remember_name``), else as a
+mention."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import discord
 from bots.discord.links import Links
 from bots.discord.text import escape
 from core.config import DiscordSettings
+from core.types.people import Person
 
 # A person's id marked in core's text, replaced by their name once the text is escaped.
 _MARKED = re.compile(r"\x00(\d{1,24})\x00")
@@ -31,6 +36,22 @@ def is_approver(settings: DiscordSettings, user: discord.abc.User) -> bool:
 def mark(user_id: str) -> str:
     """How core's text names a person (see :func:`named`)."""
     return f"\x00{user_id}\x00"
+
+
+class Marks:
+    """Discord's who port: each person marked, for :func:`named` to show by name."""
+
+    async def name(self, user_id: str) -> str:
+        return mark(user_id)
+
+
+WHO = Marks()
+
+
+def person(settings: DiscordSettings, user: discord.abc.User) -> Person:
+    """``user`` as the people room takes them: by display name, an approver if
+    ``[discord]`` makes them one."""
+    return Person(str(user.id), user.display_name, approver=is_approver(settings, user))
 
 
 async def named(links: Links, text: str) -> str:

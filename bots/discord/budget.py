@@ -1,10 +1,10 @@
 """A run paused at its budget, in Discord: the pause with "Extend by $2.00" and "Stop
 here" (persistent buttons: ``caramba:extend:<limit>:<run id>``, ``caramba:stop:<run
 id>``, registered with the bot's other components), and the clicks →
-``core.runs.budget.extend_run`` / ``stop_run`` by the person who clicked. Only the
-people who may decide about the run (``core.runs.approval.may_decide``, with Discord's
-approvers by id or role) can; others get a refusal only they see. Once decided, the
-pause is edited to say who did what, without its buttons."""
+``core.runs.people.extend`` / ``stop`` by the person who clicked (the rule — who may
+decide about the run, with Discord's approvers by id or role — is the people room's);
+others get a refusal only they see. Once decided, the pause is redrawn through an
+outbox (``bots.chat.redraw``) to say who did what, without its buttons."""
 
 from __future__ import annotations
 
@@ -16,22 +16,15 @@ from typing import Any, cast
 import discord
 
 from bots.chat.intentions import Paused
-from bots.chat.pause import (
-    STOP_LABEL,
-    added,
-    extend_label,
-    extended_text,
-    pause_text,
-    stopped_text,
-)
-from bots.chat.ports import Rendered
-from bots.discord.approvals import is_approver, mark, named
+from bots.chat.pause import STOP_LABEL, extend_label, pause_text
+from bots.chat.ports import Place, Rendered
+from bots.discord.approvals import WHO, named, person
 from bots.discord.claims import Claimed
 from bots.discord.context import DiscordContext
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, escape, truncate
 from bots.discord.views import RUN
-from core.runs.approval import may_decide
-from core.runs.budget import extend_run, stop_run
+from core.runs import people
+from core.runs.outcomes import Refused
 
 log = logging.getLogger(__name__)
 LIMIT = r"(?P<what>tokens|cost|wall_clock)"
@@ -132,29 +125,19 @@ class BudgetDecisions:
     async def _decide(
         self, interaction: discord.Interaction, run_id: str, extend: str | None
     ) -> None:
-        svc, user = self.ctx.svc, str(interaction.user.id)
-        approver = is_approver(svc.settings.discord, interaction.user)
-        run = await svc.store.get_run(run_id)
-        refusal = may_decide(svc.settings, run, user, mark, approver=approver)
-        if refusal is not None:
-            await self._tell(interaction, await named(self.ctx.links, refusal))
+        svc = self.ctx.svc
+        clicker = person(svc.settings.discord, interaction.user)
+        act = people.extend if extend is not None else people.stop
+        outcome = await act(svc, run_id, clicker, who=WHO)
+        if isinstance(outcome, Refused):
+            await self._tell(interaction, await named(self.ctx.links, outcome.reason))
             return
-        if extend is not None:
-            step = await extend_run(svc, run_id, user)
-        else:
-            step = await stop_run(svc, run_id, user)
-        if not step.ok:
-            verb = "extended" if extend is not None else "stopped"
-            await self._tell(interaction, escape(f"Not {verb}: {step.reason}."))
+        line = outcome.said.render(escape, f"**{escape(clicker.name)}**")
+        message = interaction.message
+        if message is None or interaction.channel_id is None:
             return
-        who = f"**{escape(interaction.user.display_name)}**"
-        if extend is not None:
-            outcome = extended_text(who, escape(added(extend, svc.settings.humans)))
-        else:
-            outcome = stopped_text(who)
-        said = interaction.message.content if interaction.message else ""
-        await interaction.edit_original_response(
-            content=truncate(f"{said}\n{outcome}", MESSAGE_LIMIT),
-            view=None,
-            allowed_mentions=NO_PINGS,
-        )
+        content = truncate(f"{message.content}\n{line}", MESSAGE_LIMIT)
+        place = Place(str(interaction.channel_id), str(interaction.channel_id))
+        done = Rendered(content, {"buttons": "none"})
+        redraw = self.ctx.redraws.redraw(run_id, place, str(message.id), done, "decided pause")
+        self.ctx.spawn(redraw)  # delivered (and retried) after the click is answered

@@ -10,6 +10,7 @@ from typing import Any
 import discord
 
 from bots.chat.ports import Place
+from bots.chat.redraw import Redraws
 from bots.discord.links import Links
 from core.services import Services
 
@@ -18,8 +19,9 @@ from core.services import Services
 class DiscordContext:
     """One bot's parts: the discord.py ``client``, the core ``svc``, what it keeps in
     Redis (``links``), ``follow`` to show a run in a thread from now on (the chat
-    layer's relays), ``run_in``: the run a thread shows, and ``spawn`` to run work
-    after an event was acknowledged (errors logged)."""
+    layer's relays), ``run_in``: the run a thread shows, ``spawn`` to run work after an
+    event was acknowledged (errors logged), and ``redraws``: a message redrawn after a
+    click goes through them."""
 
     client: discord.Client
     svc: Services
@@ -27,3 +29,4 @@ class DiscordContext:
     follow: Callable[[str, Place], Awaitable[None]]
     run_in: Callable[[discord.Thread], Awaitable[str | None]]
     spawn: Callable[[Coroutine[Any, Any, None]], None]
+    redraws: Redraws

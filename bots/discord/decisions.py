@@ -1,7 +1,8 @@
 """People deciding about a run from Discord: Approve / Edit / Reject on the card, the
 agent picked and its form submitted, Cancel on the status message. Each is a click →
-acknowledged within Discord's 3 s → one core call → the card updated, or a refusal only
-the clicker sees (naming people, not ids)."""
+acknowledged within Discord's 3 s → the clicker as a ``Person`` → one call of the people
+room (``core.runs.people``, where the rules are) → the card redrawn through an outbox
+(``bots.chat.redraw``), or a refusal only the clicker sees (naming people, not ids)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,20 @@ from typing import Concatenate, ParamSpec
 
 import discord
 
-from bots.discord.approvals import is_approver, mark, named
+from bots.chat.ports import Payload, Place, Rendered
+from bots.discord.approvals import WHO, named, person
 from bots.discord.card import decided_embed, proposal_embed
 from bots.discord.context import DiscordContext
 from bots.discord.edit import EditModal, edit_from_form
+from bots.discord.renderer import CARD_TEXT
 from bots.discord.text import NO_PINGS, escape, truncate
-from bots.discord.views import card_view, pick_view
-from core.runs import approval
-from core.runs.approval import Approve, Decision, Reject, decide, may_decide
-from core.runs.control import cancel_run
-from core.runs.edits import Edit, EditProblem, agents_of
+from bots.discord.views import pick_view
+from core.runs import approval, people
+from core.runs.approval import Approve, Decision, Reject
+from core.runs.edits import Edit, EditProblem
+from core.runs.outcomes import Refused
 from core.types.agent import AgentSpec
+from core.types.people import Person
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -56,8 +60,20 @@ class Decisions:
     def __init__(self, ctx: DiscordContext) -> None:
         self.ctx = ctx
 
-    def _approver(self, interaction: discord.Interaction) -> bool:
-        return is_approver(self.ctx.svc.settings.discord, interaction.user)
+    def _person(self, interaction: discord.Interaction) -> Person:
+        return person(self.ctx.svc.settings.discord, interaction.user)
+
+    async def _redraw(
+        self, interaction: discord.Interaction, run_id: str, card_id: int, payload: Payload
+    ) -> None:
+        """The card ``card_id`` (in the clicked message's channel) redrawn."""
+        if not card_id or interaction.channel_id is None:
+            return
+        channel, card = str(interaction.channel_id), Rendered(CARD_TEXT, payload)
+        redraw = self.ctx.redraws.redraw(
+            run_id, Place(channel, channel), str(card_id), card, "card"
+        )
+        self.ctx.spawn(redraw)  # delivered (and retried) after the click is answered
 
     async def _tell(self, interaction: discord.Interaction, text: str) -> None:
         """A message only the clicker sees (``text`` already escaped)."""
@@ -80,38 +96,30 @@ class Decisions:
     async def _decide(
         self, interaction: discord.Interaction, run_id: str, decision: Decision
     ) -> None:
-        """A click → ``core.runs.approval.decide`` → the card without its buttons, saying
-        who decided; or a refusal."""
+        """A click → ``people.decide`` → the card without its buttons, saying who
+        decided; or a refusal."""
         await interaction.response.defer()
-        svc, user = self.ctx.svc, str(interaction.user.id)
-        outcome = await decide(
-            svc, run_id, user, decision, who=mark, approver=self._approver(interaction)
-        )
-        if not outcome.ok:
-            await self._tell(interaction, await named(self.ctx.links, outcome.message))
+        svc = self.ctx.svc
+        outcome = await people.decide(svc, run_id, self._person(interaction), decision, who=WHO)
+        if isinstance(outcome, Refused):
+            await self._tell(interaction, await named(self.ctx.links, outcome.reason))
             return
-        verb = "Approved" if isinstance(decision, Approve) else "Rejected"
         card = approval.view(svc.settings, outcome.run, svc.tools)
-        note = f"**{verb} by {escape(interaction.user.display_name)}.**"
-        await interaction.edit_original_response(
-            embed=decided_embed(card, note), view=None, allowed_mentions=NO_PINGS
-        )
+        note = f"**{outcome.said.render(escape, escape(outcome.said.name))}**"
+        payload = {"embeds": [decided_embed(card, note).to_dict()], "buttons": "none"}
+        card_id = interaction.message.id if interaction.message else 0
+        await self._redraw(interaction, run_id, card_id, payload)
 
     # -- Cancel --------------------------------------------------------------------------
 
     @_reported
     async def cancel(self, interaction: discord.Interaction, run_id: str) -> None:
-        """Cancel → ``core.runs.control.cancel_run`` (the same people as for approving);
-        the run's progress then shows it cancelled."""
+        """Cancel → ``people.cancel`` (the same people as for approving); the run's
+        progress then shows it cancelled, by whom."""
         await interaction.response.defer()
-        svc, user = self.ctx.svc, str(interaction.user.id)
-        run = await svc.store.get_run(run_id)
-        reason = may_decide(svc.settings, run, user, mark, approver=self._approver(interaction))
-        if reason is None:
-            step = await cancel_run(svc, run_id, user)
-            reason = None if step.ok else f"Not cancelled: {step.reason}."
-        if reason is not None:
-            await self._tell(interaction, await named(self.ctx.links, reason))
+        outcome = await people.cancel(self.ctx.svc, run_id, self._person(interaction), who=WHO)
+        if isinstance(outcome, Refused):
+            await self._tell(interaction, await named(self.ctx.links, outcome.reason))
 
     # -- Edit: pick an agent, fill its form ----------------------------------------------
 
@@ -119,15 +127,11 @@ class Decisions:
         self, interaction: discord.Interaction, run_id: str
     ) -> list[AgentSpec] | None:
         """The proposal's agents if the clicker may edit it; else None, refused."""
-        svc = self.ctx.svc
-        run = await svc.store.get_run(run_id)
-        refusal = may_decide(
-            svc.settings, run, str(interaction.user.id), mark, approver=self._approver(interaction)
-        )
-        if refusal is not None:
-            await self._tell(interaction, await named(self.ctx.links, refusal))
+        opened = await people.editable(self.ctx.svc, run_id, self._person(interaction), who=WHO)
+        if isinstance(opened, Refused):
+            await self._tell(interaction, await named(self.ctx.links, opened.reason))
             return None
-        return agents_of(run)
+        return list(opened.agents)
 
     @_reported
     async def edit(self, interaction: discord.Interaction, run_id: str) -> None:
@@ -169,7 +173,7 @@ class Decisions:
         """The form → ``decide`` with an ``Edit`` (core validates it) → the card shows the
         edited proposal; or the problems, each with its field, to the submitter."""
         await interaction.response.defer(ephemeral=True, thinking=True)
-        svc, user = self.ctx.svc, str(interaction.user.id)
+        svc = self.ctx.svc
         change = edit_from_form(agent, values)
         if isinstance(change, list):
             await self._tell(interaction, _problems(change))
@@ -177,19 +181,13 @@ class Decisions:
         if not change.model_dump(exclude={"agent_id"}, exclude_defaults=True):
             await self._tell(interaction, "Nothing changed.")
             return
-        outcome = await decide(
-            svc,
-            run_id,
-            user,
-            Edit(agents=(change,)),
-            who=mark,
-            approver=self._approver(interaction),
-        )
-        if not outcome.ok:
+        edit = Edit(agents=(change,))
+        outcome = await people.decide(svc, run_id, self._person(interaction), edit, who=WHO)
+        if isinstance(outcome, Refused):
             text = (
                 _problems(list(outcome.problems))
                 if outcome.problems
-                else await named(self.ctx.links, outcome.message)
+                else await named(self.ctx.links, outcome.reason)
             )
             await self._tell(interaction, text)
             return
@@ -198,14 +196,9 @@ class Decisions:
         embed.set_footer(
             text=f"{embed.footer.text} · edited by {interaction.user.display_name}"[:2048]
         )
-        if card_id and interaction.channel_id is not None:
-            channel = self.ctx.client.get_partial_messageable(interaction.channel_id)
-            try:
-                message = channel.get_partial_message(card_id)
-                await message.edit(embed=embed, view=card_view(run_id), allowed_mentions=NO_PINGS)
-            except discord.HTTPException:
-                log.exception("could not update the card of %s", run_id)
+        payload = {"embeds": [embed.to_dict()], "buttons": "card", "run": run_id}
         await self._tell(interaction, f"Saved: {escape(agent.name)} changed; approve to start.")
+        await self._redraw(interaction, run_id, card_id, payload)
 
 
 def _problems(problems: list[EditProblem]) -> str:

@@ -1,5 +1,5 @@
-"""👍 / 👎 under a run's result: one vote per person and run, counted for the run's
-cohort and agents in the library (``core.runs.learning.rate``)."""
+"""👍 / 👎 under a run's result → ``core.runs.people.rate``: one vote per person and
+run, counted for the run's cohort and agents in the library."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import logging
 import discord
 
 from bots.discord.context import DiscordContext
-from core.runs import learning
+from core.runs import people
+from core.types.people import Person
 
 log = logging.getLogger(__name__)
 VOTES = {"👍": True, "👎": False}
@@ -32,15 +33,10 @@ class Feedback:
         run_id = await self.ctx.links.result_of(payload.message_id)
         if run_id is None:
             return
-        self.ctx.spawn(self.vote(run_id, payload.user_id, up))
+        name = member.display_name if member is not None else "someone"
+        self.ctx.spawn(self.vote(run_id, Person(str(payload.user_id), name), up))
 
-    async def vote(self, run_id: str, user_id: int, up: bool) -> None:
+    async def vote(self, run_id: str, voter: Person, up: bool) -> None:
         """The person's first vote on the run counts (a change of mind does not)."""
-        links, svc = self.ctx.links, self.ctx.svc
-        if not await links.vote(run_id, user_id, up):
-            return
-        try:
-            await learning.rate(svc, await svc.store.get_run(run_id), thumbs_up=up)
-        except Exception:
-            log.exception("recording feedback on %s failed", run_id)
-            await links.unvote(run_id, user_id)  # it did not count: the person may try again
+        outcome = await people.rate(self.ctx.svc, run_id, voter, up=up)
+        log.debug("%s's vote on %s: %s", voter.id, run_id, type(outcome).__name__)

@@ -1,8 +1,8 @@
 """Requests and replies: a mention of the bot in a channel, or ``/caramba task:<text>``,
-becomes a run (``core.runs.requests.request_run``, a worker plans it) shown in a thread
+becomes a run (``core.runs.people.request``, a worker plans it) shown in a thread
 opened from the message; a message in a run's thread answers an agent's open question,
-or else reaches the run's top agent. Each is acknowledged at once (👀 on a mention,
-Discord's "thinking…" for the command) and the work is done after."""
+or else reaches the run's top agent (``people.reply``). Each is acknowledged at once (👀
+on a mention, Discord's "thinking…" for the command) and the work is done after."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from bots.chat.ports import Place
 from bots.discord.attachments import Attachments, refusal_text
 from bots.discord.context import DiscordContext
 from bots.discord.text import NO_PINGS, escape, truncate
-from core.agent.questions import answer_question, follow_up, open_questions
-from core.runs.requests import new_run_id, request_run
+from core.runs import people
+from core.runs.outcomes import NotDelivered, NotTaken
+from core.runs.requests import new_run_id
+from core.types.people import Person
 from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
@@ -26,11 +28,6 @@ NO_THREAD = (
     "I could not open a thread for this request here; an admin can give me the "
     "Create Public Threads and Send Messages in Threads permissions."
 )
-_HINTS = {
-    RunStatus.PLANNING: "I am still planning this request; wait for the proposal.",
-    RunStatus.PROPOSED: "The agents start once the proposal is approved; to change it, "
-    "use Edit on the card.",
-}
 
 
 class Front:
@@ -130,22 +127,21 @@ class Front:
         run_id = new_run_id()
         try:
             fetched = await self.attachments.fetch(run_id, files)
-            if not fetched.refused:
-                await request_run(
-                    svc, task, requested_by=str(user.id), run_id=run_id, files=fetched.kept
-                )
         except Exception as exc:
-            log.exception("could not record the request in thread %s", thread.id)
-            text = (
-                f"❌ I could not take this request ({type(exc).__name__}); "
-                "please ask me again in a minute."
+            log.exception("could not fetch the files of a request in thread %s", thread.id)
+            await thread.send(
+                f"❌ {escape(people.not_taken(exc).reason)}", allowed_mentions=NO_PINGS
             )
-            await thread.send(text, allowed_mentions=NO_PINGS)
             return
         if fetched.refused:
             await svc.workspace.clear(run_id)
             text = refusal_text(fetched.refused, started=False)
             await thread.send(truncate(text, 2000), allowed_mentions=NO_PINGS)
+            return
+        person = Person(str(user.id), user.display_name)
+        taken = await people.request(svc, task, person, files=fetched.kept, run_id=run_id)
+        if isinstance(taken, NotTaken):
+            await thread.send(f"❌ {escape(taken.reason)}", allowed_mentions=NO_PINGS)
             return
         place = Place(channel=str(thread.parent_id or thread.id), thread=str(thread.id))
         await self.ctx.follow(run_id, place)
@@ -171,21 +167,14 @@ class Front:
     async def reply(self, message: discord.Message, run_id: str) -> None:
         """The answer to an agent's open question, else a follow-up for the run's top
         agent; ✅ when delivered, else (once per person and run) why not."""
-        svc, user = self.ctx.svc, str(message.author.id)
         text = await self._with_files(message, run_id, self._task(message))
         if not text:
             return
-        if await open_questions(svc, run_id):
-            step = await answer_question(svc, run_id, text, by=user)
-        else:
-            step = await follow_up(svc, run_id, text, by=user)
-        if step.ok:
+        author = Person(str(message.author.id), message.author.display_name)
+        outcome = await people.reply(self.ctx.svc, run_id, text, author)
+        if not isinstance(outcome, NotDelivered):
             await message.add_reaction("✅")
-            return
-        if not await self.ctx.links.first_time(f"hint:{run_id}:{user}"):
-            return
-        hint = _HINTS.get(
-            step.run.status,
-            f"Not delivered: {step.reason}. Mention me to start a new request.",
-        )
-        await message.reply(escape(hint), mention_author=False, allowed_mentions=NO_PINGS)
+        elif outcome.first:
+            await message.reply(
+                escape(outcome.hint), mention_author=False, allowed_mentions=NO_PINGS
+            )

@@ -142,6 +142,9 @@ async def test_cancel_stops_a_run_and_only_for_those_who_may(make_services, real
         await h.runs_end()
         assert (await h.svc.store.get_run(run_2)).status is RunStatus.CANCELLED
         assert any("Run cancelled" in t for t in h.thread_texts(thread_2["id"]))
+        # The run's end names who cancelled it, never their id.
+        said = "\n".join(h.thread_texts(thread_2["id"]))
+        assert "cancelled by Bob" in said and fake.person("bob").id not in said
 
 
 async def test_a_restarted_bot_answers_the_cards_buttons_and_resumes_the_relay(
