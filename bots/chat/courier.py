@@ -116,7 +116,7 @@ class Courier:
             ):
                 return self._retry(entry.what, failure)
             if entry.instead:
-                self._refused(entry.what, failure, "posting its own fallback")
+                self._refused(entry.what, failure, "posting its fallback")
             else:
                 await self._drop(entry.what, failure, entry.text)
             await self._give_up(entry, raw, status)
