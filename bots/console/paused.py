@@ -10,10 +10,12 @@ from bots.console.person import ConsoleWho
 from bots.console.text import escape
 from core.runs import people
 from core.runs.outcomes import Refused
+from core.runs.pause_words import amount as figure
 from core.services import Services
 from core.types.events import BudgetReached
 from core.types.people import Person
 
+_WHAT = ("tokens", "cost", "wall_clock")
 EXTEND = {"", "e", "extend"}
 STOP = {"s", "stop"}
 
@@ -81,13 +83,11 @@ class PausedBudget:
             self.say(f"  [red]{escape(done.reason)}[/]")
         else:
             self.pause = None
-            budget = done.run.budget
-            now = (
-                f" (now {budget.tokens} tokens · ${budget.cost_usd:.2f} · "
-                f"{budget.wall_clock_s:.0f} s)"
-                if budget is not None
-                else ""
-            )
+            b = done.run.budget
+            now = ""
+            if b is not None:
+                limits = (figure(w, b.cost_usd, b.tokens, b.wall_clock_s) for w in _WHAT)
+                now = f" (now {' · '.join(limits)})"
             self.say(f"  [green]▶ extended by {escape(_said(pause.what, amount))}{now}[/]")
 
     async def stop(self) -> None:
@@ -114,12 +114,9 @@ def _default_amount(pause: BudgetReached) -> float:
 
 
 def _said(what: str, amount: float) -> str:
-    formats: dict[str, Callable[[float], str]] = {
-        "tokens": lambda a: f"{int(a)} tokens",
-        "cost": lambda a: f"${a:.2f}",
-        "wall_clock": lambda a: f"{a:.0f} s",
-    }
-    return formats[what](amount)
+    """``amount`` of limit ``what`` in the words every adapter uses (``$2.00``,
+    ``100,000 tokens``, ``15 min``)."""
+    return figure(what, amount, int(amount), amount)
 
 
 def _default(pause: BudgetReached) -> str:
