@@ -1,30 +1,27 @@
 """A run paused at its budget, in its thread: the relay's side (the pause as a
 :class:`~bots.chat.intentions.Paused` with Extend / Stop, the status line saying so, a
-line when the run goes on) and the words every adapter uses for it, in plain figures
-(``bots.chat.numbers``). The buttons are the adapters'; a click calls
-``core.runs.budget.extend_run`` or ``stop_run``."""
+line when the run goes on) and the words every adapter shows for the pause, in plain
+figures (``bots.chat.numbers``; an extension's figure and who extended or stopped the
+run are the people room's words: ``core.runs.pause_words``). The buttons are the
+adapters'; a click calls ``core.runs.people.extend`` or ``stop``."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from bots.chat.intentions import Note, Paused
-from bots.chat.numbers import cost, exact_cost, tokens
-from core.config import HumansSettings
+from bots.chat.numbers import exact_cost, tokens
+from core.runs.pause_words import STOP_LABEL, amount
 from core.types.events import BudgetReached, RunStatusChanged
 from core.types.run import RunStatus
 
 if TYPE_CHECKING:
     from bots.chat.relay import ThreadRelay
 
+__all__ = ["PAUSED", "STOP_LABEL", "amount", "extend_label", "follow_pause", "pause_text"]
+
 # The status line's ``doing`` while the run is paused (also how the relay knows it is).
 PAUSED = "paused at the budget"
-
-
-def _duration(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:g} h"
-    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
 def spent(p: Paused) -> str:
@@ -46,38 +43,10 @@ def pause_text(p: Paused) -> str:
     )
 
 
-def amount(what: str, usd: float, n_tokens: int, seconds: float) -> str:
-    """The figure that matters for limit ``what``: ``$2.00``, ``200,000 tokens``,
-    ``15 min``."""
-    if what == "tokens":
-        return tokens(n_tokens)
-    return _duration(seconds) if what == "wall_clock" else cost(usd)
-
-
-def added(what: str, humans: HumansSettings) -> str:
-    """What an extension (``core.runs.budget.extend_run``'s defaults) adds to the limit
-    ``what`` that was reached."""
-    h = humans
-    return amount(what, h.extend_cost_usd, h.extend_tokens, h.extend_wall_clock_s)
-
-
 def extend_label(p: Paused) -> str:
     """The Extend button's label: ``Extend by $2.00``."""
     figure = amount(p.what, p.extend_cost_usd, p.extend_tokens, p.extend_wall_clock_s)
     return f"Extend by {figure}"
-
-
-STOP_LABEL = "Stop here"
-
-
-def extended_text(who: str, added: str) -> str:
-    """The pause once extended (``who``: a name, already in the platform's markup)."""
-    return f"▶ Extended by {who}: +{added}"
-
-
-def stopped_text(who: str) -> str:
-    """The pause once stopped (``who`` as for :func:`extended_text`)."""
-    return f"■ Stopped by {who}, with the results so far"
 
 
 async def follow_pause(relay: ThreadRelay, event: BudgetReached | RunStatusChanged) -> None:

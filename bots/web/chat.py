@@ -4,7 +4,10 @@ questions to answer, Cancel, the result and its files, 👍/👎 — in a page o
 (``/chat/<run>``), relayed by the shared chat layer (``bots.chat``) into a thread kept in
 Redis (:mod:`bots.web.chat_transport`).
 
-The person is ``web`` (the requester of the runs made here). Like the runs list, the chat
+The person is ``web`` (the requester of the runs made here), named "the web chat"; what
+they do goes to the people room (``core.runs.people``), which holds the rules — a run
+someone else asked for from Slack is theirs and its approvers' to decide or cancel, not
+the web chat's. Like the runs list, the chat
 needs an operator's token unless the server listens on 127.0.0.1 and the request comes
 straight from this machine naming it (:mod:`bots.web.guard`); a form posted from
 another site is refused (its Origin)."""
@@ -27,21 +30,34 @@ from starlette.responses import (
 
 from bots.chat.ports import Adapter, Limits, Place
 from bots.chat.relays import Relays
+from bots.chat.store import ChatStore
 from bots.chat.threads import Shown, Threads
 from bots.web.access import Signer, run_path
-from bots.web.budget import decide_budget
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
 from bots.web.guard import NEEDS_OPERATOR, is_local, same_site
-from core.agent.questions import answer_question, follow_up, open_questions
 from core.errors import CarambaError, RunError
-from core.runs import learning
-from core.runs.approval import Approve, Reject, decide
-from core.runs.control import cancel_run
-from core.runs.requests import new_run_id, request_run
+from core.runs import people
+from core.runs.approval import Approve, Reject
+from core.runs.outcomes import Delivered, Done, NotTaken, Refused
+from core.runs.requests import new_run_id
 from core.services import Services
+from core.types.people import Person
 
 WEB_USER = "web"
+# The person of the web chat, as the people room takes them and lines name them.
+WEB = Person(WEB_USER, "the web chat")
+
+
+class WebNames:
+    """The web chat's who port: itself by its name; others by what it knows of them (a
+    platform's id: it has no platform's directory)."""
+
+    async def name(self, user_id: str) -> str:
+        return WEB.name if user_id == WEB_USER else user_id
+
+
+WHO = WebNames()
 POLL_S = 0.3
 KEEPALIVE_S = 15.0
 
@@ -58,11 +74,11 @@ class WebChat:
     relays: Relays = field(init=False)
 
     def __post_init__(self) -> None:
-        prefix = self.svc.settings.redis.key_prefix
-        self.transport = WebTransport(self.svc.redis, prefix)
-        limits = Limits(message_chars=MESSAGE_CHARS, status_interval_s=0.5, relay_lease_s=5.0)
+        store = ChatStore.of(self.svc, "web")
+        self.transport = WebTransport(store)
+        limits = Limits.of(self.svc.settings.web_chat, message_chars=MESSAGE_CHARS)
         adapter = Adapter("web", "the web chat", WebRenderer(), self.transport, limits)
-        self.threads = Threads(self.svc.redis, prefix, adapter.platform)
+        self.threads = Threads(store)
         self.relays = Relays(self.svc, adapter, self.threads)
 
     async def start(self) -> int:
@@ -82,35 +98,33 @@ class WebChat:
 
     async def ask(self, task: str) -> str:
         """Record ``task`` as a request (a worker plans it) and relay it into its thread."""
-        run_id = new_run_id()
-        await request_run(self.svc, task, requested_by=WEB_USER, run_id=run_id)
+        taken = await people.request(self.svc, task, WEB, run_id=new_run_id())
+        if isinstance(taken, NotTaken):
+            raise RunError(taken.reason)
+        run_id = taken.run_id
         shown = Shown(run_id=run_id, channel="web", thread=run_id)
         await self.threads.link(shown)
         await self.relays.follow(shown)
         return run_id
 
     async def act(self, run_id: str, action: str, text: str) -> str | None:
-        """Carry out a button or the answer box; what to tell the person, if anything."""
+        """Carry out a button or the answer box through the people room; what to tell
+        the person, if anything (a refusal, a budget's new state, thanks for a vote)."""
         svc = self.svc
         if action in ("approve", "reject"):
             decision = Approve() if action == "approve" else Reject()
-            outcome = await decide(svc, run_id, WEB_USER, decision)
-            return None if outcome.ok else outcome.message
+            return _refusal(await people.decide(svc, run_id, WEB, decision, who=WHO))
         if action == "cancel":
-            step = await cancel_run(svc, run_id, WEB_USER)
-            return None if step.ok else step.reason
+            return _refusal(await people.cancel(svc, run_id, WEB, who=WHO))
         if action in ("extend", "stop"):
-            return await decide_budget(svc, run_id, WEB_USER, extend=action == "extend")
+            act = people.extend if action == "extend" else people.stop
+            done = await act(svc, run_id, WEB, who=WHO)
+            return done.reason if isinstance(done, Refused) else done.line
         if action in ("up", "down"):
-            run = await svc.store.get_run(run_id)
-            await learning.rate(svc, run, thumbs_up=action == "up")
-            return "Thanks for rating the result."
+            return (await people.rate(svc, run_id, WEB, up=action == "up")).line
         if action == "say" and text.strip():
-            if await open_questions(svc, run_id):
-                step = await answer_question(svc, run_id, text, WEB_USER)
-            else:
-                step = await follow_up(svc, run_id, text, WEB_USER)
-            return None if step.ok else step.reason
+            said = await people.reply(svc, run_id, text, WEB)
+            return None if isinstance(said, Delivered) else said.hint
         return None
 
     async def tell(self, run_id: str, text: str) -> None:
@@ -131,6 +145,11 @@ class WebChat:
                 yield ": keep-alive\n\n"
             await asyncio.sleep(POLL_S)
             quiet += POLL_S
+
+
+def _refusal(outcome: Done | Refused) -> str | None:
+    """What to tell the person about a decision: only a refusal (the card shows the rest)."""
+    return outcome.reason if isinstance(outcome, Refused) else None
 
 
 def same_origin(request: Request) -> bool:

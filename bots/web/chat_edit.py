@@ -1,9 +1,10 @@
 """Edit on the web chat's proposal card, as Slack and Discord have it: choose an agent
 (``/chat/<run>/edit``), then its form (``/chat/<run>/edit/<agent>``) with its
-instructions, tools, model and budgets. A submission → ``core.runs.approval.decide``
-with an ``Edit`` (core validates it; who may edit is who may approve) → the card in the
-thread shows the edited proposal, which is what runs once approved; or the form again
-with each problem beside its field."""
+instructions, tools, model and budgets. Who may open them is the people room's rule
+(``core.runs.people.editable``: who may approve, while it is a proposal); a submission →
+``people.decide`` with an ``Edit`` (core validates it) → the card in the thread shows the
+edited proposal, which is what runs once approved; or the form again with each problem
+beside its field."""
 
 from __future__ import annotations
 
@@ -14,26 +15,25 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from bots.chat.ports import Card, Place
-from bots.web.chat import WEB_USER, WebChat, same_origin
+from bots.web.chat import WEB, WHO, WebChat, same_origin
 from bots.web.chat_render import WebRenderer
 from bots.web.edit_form import AgentForm, changed_words, edit_from_form
 from bots.web.guard import NEEDS_OPERATOR
 from core.errors import RunError
 from core.llm.models import configured_models
-from core.runs import approval
-from core.runs.approval import decide, may_decide
-from core.runs.edits import Edit, agents_of
-from core.types.run import RunState, RunStatus
+from core.runs import approval, people
+from core.runs.edits import Edit
+from core.runs.outcomes import Refused
+from core.types.agent import AgentSpec
+from core.types.run import RunState
 
 _MAX_FIELDS = 400
 
 
-def _refusal(chat: WebChat, run: RunState) -> str | None:
-    """Why the person may not edit ``run`` now (the same rule as approving), or None."""
-    refusal = may_decide(chat.svc.settings, run, WEB_USER)
-    if refusal is None and run.status is not RunStatus.PROPOSED:
-        return f"This proposal can no longer be edited: it {run.status.words}."
-    return refusal
+async def _editable(chat: WebChat, run: RunState) -> list[AgentSpec] | str:
+    """The proposal's agents if the person may edit it now, else why not."""
+    opened = await people.editable(chat.svc, run.id, WEB, who=WHO)
+    return opened.reason if isinstance(opened, Refused) else list(opened.agents)
 
 
 async def show_edited(chat: WebChat, run: RunState, note: str) -> None:
@@ -90,10 +90,9 @@ def edit_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             run = await svc.store.get_run(run_id)
         except RunError:
             return PlainTextResponse(f"There is no run {run_id}.", status_code=404)
-        refusal = _refusal(chat, run)
-        if refusal is not None:
-            return await told(request, run_id, refusal)
-        agents = agents_of(run)
+        agents = await _editable(chat, run)
+        if isinstance(agents, str):
+            return await told(request, run_id, agents)
         t = request.query_params.get("t")
         query = f"?t={quote(t, safe='')}" if t else ""
         if len(agents) == 1:
@@ -120,10 +119,10 @@ def edit_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             return PlainTextResponse(f"There is no run {run_id}.", status_code=404)
         if request.method == "POST" and not same_origin(request):
             return PlainTextResponse("Forms are taken from this site only.", status_code=403)
-        refusal = _refusal(chat, run)
-        if refusal is not None:
-            return await told(request, run_id, refusal)
-        agent = next((a for a in agents_of(run) if a.id == agent_id), None)
+        agents = await _editable(chat, run)
+        if isinstance(agents, str):
+            return await told(request, run_id, agents)
+        agent = next((a for a in agents if a.id == agent_id), None)
         if agent is None:
             return await told(request, run_id, "That agent is no longer in the proposal.")
         if request.method == "GET":
@@ -136,12 +135,12 @@ def edit_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
         words = changed_words(change)
         if not words:
             return await told(request, run_id, f"Nothing changed for {agent.name}.")
-        outcome = await decide(svc, run_id, WEB_USER, Edit(agents=(change,)))
-        if outcome.problems:
+        outcome = await people.decide(svc, run_id, WEB, Edit(agents=(change,)), who=WHO)
+        if isinstance(outcome, Refused) and outcome.problems:
             return form_page(request, run, form.show(outcome.problems), 422)
-        if not outcome.ok:
-            return await told(request, run_id, outcome.message)
-        note = f"{agent.name}'s {', '.join(words)} edited by {WEB_USER}"
+        if isinstance(outcome, Refused):
+            return await told(request, run_id, outcome.reason)
+        note = f"{agent.name}'s {', '.join(words)} edited by {WEB.name}"
         await show_edited(chat, outcome.run, note)
         return await told(request, run_id, f"Saved: {note}. Approve to start.")
 

@@ -68,7 +68,7 @@ async def test_extend_from_the_chat_resumes_the_run_and_strangers_are_refused(
 
         assert (await act(c, path, "extend", origin=ORIGIN)).status_code == 303
         done = await until(c, path, DONE)
-        assert "Extended by web: +100,000 tokens" in done
+        assert "Extended by the web chat: +100,000 tokens" in done
         assert "The budget was extended: the run goes on" in done
         assert 'value="extend"' not in done, "no buttons on a pause that is over"
         run = await svc.store.get_run(run_id)
@@ -84,7 +84,7 @@ async def test_stop_from_the_chat_ends_the_run_with_what_it_has(make_services, s
         await until(c, path, r'value="stop"')
         assert (await act(c, path, "stop", origin=ORIGIN)).status_code == 303
         done = await until(c, path, r"no agent had finished yet")
-        assert "Stopped by web, with the results so far" in done
+        assert "Stopped by the web chat, with the results so far" in done
         assert 'value="stop"' not in done
         run = await svc.store.get_run(path.split("?")[0].rsplit("/", 1)[1])
         assert run.status is RunStatus.FAILED

@@ -120,7 +120,7 @@ async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, folder: Pat
     card = page.locator(".msg.k-card")
     await card.locator(".edited").wait_for(timeout=10_000)
     shown = await card.inner_text()
-    assert EDITED_MODEL in shown and "instructions, model edited by web" in shown
+    assert EDITED_MODEL in shown and "instructions, model edited by the web chat" in shown
     await page.screenshot(path=str(folder / "web-chat-card.png"), full_page=True)
 
     # Approve → live progress (the page follows the run) → the orchestrator's question.

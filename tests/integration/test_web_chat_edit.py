@@ -100,8 +100,8 @@ async def test_edit_an_agent_then_it_runs_as_edited(settings) -> None:
             headers={"origin": "http://127.0.0.1:8400"},
         )
         assert saved.status_code == 303 and saved.headers["location"] == path
-        edited = await until(c, path, r"edited by web")
-        note = "Budget lead's instructions, tools, model, token budget edited by web"
+        edited = await until(c, path, r"edited by the web chat")
+        note = "Budget lead's instructions, tools, model, token budget edited by the web chat"
         assert note in unescape(edited)
         assert '<span class="model">openai/gpt-4o-mini</span> · 40,000 tokens' in edited
         assert "Split the budget &lt;b&gt;carefully&lt;/b&gt;" in edited
