@@ -116,6 +116,15 @@ def make_app(
     """
     require_redis(settings)
     app = Celery(name, set_as_current=False)
+    _configure(app, settings)
+    runtime = WorkerRuntime(app, settings, services_factory)
+    app.conf[_RUNTIME_KEY] = runtime
+    _add_runtime_step(app, runtime)
+    _register_turn(app, runtime, settings.limits.max_deliveries, retry_delay_s)
+    return app
+
+
+def _configure(app: Celery, settings: Settings) -> None:
     queue = settings.celery.queue
     app.conf.update(
         broker_url=broker_url(settings),
@@ -145,10 +154,9 @@ def make_app(
         worker_redirect_stdouts=False,
         enable_utc=True,
     )
-    runtime = WorkerRuntime(app, settings, services_factory)
-    app.conf[_RUNTIME_KEY] = runtime
-    max_retries = settings.limits.max_deliveries
 
+
+def _add_runtime_step(app: Celery, runtime: WorkerRuntime) -> None:
     class RuntimeStep(bootsteps.StartStopStep):
         """This process's turn runtime, started with the worker after its pool.
 
@@ -175,6 +183,10 @@ def make_app(
 
     app.steps["worker"].add(RuntimeStep)
 
+
+def _register_turn(
+    app: Celery, runtime: WorkerRuntime, max_retries: int, retry_delay_s: float
+) -> None:
     # shared=False: a shared task would be registered in every app of the process, and a
     # second app (other settings, a test) would run the first app's runtime.
     @app.task(name=TURN_TASK, bind=True, acks_late=True, ignore_result=True, shared=False)
@@ -200,5 +212,3 @@ def make_app(
             raise self.retry(exc=exc, countdown=delay, max_retries=max_retries) from exc
         runtime.settle(task_id, job)
         return outcome
-
-    return app
