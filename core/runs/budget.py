@@ -15,6 +15,7 @@ import time
 
 from core.agent.wake import nudge, nudge_all
 from core.services import Services
+from core.state import parking, questions
 from core.state.store import TransitionResult, transition
 from core.types.cohort import Cohort
 from core.types.events import RunEvent, RunFinished, RunStatusChanged
@@ -97,7 +98,7 @@ async def extend_run(
     add_cost = humans.extend_cost_usd if cost_usd is None else cost_usd
     add_time = humans.extend_wall_clock_s if wall_clock_s is None else wall_clock_s
     outcome: list[TransitionResult] = []
-    open_questions = await svc.redis.hlen(svc.store.keys.questions(run_id))
+    open_questions = await questions.count(svc.store, run_id)
 
     def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
         if not run.paused or run.status.terminal:
@@ -183,10 +184,8 @@ async def _results_so_far(svc: Services, run_id: str) -> list[str]:
 
 
 async def _resume_parked(svc: Services, run_id: str) -> None:
-    key = svc.store.keys.parked(run_id)
-    async with svc.redis.pipeline(transaction=True) as pipe:
-        pipe.smembers(key)
-        pipe.delete(key)
-        members, _ = await pipe.execute()
-    for agent_id in sorted(members):
+    """Each parked agent taken out of the parked set and given its turn again (one that
+    parks meanwhile stays parked, as it would after the set was emptied)."""
+    for agent_id in await parking.parked(svc.store, run_id):
+        await parking.unpark(svc.store, run_id, agent_id)
         await nudge(svc, run_id, agent_id)

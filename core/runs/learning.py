@@ -148,7 +148,7 @@ async def rate(
 
 
 def _marks(svc: Services) -> LearningMarks:
-    return LearningMarks(svc.redis, svc.store.keys)
+    return LearningMarks(svc.store)
 
 
 async def save_as(library: Library, run: RunState, name: str) -> None:

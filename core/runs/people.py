@@ -246,4 +246,4 @@ async def rate(
 
 
 def _marks(svc: Services) -> PeopleMarks:
-    return PeopleMarks(svc.redis, svc.store.keys)
+    return PeopleMarks(svc.store)

@@ -29,6 +29,7 @@ from core.planning import plan
 from core.runs.budget import proposal_budget
 from core.runs.control import approve_run, schedule_expiry
 from core.scheduler.base import TurnJob, TurnOutcome
+from core.state import planning_claims
 from core.state.store import transition
 from core.types._base import new_id
 from core.types.cohort import Cohort
@@ -85,23 +86,22 @@ async def plan_request(svc: Services, run_id: str) -> TurnOutcome:
     # Claimed while this process plans (renewed): a dead worker's claim lapses within
     # _CLAIM_S, and a delivery after that finds the planning ended (the status tells) or
     # redoes it, reusing the answers the dead worker paid for.
-    claim = svc.store.keys.planning(run_id)
-    if not await svc.redis.set(claim, "1", nx=True, ex=_CLAIM_S):
+    if not await planning_claims.claim(svc.store, run_id, _CLAIM_S):
         return TurnOutcome.DROPPED
-    renewing = asyncio.create_task(_renew(svc, claim), name=f"planning-claim-{run_id}")
+    renewing = asyncio.create_task(_renew(svc, run_id), name=f"planning-claim-{run_id}")
     try:
         return await _plan(svc, run_id)
     finally:
         renewing.cancel()
 
 
-async def _renew(svc: Services, claim: str) -> None:
+async def _renew(svc: Services, run_id: str) -> None:
     while True:
         await asyncio.sleep(_CLAIM_S / 3)
         try:
-            await svc.redis.expire(claim, _CLAIM_S)
+            await planning_claims.renew(svc.store, run_id, _CLAIM_S)
         except Exception:
-            log.warning("renewing the planning claim %s failed; retrying", claim)
+            log.warning("renewing the planning claim of %s failed; retrying", run_id)
 
 
 async def _plan(svc: Services, run_id: str) -> TurnOutcome:

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from core.state.keys import Keys
+from core.state.store import Store
 
 # A claim given back to the waiting set only if it is still there (the run was not
 # recorded meanwhile): KEYS the claims hash and the ended set, ARGV the run id.
@@ -24,10 +25,11 @@ return 0
 
 
 class LearningMarks:
-    """The learning marks over ``redis`` (keys from ``keys``)."""
+    """The learning marks, in the Redis of the core ``store``."""
 
-    def __init__(self, redis: Any, keys: Keys) -> None:
-        self.redis, self.keys = redis, keys
+    def __init__(self, store: Store) -> None:
+        self.redis: Any = store.redis
+        self.keys: Keys = store.keys
 
     async def waiting(self, run_id: str) -> bool:
         """Whether the run ended and nobody recorded it yet."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.state.keys import Keys
+from core.state.store import Store
 
 # How long a vote is remembered (a later one counts again), and a hint given.
 VOTE_TTL_S = 90 * 24 * 3600
@@ -15,10 +16,11 @@ HINT_TTL_S = 7 * 24 * 3600
 
 
 class PeopleMarks:
-    """Votes and hints over ``redis`` (keys from ``keys``)."""
+    """Votes and hints, in the Redis of the core ``store``."""
 
-    def __init__(self, redis: Any, keys: Keys) -> None:
-        self.redis, self.keys = redis, keys
+    def __init__(self, store: Store) -> None:
+        self.redis: Any = store.redis
+        self.keys: Keys = store.keys
 
     async def vote(self, run_id: str, person_id: str, value: str) -> bool:
         """Keep the person's vote on the run (``up``, ``down``, a number of stars);
