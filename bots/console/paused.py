@@ -15,7 +15,6 @@ from core.services import Services
 from core.types.events import BudgetReached
 from core.types.people import Person
 
-_WHAT = ("tokens", "cost", "wall_clock")
 EXTEND = {"", "e", "extend"}
 STOP = {"s", "stop"}
 
@@ -86,8 +85,7 @@ class PausedBudget:
             b = done.run.budget
             now = ""
             if b is not None:
-                limits = (figure(w, b.cost_usd, b.tokens, b.wall_clock_s) for w in _WHAT)
-                now = f" (now {' · '.join(limits)})"
+                now = f" (now {b.tokens} tokens · ${b.cost_usd:.2f} · {b.wall_clock_s:.0f} s)"
             self.say(f"  [green]▶ extended by {escape(_said(pause.what, amount))}{now}[/]")
 
     async def stop(self) -> None:
