@@ -201,20 +201,10 @@ class ToolRegistry:
         if t is None:
             text = prompts.render("feedback/unknown_tool.j2", name=call.name, tools=allowed)
             return ToolResult(call, False, text)
-        try:
-            raw = coerce(decode_arguments(call.arguments, lone_string(t._schema)), t._schema)
-        except json.JSONDecodeError as exc:
-            return self._invalid(t, call, f"not valid JSON ({exc.msg} at char {exc.pos})", prompts)
-        except NotAnObject as exc:
-            return self._invalid(t, call, str(exc), prompts)
-        try:
-            args = t.args_model.model_validate(raw)
-        except ValidationError as exc:
-            problem = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
-                for e in exc.errors()
-            )
-            return self._invalid(t, call, problem, prompts)
+        parsed = _arguments(t, call)
+        if isinstance(parsed, str):
+            return self._invalid(t, call, parsed, prompts)
+        raw, args = parsed
         kwargs = {k: getattr(args, k) for k in type(args).model_fields}
         given: tuple[Any, ...] = (ctx,) if t.takes_context else ()
         if t.parameters is not None:  # a given JSON schema: the arguments as one dict
@@ -240,6 +230,22 @@ class ToolRegistry:
             schema=t.parameters_json(),
         )
         return ToolResult(call, False, text)
+
+
+def _arguments(t: Tool, call: ToolCall) -> tuple[Any, BaseModel] | str:
+    """The call's arguments as decoded (``raw``) and validated, or what is wrong with them."""
+    try:
+        raw = coerce(decode_arguments(call.arguments, lone_string(t._schema)), t._schema)
+    except json.JSONDecodeError as exc:
+        return f"not valid JSON ({exc.msg} at char {exc.pos})"
+    except NotAnObject as exc:
+        return str(exc)
+    try:
+        return raw, t.args_model.model_validate(raw)
+    except ValidationError as exc:
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
+        )
 
 
 def _as_text(value: Any) -> str:
