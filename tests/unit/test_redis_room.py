@@ -27,14 +27,7 @@ ALLOWED_FILES = {
 # (issue 24, session #2): each is moved by the helper named, then taken off this list.
 # The list only shrinks: a file not on it that offends fails the test, and so does a
 # file on it that no longer offends (take it off).
-PENDING: dict[str, str] = {
-    # core/runs (H1: the people room): svc.redis handed to its state modules, or raw
-    # commands (budget's open questions and parked agents, requests' planning claim).
-    "core/runs/budget.py": "H1: core/runs",
-    "core/runs/learning.py": "H1: core/runs",
-    "core/runs/people.py": "H1: core/runs",
-    "core/runs/requests.py": "H1: core/runs",
-}
+PENDING: dict[str, str] = {}
 
 # redis-py's command methods (and the pipeline's), as called on a client or a pipeline.
 COMMANDS = frozenset(
