@@ -39,8 +39,8 @@ class Services:
     """Everything the agent turn, the tools and the people's actions use."""
 
     settings: Settings
-    # The Redis client, for tests and for the rooms still moving onto the state room's
-    # methods; core speaks Redis only through ``store`` (``core.state``).
+    # The Redis client, kept for the tests that look into Redis; the code speaks Redis only
+    # through ``store`` and the other ``core.state`` objects (tests/unit/test_redis_room.py).
     redis: Client
     store: Store
     llm: LLM
