@@ -38,7 +38,8 @@ from bots.chat.store import ChatStore
 from bots.chat.streams import Streamed
 from core.types._base import Frozen
 
-# ``ts`` of a status message whose post was given up: its updates are dropped too.
+# ``ts`` of a status message given up (refused every way: ``bots.chat.fallbacks``): its
+# later contents are not shown.
 GONE = "-"
 
 

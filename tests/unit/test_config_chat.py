@@ -57,9 +57,11 @@ def test_environment_overrides_chat_and_a_platform(
 ) -> None:
     monkeypatch.setenv("CARAMBA_CHAT__OUTBOX_MAX_AGE_S", "600")
     monkeypatch.setenv("CARAMBA_DISCORD__OUTBOX_MAX_AGE_S", "900")
+    monkeypatch.setenv("CARAMBA_WEB_CHAT__STATUS_INTERVAL_S", "2")
     s = load_settings(_toml(tmp_path, "[chat]\noutbox_max_age_s = 100\n"))
     assert s.chat.outbox_max_age_s == 600 and s.slack.outbox_max_age_s == 600
     assert s.discord.outbox_max_age_s == 900
+    assert s.web_chat.status_interval_s == 2 and s.web_chat.outbox_max_age_s == 600
 
 
 def test_a_shared_value_a_platform_cannot_take_names_the_platform(tmp_path: Path) -> None:
