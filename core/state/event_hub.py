@@ -128,7 +128,7 @@ async def follow_events(
     # fakeredis answers blocking reads at once; poll with a short sleep instead.
     block = 1000 if blocking else None
     while True:
-        batch = await store.read_events(run_id, after=last, block_ms=block)
+        batch = await store.events.read(run_id, after=last, block_ms=block)
         for entry_id, event in batch:
             last = entry_id
             yield event
