@@ -19,11 +19,11 @@ An adapter's process then builds, over the core services ``svc``::
 
     adapter = Adapter("slack", "Slack", SlackRenderer(), SlackTransport(client, ...),
                       Limits.of(svc.settings.slack, message_chars=3000))
-    threads = Threads(svc.redis, svc.settings.redis.key_prefix, adapter.platform)
+    threads = Threads(ChatStore.of(svc, adapter.platform))   # bots.chat.store
     relays = Relays(svc, adapter, threads)         # bots.chat.relays
     await relays.start()                           # take up runs earlier processes left
 
-and, for each request it records (``core.runs.requests.request_run``), links the thread
+and, for each request it records (``core.runs.people.request``), links the thread
 and follows the run::
 
     shown = Shown(run_id=run_id, channel=place.channel, thread=place.thread)
@@ -35,7 +35,11 @@ durable outbox in Redis (``bots.chat.outbox``), delivered in order by the run's 
 (``bots.chat.courier``) with the transport; Redis keys live under
 ``{redis.key_prefix}:{platform}:`` (for Slack, the keys it always had). Buttons and
 forms (approve, edit, cancel, feedback) stay the adapter's: the payloads carry the run id
-where the platform needs it (a button's value, a ``custom_id``).
+where the platform needs it (a button's value, a ``custom_id``). A click is translated
+into a ``core.types.people.Person`` and one call of the people room
+(``core.runs.people``, where every rule is), whose outcome the adapter renders; a message
+redrawn after it (a decided card) goes through ``bots.chat.redraw``, never straight to
+the platform.
 """
 
 from __future__ import annotations
