@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 
 # The one task of the app (registered under this explicit name by tasks.app.make_app).
 TURN_TASK = "caramba.turn"
-# kombu's Redis transport keeps a queue's messages of priority p > 0 in "{queue}\x06\x16{p}".
-_PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 
 
 def broker_key_prefix(settings: Settings) -> str:
@@ -169,8 +167,8 @@ class CeleryScheduler:
         if self._broker is None:
             url = self.settings.celery.broker_url or self.settings.redis.url
             self._broker = LedgerSets.client(url)
-        base = broker_key_prefix(self.settings) + self.queue
-        return broker_queue_length(self._broker, [base + s for s in _PRIORITY_SUFFIXES]) == 0
+        lists = Keys(self.settings.redis.key_prefix).celery_queue_lists(self.queue)
+        return broker_queue_length(self._broker, lists) == 0
 
     async def aclose(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.close)

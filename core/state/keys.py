@@ -245,3 +245,9 @@ class Keys:
     def celery_broker(self) -> str:
         """kombu's ``global_keyprefix``: every broker key of the deployment starts with it."""
         return f"{self.prefix}:celery:"
+
+    def celery_queue_lists(self, queue: str) -> list[str]:
+        """The broker's Redis lists of ``queue``: kombu keeps priority p > 0 in
+        ``{queue}\\x06\\x16{p}`` (priorities 3, 6, 9 with the default steps)."""
+        base = self.celery_broker() + queue
+        return [base + suffix for suffix in ("", "\x06\x163", "\x06\x166", "\x06\x169")]
