@@ -14,6 +14,7 @@ sees).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from typing import Any
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 _USER = re.compile(r"<@([UW][A-Z0-9]+)(?:\|([^>]*))?>")
 # Names at most this long, kept in the process: one entry per person who was mentioned.
 _NAME_CHARS = 80
+# How long a click waits for its clicker's name before going on without it.
+NAME_WAIT_S = 3.0
 
 
 class People:
@@ -58,10 +61,15 @@ class People:
         self.names[user_id] = " ".join(str(name).split())[:_NAME_CHARS]
         return self.names[user_id]
 
-    async def person(self, user_id: str) -> Person:
+    async def person(self, user_id: str, wait_s: float = NAME_WAIT_S) -> Person:
         """The Slack user ``user_id`` as the people room takes them, by name (asked of
-        Slack unless known): for what keeps their name (a run's end)."""
-        return Person(id=user_id, name=await self.name(user_id))
+        Slack unless known, for at most ``wait_s``: a Cancel does not wait on a slow
+        Slack): for what keeps their name (a run's end)."""
+        try:
+            name = await asyncio.wait_for(self.name(user_id), wait_s)
+        except TimeoutError:
+            name = self.names.get(user_id, "someone")
+        return Person(id=user_id, name=name)
 
     def known(self, user_id: str) -> Person:
         """``user_id`` with the name this process knows, without asking Slack: for
