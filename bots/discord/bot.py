@@ -20,6 +20,7 @@ from discord import app_commands
 
 from bots.chat.background import Background
 from bots.chat.ports import Adapter, Limits, Place
+from bots.chat.redraw import Redraws
 from bots.chat.relays import Relays
 from bots.chat.store import ChatStore
 from bots.chat.threads import Shown, Threads
@@ -78,6 +79,7 @@ class CarambaBot(discord.Client):
             follow=self._follow,
             run_in=self._run_in,
             spawn=self.spawn,
+            redraws=Redraws(self.relays.outbox, self.adapter),
         )
         # The persistent components' handlers (bots.discord.views.handlers finds them).
         self.handlers = Decisions(self.ctx)
@@ -137,6 +139,7 @@ class CarambaBot(discord.Client):
     async def close(self) -> None:
         """Finish the listeners' work, stop the relays (they give their runs up), then
         disconnect."""
+        await self.ctx.redraws.aclose()
         await self.drain()
         await self.relays.aclose()
         await super().close()
