@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,7 +21,13 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from core.config_chat import DiscordSettings, SlackSettings
+from core.config_chat import (
+    ChatSettings,
+    DiscordSettings,
+    SlackSettings,
+    WebChatSettings,
+    with_shared_chat,
+)
 from core.config_observe import TelemetrySettings, WebUISettings
 from core.config_sections import (
     AgentsSettings,
@@ -73,8 +79,10 @@ class Settings(BaseSettings):
     prompts: PromptSettings = PromptSettings()
     library: LibrarySettings = LibrarySettings()
     planning: PlanningSettings = PlanningSettings()
+    chat: ChatSettings = ChatSettings()
     slack: SlackSettings = SlackSettings()
     discord: DiscordSettings = DiscordSettings()
+    web_chat: WebChatSettings = WebChatSettings()
     workspace: WorkspaceSettings = WorkspaceSettings()
     sandbox: SandboxSettings = SandboxSettings()
     web: WebSettings = WebSettings()
@@ -84,6 +92,12 @@ class Settings(BaseSettings):
     web_ui: WebUISettings = WebUISettings()
     telemetry: TelemetrySettings = TelemetrySettings()
     config_file: Path | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _chat_shared(cls, data: Any) -> Any:
+        """[chat] laid under [slack], [discord] and [web_chat] (core.config_chat)."""
+        return with_shared_chat(data)
 
     @classmethod
     def settings_customise_sources(
