@@ -66,6 +66,7 @@ def demo(
     """Run the offline demo: a request routed, planned, proposed, approved and done by a
     team of agents over the bus. Zero services; a scripted model answers every call."""
     from bots.console import proposal
+    from bots.console.person import console_person
     from core.process.demo import DEMO_TASK, demo_agent, demo_model
     from core.process.demo_cohort import COHORT_TASK, cohort_model, cohort_orchestrator
     from core.process.demo_flow import run_demo
@@ -99,7 +100,13 @@ def demo(
     else:
         say = lambda m: console.print(f"[dim]{escape(m)}[/]")  # noqa: E731
         demo_run = run_demo(
-            settings, ask, on_event=thread, on_message=say, pace_s=pace_s, task=task or TEAM
+            settings,
+            ask,
+            on_event=thread,
+            on_message=say,
+            person=console_person(),
+            pace_s=pace_s,
+            task=task or TEAM,
         )
     try:
         run = asyncio.run(demo_run)

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from bots.console.person import named
 from bots.console.text import escape, printable
 from core.runs.approval import AgentCard, ProposalView
 
@@ -50,7 +51,7 @@ def card(view: ProposalView) -> Panel:
         )
     return Panel(
         Group(*parts),
-        title=f"Proposal for {escape(view.requested_by)}",
+        title=f"Proposal for {escape(named(view.requested_by))}",
         title_align="left",
         border_style="cyan",
     )

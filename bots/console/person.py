@@ -28,6 +28,13 @@ def console_person() -> Person:
     return Person(id=CONSOLE, name=login())
 
 
+def named(user_id: str) -> str:
+    """How the console names the person ``user_id`` (a run's requester on a card): the
+    person at the terminal by their login name; any other id as it is (runs of a chat
+    platform do not reach the console)."""
+    return login() if user_id == CONSOLE else user_id
+
+
 class ConsoleWho:
     """The console's ``who`` port: the person at the terminal by their name; any other
     id (runs of a chat platform do not reach the console) as it is."""

@@ -32,6 +32,7 @@ from bots.chat.ports import (
     StatusLine,
 )
 from bots.console.card import shorten
+from bots.console.person import named
 from bots.console.text import escape, printable
 from core.types.run import RunStatus
 
@@ -64,7 +65,7 @@ class ConsoleRenderer:
                 return [self.status(intention)]
             case Card(view=view):
                 payload = {"kind": "card", "view": view.model_dump(mode="json")}
-                return [Rendered(f"Proposal for {escape(view.requested_by)}", payload)]
+                return [Rendered(f"Proposal for {escape(named(view.requested_by))}", payload)]
             case Milestone(text=text):
                 return [Rendered(f"    [dim]└ {escape(shorten(text, MILESTONE_CHARS))}[/]")]
             case Question(agent=agent, text=text):
@@ -74,8 +75,8 @@ class ConsoleRenderer:
             case Notify(agent=agent, who=who, text=text):
                 return [Rendered(f"  🔔 {escape(agent)} → {escape(who)}: {escape(text)}")]
             case ChatPost(agent=agent, text=text, filename=filename):
-                named = f" · {escape(filename)}" if filename else ""
-                return [panel(printable(text), f"{escape(agent)} posted{named}", "blue")]
+                with_file = f" · {escape(filename)}" if filename else ""
+                return [panel(printable(text), f"{escape(agent)} posted{with_file}", "blue")]
             case Result():
                 return [self.result(intention)]
             case Artifacts(files=files):

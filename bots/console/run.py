@@ -150,7 +150,7 @@ async def run_task(
             designed,
             lambda view: flow.decide(svc, view),
             on_message=lambda text: console.print(escape(text)),
-            requested_by=person.id,
+            person=person,
             library=library,
             follow_run=runner.follow,
         )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from bots.console.person import named
 from bots.console.text import escape
 from core.types.events import (
     AgentCreated,
@@ -74,10 +75,10 @@ class Trace:
             case ErrorRaised():  # the thread says the error; its hint goes under it
                 return [f"    [dim]→ {escape(event.hint)}[/]"] if event.hint else []
             case QuestionClosed():
-                by = f"answered by {escape(event.by or '?')}"
+                by = f"answered by {escape(named(event.by) if event.by else '?')}"
                 return [f"  [yellow]✓ question {'no answer in time' if event.timed_out else by}[/]"]
             case RunStatusChanged():
-                said = f"  [dim]run is {event.status.value} ({escape(event.by)})[/]"
+                said = f"  [dim]run is {event.status.value} ({escape(named(event.by))})[/]"
                 return [said] if self.verbose else []
             case QuestionAsked() | ChatPosted() | Notified() | BudgetReached() | RunFinished():
                 return []  # in the thread

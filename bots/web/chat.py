@@ -113,7 +113,10 @@ class WebChat:
         svc = self.svc
         if action in ("approve", "reject"):
             decision = Approve() if action == "approve" else Reject()
-            return _refusal(await people.decide(svc, run_id, WEB, decision, who=WHO))
+            decided = await people.decide(svc, run_id, WEB, decision, who=WHO)
+            if isinstance(decided, Done):
+                await self.show_decided(run_id, decided.line)
+            return _refusal(decided)
         if action == "cancel":
             return _refusal(await people.cancel(svc, run_id, WEB, who=WHO))
         if action in ("extend", "stop"):
@@ -126,6 +129,15 @@ class WebChat:
             said = await people.reply(svc, run_id, text, WEB)
             return None if isinstance(said, Delivered) else said.hint
         return None
+
+    async def show_decided(self, run_id: str, line: str) -> None:
+        """The thread's card, without its buttons, saying who decided by name (the
+        people room's line: "Approved by the web chat.")."""
+        messages, _ = await self.transport.messages(run_id)
+        card = next((m for m in reversed(messages) if m.kind == "card"), None)
+        if card is not None:
+            payload = {**card.payload, "decided": line}
+            await self.transport.update(Place("web", run_id), card.id, card.text, payload)
 
     async def tell(self, run_id: str, text: str) -> None:
         await self.transport.post(Place("web", run_id), text, {"kind": "note", "level": "info"})
@@ -199,6 +211,7 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             last=last,
             t=request.query_params.get("t", ""),
             inspector=run_path(chat.signer, run_id, ttl),
+            names={WEB_USER: WEB.name},  # who decided, when the card does not say
             file_token=chat.signer.token(f"run:{run_id}", ttl),
         )
 

@@ -22,6 +22,7 @@ from core.process.demo_planning import is_budget, planning
 from core.process.demo_reading import system_text
 from core.process.demo_team import LEAD, PARTS, TEAM_TASK, lead, member, orchestrator
 from core.process.embedded import (
+    CONSOLE,
     Decider,
     EventCallback,
     embedded_services,
@@ -29,6 +30,7 @@ from core.process.embedded import (
     run_proposal,
 )
 from core.runs.control import start_run
+from core.types.people import Person
 from core.types.run import RunState
 
 
@@ -87,7 +89,7 @@ async def run_demo(
     *,
     on_event: EventCallback | None = None,
     on_message: Callable[[str], None] = print,
-    requested_by: str = "console",
+    person: Person = CONSOLE,
     timeout_s: float = 60,
     pace_s: float = 0.0,
     task: str = TEAM_TASK,
@@ -104,7 +106,7 @@ async def run_demo(
                 on_message(line)
             limit = timeout_s + 100 * pace_s  # room for the paced answers
             if outcome.direct is not None:
-                run_id = await start_run(svc, task, outcome.direct, requested_by=requested_by)
+                run_id = await start_run(svc, task, outcome.direct, requested_by=person.id)
                 return await follow(svc, run_id, on_event, limit)
             assert outcome.cohort is not None, "planning ends direct or with a cohort"
             return await run_proposal(
@@ -114,6 +116,6 @@ async def run_demo(
                 ask,
                 on_event=on_event,
                 on_message=on_message,
-                requested_by=requested_by,
+                person=person,
                 timeout_s=limit,
             )

@@ -18,15 +18,17 @@ from core.process.embedded_library import load_library, records_path, save_libra
 from core.process.jobs import handle
 from core.process.tools_start import start_tools, stop_tools
 from core.process.wiring import build_llm, build_services
-from core.runs import learning
-from core.runs.approval import Approve, Decision, ProposalView, decide, view
+from core.runs import learning, people
+from core.runs.approval import Approve, Decision, ProposalView, view
 from core.runs.control import propose_run, start_run
+from core.runs.outcomes import Done, Refused
 from core.scheduler.inline import InlineScheduler
 from core.services import Services
 from core.state.event_hub import follow_events
 from core.types.agent import AgentSpec
 from core.types.cohort import Cohort
 from core.types.events import RunEvent
+from core.types.people import Person
 from core.types.run import RunState
 
 log = logging.getLogger(__name__)
@@ -34,6 +36,8 @@ log = logging.getLogger(__name__)
 EventCallback = Callable[[RunEvent], Awaitable[None] | None]
 # Shows the proposal to a person and returns their decision.
 Decider = Callable[[ProposalView], Awaitable[Decision]]
+# Who requests and decides in this process when the caller names nobody.
+CONSOLE = Person("console", "console")
 
 
 @contextlib.asynccontextmanager
@@ -104,26 +108,27 @@ async def run_proposal(
     *,
     on_event: EventCallback | None = None,
     on_message: Callable[[str], None] = print,
-    requested_by: str = "console",
+    person: Person = CONSOLE,
     timeout_s: float | None = None,
     library: Library | None = None,
     max_rounds: int = 20,
     follow_run: Callable[[str], Awaitable[RunState]] | None = None,
 ) -> RunState:
-    """Propose, let ``ask`` decide (edits loop back to the card), then run if approved
-    (followed by ``follow_run`` if given: the console's, which takes the person's input
-    meanwhile).
+    """Propose ``person``'s task, let ``ask`` decide (edits loop back to the card)
+    through the people room (``people.decide``: its line names ``person``), then run if
+    approved (followed by ``follow_run`` if given: the console's, which takes the
+    person's input meanwhile).
 
     ``decide`` records the decision in the library; with a ``library``, the run's outcome
     is recorded in it too before this returns.
     """
-    run_id = await propose_run(svc, task, proposal, requested_by=requested_by)
+    run_id = await propose_run(svc, task, proposal, requested_by=person.id)
     for _ in range(max_rounds):
         run = await svc.store.get_run(run_id)
         decision = await ask(view(svc.settings, run, svc.tools))
-        outcome = await decide(svc, run_id, requested_by, decision)
-        on_message(outcome.message)
-        if outcome.ok and isinstance(decision, Approve):
+        outcome = await people.decide(svc, run_id, person, decision)
+        on_message(outcome.reason if isinstance(outcome, Refused) else outcome.line)
+        if isinstance(outcome, Done) and isinstance(decision, Approve):
             final = await (
                 follow_run(run_id)
                 if follow_run is not None
@@ -133,6 +138,6 @@ async def run_proposal(
                 # Recorded now (or by the worker already recording it), not at the next tick.
                 await learning.learn(svc, run_id, library, wait_s=10)
             return final
-        if outcome.run.status.terminal:
+        if outcome.run is not None and outcome.run.status.terminal:
             return outcome.run
     return await svc.store.get_run(run_id)

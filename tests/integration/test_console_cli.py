@@ -37,6 +37,7 @@ def _env(server: ThreadedFakeLLMServer, home: Path, **extra: str) -> dict[str, s
     env = {k: v for k, v in os.environ.items() if not k.startswith("CARAMBA_")}
     env.update(
         COLUMNS=extra.pop("COLUMNS", "160"),
+        LOGNAME="ana",  # the person at the terminal, named by their login
         CARAMBA_REDIS__URL="",
         CARAMBA_LLM__MODEL="openai/fake-model",
         CARAMBA_LLM__API_BASE=server.base_url,
@@ -80,7 +81,7 @@ def test_answer_name_then_reuse_by_name_and_extend_at_the_budget(
     second = _run(env, "a\ne\n\n\n\n", "--cohort", "asker", "spend it")
     out = second.stdout
     assert second.returncode == 0, out + second.stderr
-    assert "Proposal for console" in out and "│ spend it " in out and "plan:" not in out
+    assert "Proposal for ana" in out and "│ spend it " in out and "plan:" not in out
     assert "⏸ paused: the run spent $2.00 of $1.50" in out
     assert "extended by $2.00 (now" in out
     assert "Spent enough: 3 sums." in out and "completed ·" in out
@@ -133,7 +134,7 @@ def test_at_80_columns_the_card_wraps_the_edit_keeps_what_was_given_and_esc_is_t
     assert done.returncode == 0, out + done.stderr
     assert not {"\x1b", "\x07"} & set(out), repr(out)
     assert "please ask me \\x1b]0;pwned\\x07\\x1b[2J which city" in out
-    card = out[out.index("╭─ Proposal for console") : out.index("╯") + 1].splitlines()
+    card = out[out.index("╭─ Proposal for ana") : out.index("╯") + 1].splitlines()
     assert max(len(line) for line in card) <= 80 and len(card) <= 20
     assert "└── 1. Helper · orchestrator · openai/fake-model" in out
     assert "Not changed: Helper (tools): there is no tool named nope" in out
@@ -141,4 +142,4 @@ def test_at_80_columns_the_card_wraps_the_edit_keeps_what_was_given_and_esc_is_t
     assert "invalid literal" not in out and "Traceback" not in out
     assert out.count("New instructions") == 1
     assert "50,000 tokens" in out and "“Ask, then finish.”" in out
-    assert "Approved by console." in out and "Going with Porto." in out
+    assert "Approved by ana." in out and "Going with Porto." in out

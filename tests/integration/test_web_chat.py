@@ -99,7 +99,8 @@ async def test_request_card_approve_result(settings) -> None:
         done = await until(c, path, r'class="msg k-result"', timeout_s=60)
         assert "Total: €5568" in done
         assert 'value="up"' in done and 'value="approve"' not in done
-        assert "approved by web" in done
+        # The card names who decided, as the people room says it: never the id "web".
+        assert "Approved by the web chat." in done and "by web" not in done
         await until(c, path, r"agents 5/5 done")  # the status line, edited in place
         # The inspector link on the page opens the run.
         inspect = re.search(r'href="(/runs/[^"]+)">inspect this run', done)
@@ -126,7 +127,7 @@ async def test_reject_and_cross_site_forms(settings) -> None:
         sneaky = await c.post("/chat", data={"task": "x"}, headers={"sec-fetch-site": "cross-site"})
         assert sneaky.status_code == 403
         assert (await post(c, f"{path}/act", action="reject")).status_code == 303
-        await until(c, path, r"rejected by web")
+        await until(c, path, r"Rejected by the web chat\.")
         run = await svc.store.get_run(path.rsplit("/", 1)[1])
         assert run.status.value == "rejected"
 

@@ -13,18 +13,19 @@ runner = CliRunner()
 def test_demo_plans_proposes_approves_and_runs_a_team_offline() -> None:
     """The product's main job with no service: router → planner and prompt creator → the
     card → approval (automatic: not a terminal) → five agents over the bus → the result."""
-    result = runner.invoke(app, ["demo"], env={"COLUMNS": "200"})
+    result = runner.invoke(app, ["demo"], env={"COLUMNS": "200", "LOGNAME": "ana"})
     assert result.exit_code == 0, result.output
     out = result.output
     assert "scripted offline model" in out
     assert "router (1 call): plan" in out and "planner (1 call): 5 agents" in out
     assert "prompt creator (15 calls)" in out  # draft, critique, refine × 5
     card, run = out.split("approved automatically (not a terminal)")
-    assert "Proposal for console" in card and "Budget our 3-night team offsite" in card
+    # The person at the terminal, by their login name (names, never ids).
+    assert "Proposal for ana" in card and "Budget our 3-night team offsite" in card
     for i, name in enumerate(("Orchestrator", "Budget lead", "Trains", "Rooms", "Meals"), 1):
         assert f"── {i}. {name} · " in card  # the agent tree (bots/console/card.py)
     assert "Budget lead · lead · team: fan out" in card and "scripted/offline" in card
-    assert "Approved by console." in run
+    assert "Approved by ana." in run and "by console" not in out
     for member, amount in (("Trains", "1068"), ("Rooms", "2520"), ("Meals", "1980")):
         assert f"✉ Budget lead → {member}: Your part" in run  # fan-out
         assert f"✓ {member} calculate(" in run
@@ -153,10 +154,11 @@ def test_run_plans_shows_the_card_and_runs_the_approved_cohort(monkeypatch) -> N
         monkeypatch.setenv("CARAMBA_LLM__MODEL", "openai/fake-model")
         monkeypatch.setenv("CARAMBA_LLM__API_BASE", server.base_url)
         monkeypatch.setenv("COLUMNS", "200")
+        monkeypatch.setenv("LOGNAME", "ana")
         result = runner.invoke(app, ["run", "--yes", "What is 2+2, carefully?"])
     assert result.exit_code == 0, result.output
-    assert "Proposal for console" in result.output and "Add the numbers" in result.output
-    assert "Approved by console." in result.output and "It is 4." in result.output
+    assert "Proposal for ana" in result.output and "Add the numbers" in result.output
+    assert "Approved by ana." in result.output and "It is 4." in result.output
 
 
 def test_cohort_demo_runs_a_competition_offline() -> None:

@@ -76,10 +76,14 @@ def _demo_view() -> ProposalView:
     return views[0]
 
 
-def test_the_demo_cohorts_card_fits_80_columns_as_a_short_tree_of_whole_words() -> None:
+def test_the_demo_cohorts_card_fits_80_columns_as_a_short_tree_of_whole_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LOGNAME", "ana")
     view = _demo_view()
     lines = _rendered(view)
     text = "\n".join(lines)
+    assert "Proposal for ana" in text  # the requester by name, not the id "console"
     assert max(len(line) for line in lines) <= 80
     assert len(lines) <= 40  # the table it replaces took 93
     # A tree: the orchestrator at the top, its lead under it, the members under the lead.
@@ -94,7 +98,7 @@ def test_the_demo_cohorts_card_fits_80_columns_as_a_short_tree_of_whole_words() 
         for a in view.agents
         for w in _words(a.name, a.role, a.model, a.prompt_excerpt, *a.tools, *a.risks)
     }
-    allowed |= _words("Proposal for console Plan Agents Every agent model tools team fan out")
+    allowed |= _words("Proposal for ana Plan Agents Every agent model tools team fan out")
     allowed |= _words("tokens Budget for the whole run min instructions the same as")
     assert _words(text) <= allowed, _words(text) - allowed
     # A long text ends with "…" after a whole word.

@@ -51,6 +51,7 @@ def caramba_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
         "CARAMBA_PLANNING__REFLECTION_ROUNDS": "0",
         # caramba run asks for the model's key before it starts; the scripted model needs none.
         "OPENAI_API_KEY": "sk-never-used",
+        "LOGNAME": "ana",  # the person at the terminal, named by their login
     }
 
     def invoke(task: str, typed: str) -> Any:
@@ -79,7 +80,7 @@ def test_the_agents_question_is_answered_then_the_run_rated_and_named(
 def test_no_rating_after_a_reject(caramba_run: Any) -> None:
     result = caramba_run("ask me", "r\nnot now\n")
     assert result.exit_code == 1
-    assert "Rejected by console" in result.output
+    assert "Rejected by ana." in result.output
     assert "Rate the result" not in result.output and "Save this cohort" not in result.output
 
 
@@ -128,6 +129,6 @@ def test_an_edit_refused_by_core_asks_that_field_again_and_keeps_the_rest(
     assert "Not a number: write a whole number of tokens, at least 1,000" in out
     assert "invalid literal" not in out and "Traceback" not in out
     assert out.count("New instructions") == 1  # given once, kept while tools were re-asked
-    assert "Updated by console; approve it to start." in out
+    assert "Updated by ana; approve it to start." in out
     assert re.search(r"1\. Helper · orchestrator · \S+ · 50,000 tokens", out)
     assert "“I ask first.”" in out and "Going with Porto." in out

@@ -76,7 +76,10 @@ class Session:
         return self.out.getvalue()
 
 
-async def test_an_agents_question_is_answered_by_the_line_typed(make_services) -> None:
+async def test_an_agents_question_is_answered_by_the_line_typed(
+    make_services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LOGNAME", "ana")
     s = Session(make_services, "ask me")
     following = await s.start()
     await s.until(lambda: bool(s.console.questions))
@@ -85,7 +88,7 @@ async def test_an_agents_question_is_answered_by_the_line_typed(make_services) -
     s.lines.put("Porto")
     final = await asyncio.wait_for(following, 10)
     assert final.status is RunStatus.COMPLETED and final.result == "Going with Porto."
-    assert "question answered by console" in s.printed
+    assert "question answered by ana" in s.printed  # by name, not the id "console"
 
 
 async def test_lines_typed_before_anything_is_asked_answer_in_order(make_services) -> None:

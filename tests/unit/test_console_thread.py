@@ -121,12 +121,13 @@ def _shown(intentions: list[Intention]) -> str:
     return out.getvalue()
 
 
-def test_every_intention_kind_is_rendered_and_drawn() -> None:
+def test_every_intention_kind_is_rendered_and_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOGNAME", "ana")
     kinds = {cls.__name__ for cls in typing.get_args(Intention)}
     assert {type(i).__name__ for i in _samples()} == kinds
     text = _shown(_samples())
     for said in (
-        "Proposal for console",
+        "Proposal for ana",  # the requester by name
         "└ Half of it",
         "? Ana asks: Which city?",
         "! a note",
