@@ -30,6 +30,11 @@ class ChatKeys:
         return f"{self.prefix}:outbox:{run_id}:status"
 
     @property
+    def redraws(self) -> str:
+        """The redraw outboxes with something to deliver (a hash: queue → place, JSON)."""
+        return f"{self.prefix}:redraws"
+
+    @property
     def drops(self) -> str:
         """The messages the platform never showed (a capped stream: run, what, why)."""
         return f"{self.prefix}:drops"

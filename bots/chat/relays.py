@@ -23,6 +23,7 @@ from bots.chat.busy import Busy, stop_if_cancelled
 from bots.chat.follow import relay_run
 from bots.chat.outbox import Outbox
 from bots.chat.ports import Adapter
+from bots.chat.redraw import Redraws
 from bots.chat.store import Lease
 from bots.chat.threads import Shown, Threads
 from core.runs.requests import give_up_if_stuck, stuck_after
@@ -51,6 +52,8 @@ class Relays:
         self.busy = Busy()
         # This process, as the holder of the leases on the runs it relays.
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        # Messages redrawn after a click, each run's held by one process as its relay is.
+        self.redraws = Redraws(self.outbox, adapter, self.owner)
         self.lease_s = adapter.limits.relay_lease_s
         self.supervisor: asyncio.Task[None] | None = None
         self._claiming: set[str] = set()
@@ -111,9 +114,11 @@ class Relays:
 
     async def adopt(self) -> int:
         """Relay the runs no bot process relays (left by one that stopped or died, or a
-        relay that failed); how many this process took."""
+        relay that failed), and deliver the redraws nobody delivers; how many runs this
+        process took."""
         if self.closed:
             return 0
+        await self.redraws.adopt()
         unheld = await self.threads.unheld(set(self.tasks) | self._claiming)
         return sum([await self.follow(shown) for shown in unheld])
 
@@ -144,6 +149,7 @@ class Relays:
                 log.exception("keeping the relays' leases failed; retrying")
 
     async def _renew(self) -> None:
+        await self.redraws.renew()
         leases = dict(self.leases)
         for run_id in await self.threads.renew(leases):
             if self.leases.get(run_id) is not leases[run_id]:
@@ -165,6 +171,7 @@ class Relays:
         if self.closed:
             return
         self.closed = True
+        await self.redraws.aclose()  # what is left stays queued for the next process
         if self.supervisor is not None:
             self.supervisor.cancel()
             await asyncio.gather(self.supervisor, return_exceptions=True)

@@ -1,19 +1,18 @@
 """The chat layer's own small store: the one module of ``bots/`` that speaks Redis.
 
 What the chat layer and its adapters keep — threads linked to runs, the relays' progress
-and leases, each run's outbox, and the adapters' own small records (Discord's result
+and leases, each run's outbox and redraws, the adapters' small records (Discord's result
 messages and names, Slack's stream and upload progress, the web chat's threads) — under
-``{redis.key_prefix}:{platform}:`` (``bots.chat.keys``, the chat layer's key names; for
-Slack, the keys it always had). Core state (runs, agents, events) is read through
-``core.state``, never here. Adapters get a :class:`ChatStore` (``ChatStore.of(svc,
-"slack")``) and call its methods; they never see the Redis client.
+``{redis.key_prefix}:{platform}:`` (``bots.chat.keys``; for Slack, the keys it always
+had). Core state (runs, agents, events) is read through ``core.state``, never here.
+Adapters get a :class:`ChatStore` (``ChatStore.of(svc, "slack")``), never the client.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from redis.asyncio.lock import Lock
 from redis.exceptions import LockError, LockNotOwnedError, WatchError
@@ -71,8 +70,7 @@ class ChatStore:
         return bool(await self.redis.set(key, value, nx=True, ex=int(ttl_s)))
 
     async def get(self, key: str) -> str | None:
-        value: str | None = await self.redis.get(key)
-        return value
+        return cast("str | None", await self.redis.get(key))
 
     async def get_many(self, keys: Sequence[str]) -> list[str | None]:
         return list(await self.redis.mget(list(keys))) if keys else []
@@ -135,8 +133,7 @@ class ChatStore:
         return {r: v for r, v in zip(run_ids, found, strict=True) if v is not None}
 
     async def unheld(self, skip: set[str]) -> dict[str, str]:
-        """The relays nobody holds a lease on (but those in ``skip``): three round trips,
-        whose answers stay small while every run is held."""
+        """The relays nobody holds a lease on (but those in ``skip``): 3 small round trips."""
         run_ids = [r for r in await self.redis.hkeys(self.keys.relays) if r not in skip]
         if not run_ids:
             return {}
@@ -145,8 +142,7 @@ class ChatStore:
 
     # -- leases: one bot process relays each run ----------------------------------------
     async def claim(self, run_id: str, owner: str, ttl_s: float) -> Lock | None:
-        """Hold ``run_id`` for ``owner`` for ``ttl_s``: the lease, or None while another
-        holder's lease lives (a lapsed one is free)."""
+        """Hold ``run_id`` for ``owner`` for ``ttl_s``; None while another's lease lives."""
         kind = _InProcessLock if self.in_process else Lock
         # Not thread-local: the lease is taken, renewed and released by different tasks.
         name = self.keys.lease(run_id)
@@ -155,8 +151,7 @@ class ChatStore:
 
     async def renew(self, leases: dict[str, Lock]) -> list[str]:
         """Extend each lease (run id → lease) to its full time; the runs whose lease lapsed
-        or was taken over. One script call for all (a lease another process took stays
-        theirs), as ``Lock.reacquire`` checks the holder."""
+        or was taken over. One script call for all (checking the holder, as ``reacquire``)."""
         if not leases:
             return []
         if self.in_process:
@@ -187,9 +182,8 @@ class ChatStore:
         status: Mapping[str, Any] | None = None,
         relay: str | None = None,
     ) -> None:
-        """Queue ``entries``, write the status message's new content (its ``version``
-        counted up) and save the relay's progress ``relay``: one transaction, so an event
-        replayed after a restart queues nothing twice."""
+        """Queue ``entries``, write the status message's new content (``version`` + 1) and
+        the relay's progress ``relay``: one transaction (a replayed event adds nothing)."""
         async with self.redis.pipeline(transaction=True) as pipe:
             if relay is not None:
                 pipe.hset(self.keys.relays, run_id, relay)
@@ -199,6 +193,23 @@ class ChatStore:
                 pipe.hset(self.keys.outbox_status(run_id), mapping=dict(status))
                 pipe.hincrby(self.keys.outbox_status(run_id), "version", 1)
             await pipe.execute()
+
+    async def queue_redraw(self, queue: str, entry: str, place: str) -> None:
+        """Queue redraw ``entry`` in outbox ``queue``, noted (at ``place``) as to deliver."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.rpush(self.keys.outbox(queue), entry)
+            pipe.hset(self.keys.redraws, queue, place)
+            await pipe.execute()
+
+    async def redraws_done(self, queue: str) -> None:
+        """Forget ``queue`` among the redraws to deliver, unless a redraw is queued."""
+        async with self.redis.pipeline(transaction=True) as pipe:
+            with contextlib.suppress(WatchError):  # one queued meanwhile: still noted
+                await pipe.watch(self.keys.outbox(queue))
+                if not await pipe.llen(self.keys.outbox(queue)):
+                    pipe.multi()
+                    pipe.hdel(self.keys.redraws, queue)
+                    await pipe.execute()
 
     async def note_drop(self, run_id: str, what: str, why: str) -> None:
         """Note a message the platform never showed in the platform's drops (the newest
@@ -268,8 +279,7 @@ async def _kept(lease: Lock) -> bool:
 
 
 class _InProcessLock(Lock):
-    """A lease in an in-process Redis (fakeredis, embedded mode: one bot process), which
-    runs no Lua scripts: the holder is checked, then the lease extended or removed."""
+    """A lease in fakeredis (embedded mode: one bot process), which runs no Lua scripts."""
 
     async def do_release(self, expected_token: bytes) -> None:
         if not await self.owned():

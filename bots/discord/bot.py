@@ -20,7 +20,6 @@ from discord import app_commands
 
 from bots.chat.background import Background
 from bots.chat.ports import Adapter, Limits, Place
-from bots.chat.redraw import Redraws
 from bots.chat.relays import Relays
 from bots.chat.store import ChatStore
 from bots.chat.threads import Shown, Threads
@@ -79,7 +78,7 @@ class CarambaBot(discord.Client):
             follow=self._follow,
             run_in=self._run_in,
             spawn=self.spawn,
-            redraws=Redraws(self.relays.outbox, self.adapter),
+            redraws=self.relays.redraws,
         )
         # The persistent components' handlers (bots.discord.views.handlers finds them).
         self.handlers = Decisions(self.ctx)

@@ -20,7 +20,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.chat.background import Background
 from bots.chat.ports import Place
-from bots.chat.redraw import Redraws
 from bots.chat.relays import Relays
 from bots.chat.threads import Shown
 from bots.slack.adapter import slack_adapter, slack_assistant, slack_threads
@@ -71,7 +70,7 @@ class SlackBot:
         self.assistant = slack_assistant(svc, self.client)
         adapter = slack_adapter(svc, self.client, assistant=self.assistant)
         self.relays = Relays(svc, adapter, self.threads)
-        self.redraws = Redraws(self.relays.outbox, adapter)
+        self.redraws = self.relays.redraws
         self.attachments = Attachments(svc, self.client)
         self.people = People(self.client)
         self.app.event("app_mention")(self._on_mention)

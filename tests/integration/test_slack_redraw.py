@@ -1,20 +1,32 @@
 """The card redrawn after a decision goes through an outbox (``bots.chat.redraw``): with
 Slack unreachable for 5 s at the Approve click, the redraw is not lost — once Slack is
 back the card shows who approved it, without its Approve / Edit / Reject buttons. And a
-rejected run's card is redrawn although its relay ends at once. Against the Slack fake,
-real Redis."""
+rejected run's card is redrawn although its relay ends at once; and a redraw queued when
+the bot stops mid-outage is delivered, once, by the next bot process. Against the Slack
+fake, real Redis."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import tempfile
 import time
 
 import pytest
 
 from bots.slack.blocks import APPROVE, EDIT, REJECT
 from core.types.run import RunStatus
-from tests.integration.test_slack_http import ANA, harness
+from tests.fakes.slack_api import FakeSlackAPI
+from tests.integration.test_slack_http import (
+    ANA,
+    harness,
+    quick_library,
+    scripted,
+    serve_bot,
+)
+from tests.planning_helpers import design
+from tests.planning_helpers import settings as planning_settings
 
 pytestmark = pytest.mark.integration
 OUTAGE_S = 5.0
@@ -69,3 +81,39 @@ async def test_a_rejected_card_is_redrawn_although_its_relay_ends_at_once(
         (update,) = _card_updates(h.slack)
         assert f"Rejected by <@{ANA}>" in json.dumps(update["blocks"])
         assert REJECT not in json.dumps(update["blocks"])
+
+
+async def test_a_redraw_left_by_a_bot_stopped_mid_outage_arrives_after_a_restart(
+    make_services, real_redis
+) -> None:
+    slack = await FakeSlackAPI().start()
+    s = quick_library(planning_settings(), tempfile.mkdtemp(prefix="caramba-lib-"))
+    s = s.model_copy(update={"slack": s.slack.model_copy(update={"api_url": slack.url})})
+    svc = make_services(s, scripted(design()), redis=real_redis)
+    try:
+        async with serve_bot(svc, slack) as h:
+            await h.mention("Compare flights to Berlin.")
+            _, run_id = await h.card()
+            await slack.go_down("5xx")
+            assert (await h.click("caramba_approve", run_id, ANA, CARD_TS)).status_code == 200
+            store = h.bot.relays.outbox.store
+            for _ in range(300):  # the redraw is queued (and noted) once the click is decided
+                if await store.progress(store.keys.redraws):
+                    break
+                await asyncio.sleep(0.02)
+            assert await store.progress(store.keys.redraws), "the redraw was never queued"
+        # That bot is closed, with Slack still down: the redraw stays queued.
+        assert _card_updates(slack) == []
+        await slack.come_back()
+        async with serve_bot(svc, slack) as again:
+            await again.bot.start()  # a new bot process takes up what the last one left
+            await slack.wait_for(lambda: bool(_card_updates(slack)), timeout_s=20)
+            await again.runs_end(timeout_s=30)
+            (update,) = _card_updates(slack)  # once
+            blocks = json.dumps(update["blocks"])
+            assert f"Approved by <@{ANA}>" in blocks
+            assert not any(button in blocks for button in (APPROVE, EDIT, REJECT))
+            assert await store.progress(store.keys.redraws) == {}, "nothing left to redraw"
+    finally:
+        await slack.stop()
+        shutil.rmtree(s.library.index_dir, ignore_errors=True)

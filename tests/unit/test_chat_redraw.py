@@ -60,3 +60,34 @@ async def test_a_stopping_bot_leaves_the_redraw_queued() -> None:
     head = await outbox.head(queue_of("run_1"))
     assert head.entry is not None and head.entry.message == "card"
     assert thread.messages["card"] == "Approve / Edit / Reject"
+
+
+async def test_a_redraw_left_queued_is_delivered_once_by_the_next_processes() -> None:
+    """A bot stops mid-outage with a redraw queued; two processes start: whichever takes
+    the queue's lease delivers it, once, and nothing is left noted or queued."""
+    redraws, thread, outbox, failing = _parts()
+    failing.extend([Transient("down")] * 1000)
+    drawing = asyncio.create_task(
+        redraws.redraw("run_1", PLACE, "card", Rendered("Approved by Ana."), "decided card")
+    )
+    for _ in range(200):
+        if thread.calls:
+            break
+        await asyncio.sleep(0.01)
+    await redraws.aclose()
+    await asyncio.wait_for(drawing, 2)
+    failing.clear()  # the platform is back
+    thread.calls.clear()
+    later = [Redraws(outbox, fake_adapter(thread)[0], owner=f"p{i}") for i in (1, 2)]
+    assert [await r.adopt() for r in later] == [1, 1]
+    for _ in range(200):
+        if not any(r.tasks for r in later):
+            break
+        await asyncio.sleep(0.01)
+    assert thread.messages["card"] == "Approved by Ana."
+    assert [call for call, _ in thread.calls] == ["update"], "delivered once"
+    assert (await outbox.head(queue_of("run_1"))).idle
+    assert await outbox.store.progress(outbox.store.keys.redraws) == {}, "nothing noted"
+    assert await later[0].adopt() == 0
+    for r in later:
+        await r.aclose()
