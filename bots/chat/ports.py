@@ -23,12 +23,12 @@ An adapter's process then builds, over the core services ``svc``::
     relays = Relays(svc, adapter, threads)         # bots.chat.relays
     await relays.start()                           # take up runs earlier processes left
 
-and, for each request it records (``core.runs.people.request``), links the thread
-and follows the run::
+and, for each request asked in a thread (``bots.chat.intake``: the files fetched, the
+request recorded by ``core.runs.people.request``), shows the run there::
 
-    shown = Shown(run_id=run_id, channel=place.channel, thread=place.thread)
-    await threads.link(shown)       # replies in the thread reach the run (threads.run_in)
-    await relays.follow(shown)      # card, status, milestones, result: through the outbox
+    opened = await take_request(relays, task, person, place, fetch)
+    # Opened: replies in the thread reach the run (threads.run_in), and its card, status,
+    # milestones and result come through the outbox; NotOpened: the adapter says why.
 
 and ``await relays.aclose()`` when it stops. Everything posted goes through the run's
 durable outbox in Redis (``bots.chat.outbox``), delivered in order by the run's courier

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from bots.chat.busy import Busy, stop_if_cancelled
 from bots.chat.follow import relay_run
 from bots.chat.outbox import Outbox
-from bots.chat.ports import Adapter
+from bots.chat.ports import Adapter, Place
 from bots.chat.redraw import Redraws
 from bots.chat.store import Lease
 from bots.chat.threads import Shown, Threads
@@ -69,6 +69,13 @@ class Relays:
 
     def __len__(self) -> int:
         return len(self.tasks)
+
+    async def open(self, run_id: str, place: Place) -> bool:
+        """Show ``run_id`` in ``place`` from now on: replies there reach it (the thread is
+        linked to it), and its relay starts here (see :meth:`follow`)."""
+        shown = Shown(run_id=run_id, channel=place.channel, thread=place.thread)
+        await self.threads.link(shown)
+        return await self.follow(shown)
 
     async def follow(self, shown: Shown) -> bool:
         """Relay ``shown.run_id`` into its thread until the run ends, unless this process

@@ -19,10 +19,10 @@ import discord
 from discord import app_commands
 
 from bots.chat.background import Background
-from bots.chat.ports import Adapter, Limits, Place
+from bots.chat.ports import Adapter, Limits
 from bots.chat.relays import Relays
 from bots.chat.store import ChatStore
-from bots.chat.threads import Shown, Threads
+from bots.chat.threads import Threads
 from bots.discord.budget import BUDGET_ITEMS, BudgetDecisions
 from bots.discord.claims import ClaimingTree
 from bots.discord.context import DiscordContext
@@ -75,7 +75,7 @@ class CarambaBot(discord.Client):
             client=self,
             svc=svc,
             links=self.links,
-            follow=self._follow,
+            relays=self.relays,
             run_in=self._run_in,
             spawn=self.spawn,
             redraws=self.relays.redraws,
@@ -94,13 +94,6 @@ class CarambaBot(discord.Client):
             await self.front.slash(interaction, task)
 
         self.tree.add_command(caramba)
-
-    async def _follow(self, run_id: str, place: Place) -> None:
-        """Show ``run_id`` in ``place`` from now on: replies there reach it, and the chat
-        layer relays it (through the run's outbox; resumed by the next process)."""
-        shown = Shown(run_id=run_id, channel=place.channel, thread=place.thread)
-        await self.threads.link(shown)
-        await self.relays.follow(shown)
 
     async def _run_in(self, thread: discord.Thread) -> str | None:
         return await self.threads.run_in(str(thread.parent_id), str(thread.id))

@@ -9,8 +9,8 @@ from typing import Any
 
 import discord
 
-from bots.chat.ports import Place
 from bots.chat.redraw import Redraws
+from bots.chat.relays import Relays
 from bots.discord.links import Links
 from core.services import Services
 
@@ -18,15 +18,15 @@ from core.services import Services
 @dataclass(frozen=True)
 class DiscordContext:
     """One bot's parts: the discord.py ``client``, the core ``svc``, what it keeps in
-    Redis (``links``), ``follow`` to show a run in a thread from now on (the chat
-    layer's relays), ``run_in``: the run a thread shows, ``spawn`` to run work after an
+    Redis (``links``), ``relays``: the chat layer's (``Relays.open`` shows a run in a
+    thread from now on), ``run_in``: the run a thread shows, ``spawn`` to run work after an
     event was acknowledged (errors logged), and ``redraws``: a message redrawn after a
     click goes through them."""
 
     client: discord.Client
     svc: Services
     links: Links
-    follow: Callable[[str, Place], Awaitable[None]]
+    relays: Relays
     run_in: Callable[[discord.Thread], Awaitable[str | None]]
     spawn: Callable[[Coroutine[Any, Any, None]], None]
     redraws: Redraws

@@ -11,13 +11,13 @@ import re
 
 import discord
 
+from bots.chat.intake import NotOpened, take_request
 from bots.chat.ports import Place
 from bots.discord.attachments import Attachments, refusal_text
 from bots.discord.context import DiscordContext
 from bots.discord.text import NO_PINGS, escape, truncate
 from core.runs import people
-from core.runs.outcomes import NotDelivered, NotTaken
-from core.runs.requests import new_run_id
+from core.runs.outcomes import NotDelivered
 from core.types.people import Person
 from core.types.run import RunStatus
 
@@ -121,30 +121,16 @@ class Front:
         files: list[discord.Attachment],
     ) -> None:
         """Record the request (its files in the run's workspace first) and show its run
-        in ``thread``."""
-        svc = self.ctx.svc
+        in ``thread`` (``bots.chat.intake``); why not, if it is not taken, is said there."""
         await self.ctx.links.remember_name(user.id, user.display_name)
-        run_id = new_run_id()
-        try:
-            fetched = await self.attachments.fetch(run_id, files)
-        except Exception as exc:
-            log.exception("could not fetch the files of a request in thread %s", thread.id)
-            await thread.send(
-                f"❌ {escape(people.not_taken(exc).reason)}", allowed_mentions=NO_PINGS
-            )
-            return
-        if fetched.refused:
-            await svc.workspace.clear(run_id)
-            text = refusal_text(fetched.refused, started=False)
-            await thread.send(truncate(text, 2000), allowed_mentions=NO_PINGS)
-            return
         person = Person(str(user.id), user.display_name)
-        taken = await people.request(svc, task, person, files=fetched.kept, run_id=run_id)
-        if isinstance(taken, NotTaken):
-            await thread.send(f"❌ {escape(taken.reason)}", allowed_mentions=NO_PINGS)
-            return
         place = Place(channel=str(thread.parent_id or thread.id), thread=str(thread.id))
-        await self.ctx.follow(run_id, place)
+        fetch = (lambda run_id: self.attachments.fetch(run_id, files)) if files else None
+        opened = await take_request(self.ctx.relays, task, person, place, fetch)
+        if isinstance(opened, NotOpened):
+            said = f"❌ {escape(opened.reason)}" if opened.reason else ""
+            text = said or refusal_text(opened.files, started=False)
+            await thread.send(truncate(text, 2000), allowed_mentions=NO_PINGS)
 
     # -- replies in a run's thread -------------------------------------------------------
 

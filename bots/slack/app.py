@@ -19,9 +19,9 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.chat.background import Background
+from bots.chat.intake import NotOpened, take_request
 from bots.chat.ports import Place
 from bots.chat.relays import Relays
-from bots.chat.threads import Shown
 from bots.slack.adapter import slack_adapter, slack_assistant, slack_threads
 from bots.slack.assistant import PLANNING
 from bots.slack.attachments import Attachments, refusal_text
@@ -33,8 +33,7 @@ from bots.slack.secrets import SlackSecrets
 from bots.slack.slash import SlashCommand
 from bots.slack.text import escape
 from core.runs import people
-from core.runs.outcomes import NotDelivered, NotTaken
-from core.runs.requests import new_run_id
+from core.runs.outcomes import NotDelivered
 from core.services import Services
 from core.types.run import RunStatus
 
@@ -176,29 +175,17 @@ class SlackBot:
         user: str,
         files: Sequence[dict[str, Any]] = (),
     ) -> None:
-        """Record ``user``'s request (``people.request``: a worker plans it) and follow
-        its run in ``thread``: one path for a mention and for ``/caramba``
+        """Record ``user``'s request and follow its run in ``thread``
+        (``bots.chat.intake``): one path for a mention and for ``/caramba``
         (``bots.slack.slash``). Attached ``files`` go into the run's workspace before its
-        planning starts."""
-        run_id = new_run_id()
-        try:
-            fetched = await self.attachments.fetch(run_id, files)
-        except Exception as exc:
-            log.exception("could not fetch the files of a request in %s", channel)
-            await self._say(channel, thread, f":x: {escape(people.not_taken(exc).reason)}")
-            return
-        if fetched.refused:
-            await self.svc.workspace.clear(run_id)
-            await self._say(channel, thread, refusal_text(fetched.refused, started=False))
-            return
+        planning starts; why not, if it is not taken, is said in the thread."""
         person = self.people.known(user)
-        taken = await people.request(self.svc, task, person, files=fetched.kept, run_id=run_id)
-        if isinstance(taken, NotTaken):
-            await self._say(channel, thread, f":x: {escape(taken.reason)}")
-            return
-        shown = Shown(run_id=run_id, channel=channel, thread=thread)
-        await self.threads.link(shown)
-        await self.relays.follow(shown)
+        place = Place(channel=channel, thread=thread)
+        fetch = (lambda run_id: self.attachments.fetch(run_id, files)) if files else None
+        opened = await take_request(self.relays, task, person, place, fetch)
+        if isinstance(opened, NotOpened):
+            text = f":x: {escape(opened.reason)}" if opened.reason else ""
+            await self._say(channel, thread, text or refusal_text(opened.files, started=False))
 
     async def _say(self, channel: str, thread: str, text: str) -> None:
         await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=text)

@@ -28,10 +28,11 @@ from starlette.responses import (
     StreamingResponse,
 )
 
+from bots.chat.intake import NotOpened, take_request
 from bots.chat.ports import Adapter, Limits, Place
 from bots.chat.relays import Relays
 from bots.chat.store import ChatStore
-from bots.chat.threads import Shown, Threads
+from bots.chat.threads import Threads
 from bots.web.access import Signer, run_path
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
@@ -39,7 +40,7 @@ from bots.web.guard import NEEDS_OPERATOR, is_local, same_site
 from core.errors import CarambaError, RunError
 from core.runs import people
 from core.runs.approval import Approve, Reject
-from core.runs.outcomes import Delivered, Done, NotTaken, Refused
+from core.runs.outcomes import Delivered, Done, Refused
 from core.runs.requests import new_run_id
 from core.services import Services
 from core.types.people import Person
@@ -97,15 +98,13 @@ class WebChat:
         return f"/chat/{quote(run_id, safe='')}" + (f"?t={quote(t, safe='')}" if t else "")
 
     async def ask(self, task: str) -> str:
-        """Record ``task`` as a request (a worker plans it) and relay it into its thread."""
-        taken = await people.request(self.svc, task, WEB, run_id=new_run_id())
-        if isinstance(taken, NotTaken):
-            raise RunError(taken.reason)
-        run_id = taken.run_id
-        shown = Shown(run_id=run_id, channel="web", thread=run_id)
-        await self.threads.link(shown)
-        await self.relays.follow(shown)
-        return run_id
+        """Record ``task`` as a request (a worker plans it) and relay it into its thread
+        (``bots.chat.intake``; the thread is named by the run's id)."""
+        run_id = new_run_id()
+        opened = await take_request(self.relays, task, WEB, Place("web", run_id), run_id=run_id)
+        if isinstance(opened, NotOpened):
+            raise RunError(opened.reason)
+        return opened.run_id
 
     async def act(self, run_id: str, action: str, text: str) -> str | None:
         """Carry out a button or the answer box through the people room; what to tell
