@@ -59,9 +59,6 @@ class ChatKeys:
     def name(self, user_id: str) -> str:
         return f"{self.prefix}:name:{user_id}"
 
-    def vote(self, run_id: str, user_id: str) -> str:
-        return f"{self.prefix}:vote:{run_id}:{user_id}"
-
     def files(self, key: str) -> str:
         return f"{self.prefix}:files:{key}"
 

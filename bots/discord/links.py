@@ -1,8 +1,8 @@
 """What the Discord bot keeps beside the chat layer's threads (``bots.chat.threads``), in
 the chat layer's store (``bots.chat.store``) under ``{redis.key_prefix}:discord:``: which
 message is a run's result (its 👍/👎 count for the run), people's names (a refusal names
-who asked, not an id), the messages already handled (several bot processes may hear the
-same event) and the votes already counted."""
+who asked, not an id) and the messages already handled (several bot processes may hear
+the same event). Votes are the people room's (``core.runs.people.rate``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from bots.chat.store import ChatStore
 THREAD_TTL_S = 7 * 24 * 3600
 NAME_TTL_S = 30 * 24 * 3600
 DEDUPE_TTL_S = 3600
-# How long a vote is remembered (a later one counts again).
-VOTE_TTL_S = 90 * 24 * 3600
 
 
 class Links:
@@ -39,11 +37,3 @@ class Links:
         """The names known for ``user_ids`` (those unknown are left out)."""
         found = await self.store.get_many([self.keys.name(u) for u in user_ids])
         return {u: n for u, n in zip(user_ids, found, strict=True) if n}
-
-    async def vote(self, run_id: str, user_id: int | str, up: bool) -> bool:
-        """Whether this is ``user_id``'s first vote on the run (then it is kept)."""
-        key = self.keys.vote(run_id, str(user_id))
-        return await self.store.once(key, VOTE_TTL_S, "up" if up else "down")
-
-    async def unvote(self, run_id: str, user_id: int | str) -> None:
-        await self.store.forget(self.keys.vote(run_id, str(user_id)))

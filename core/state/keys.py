@@ -183,6 +183,14 @@ class Keys:
         """A person's vote on a run's result (``up``/``down``, with a TTL): one each."""
         return f"{self.prefix}:run:{run_id}:vote:{person_id}"
 
+    def old_votes(self, run_id: str, person_id: str) -> tuple[str, str]:
+        """Where Slack and Discord kept a vote before the people room (read only, for
+        runs rated across the upgrade; they lapse with their 90-day TTL)."""
+        return (
+            f"{self.prefix}:slack:feedback:{run_id}:{person_id}",
+            f"{self.prefix}:discord:vote:{run_id}:{person_id}",
+        )
+
     def hinted(self, run_id: str, person_id: str) -> str:
         """Set (with a TTL) once a person was told why their reply was not delivered."""
         return f"{self.prefix}:run:{run_id}:hinted:{person_id}"

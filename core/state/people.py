@@ -24,7 +24,9 @@ class PeopleMarks:
 
     async def vote(self, run_id: str, person_id: str, value: str) -> bool:
         """Keep the person's vote on the run (``up``, ``down``, a number of stars);
-        False if they voted already."""
+        False if they voted already (here, or in Slack or Discord before the upgrade)."""
+        if await self.redis.exists(*self.keys.old_votes(run_id, person_id)):
+            return False
         key = self.keys.vote(run_id, person_id)
         return bool(await self.redis.set(key, value, nx=True, ex=VOTE_TTL_S))
 

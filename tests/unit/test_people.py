@@ -159,6 +159,27 @@ async def test_one_rating_per_person_and_run(svc: Services, monkeypatch: Any) ->
     assert counted == [True, False]
 
 
+async def test_a_vote_kept_by_slack_or_discord_before_the_upgrade_still_counts_once(
+    svc: Services, monkeypatch: Any
+) -> None:
+    counted: list[bool | None] = []
+
+    async def rate(svc: Services, run: RunState, **kw: Any) -> None:
+        counted.append(kw.get("thumbs_up"))
+
+    monkeypatch.setattr("core.runs.learning.rate", rate)
+    run_id = await proposed(svc)
+    prefix = svc.settings.redis.key_prefix
+    # Where Slack and Discord kept their votes before the people room.
+    await svc.redis.set(f"{prefix}:slack:feedback:{run_id}:U0ALICE", "up")
+    await svc.redis.set(f"{prefix}:discord:vote:{run_id}:1100000000000000021", "down")
+    dan = Person("1100000000000000021", "Dan")
+    assert isinstance(await people.rate(svc, run_id, ALICE, up=True), AlreadyRated)
+    assert isinstance(await people.rate(svc, run_id, dan, up=True), AlreadyRated)
+    assert isinstance(await people.rate(svc, run_id, BOB, up=True), Rated)
+    assert counted == [True]
+
+
 async def test_a_rating_that_failed_may_be_given_again(svc: Services, monkeypatch: Any) -> None:
     async def broken(svc: Services, run: RunState, **kw: Any) -> None:
         raise RuntimeError("library down")
