@@ -44,21 +44,25 @@ from core.runs.outcomes import Delivered, Done, Refused
 from core.runs.requests import new_run_id
 from core.services import Services
 from core.types.people import Person
+from core.types.run import RunState
 
 WEB_USER = "web"
 # The person of the web chat, as the people room takes them and lines name them.
 WEB = Person(WEB_USER, "the web chat")
 
 
+@dataclass(frozen=True)
 class WebNames:
-    """The web chat's who port: itself by its name; others by what it knows of them (a
-    platform's id: it has no platform's directory)."""
+    """The web chat's who port: itself by its name; others by the name the people room
+    last saw them under (it has no platform's directory), else nobody's name ("")."""
+
+    svc: Services
 
     async def name(self, user_id: str) -> str:
-        return WEB.name if user_id == WEB_USER else user_id
+        if user_id == WEB_USER:
+            return WEB.name
+        return (await people.names(self.svc, [user_id])).get(user_id, "")
 
-
-WHO = WebNames()
 POLL_S = 0.3
 KEEPALIVE_S = 15.0
 
@@ -73,8 +77,10 @@ class WebChat:
     transport: WebTransport = field(init=False)
     threads: Threads = field(init=False)
     relays: Relays = field(init=False)
+    who: WebNames = field(init=False)
 
     def __post_init__(self) -> None:
+        self.who = WebNames(self.svc)
         store = ChatStore.of(self.svc, "web")
         self.transport = WebTransport(store)
         limits = Limits.of(self.svc.settings.web_chat, message_chars=MESSAGE_CHARS)
@@ -112,15 +118,15 @@ class WebChat:
         svc = self.svc
         if action in ("approve", "reject"):
             decision = Approve() if action == "approve" else Reject()
-            decided = await people.decide(svc, run_id, WEB, decision, who=WHO)
+            decided = await people.decide(svc, run_id, WEB, decision, who=self.who)
             if isinstance(decided, Done):
                 await self.show_decided(run_id, decided.line)
             return _refusal(decided)
         if action == "cancel":
-            return _refusal(await people.cancel(svc, run_id, WEB, who=WHO))
+            return _refusal(await people.cancel(svc, run_id, WEB, who=self.who))
         if action in ("extend", "stop"):
             act = people.extend if action == "extend" else people.stop
-            done = await act(svc, run_id, WEB, who=WHO)
+            done = await act(svc, run_id, WEB, who=self.who)
             return done.reason if isinstance(done, Refused) else done.line
         if action in ("up", "down"):
             return (await people.rate(svc, run_id, WEB, up=action == "up")).line
@@ -137,6 +143,11 @@ class WebChat:
         if card is not None:
             payload = {**card.payload, "decided": line}
             await self.transport.update(Place("web", run_id), card.id, card.text, payload)
+
+    async def names(self, run: RunState) -> dict[str, str]:
+        """The names of the people who asked for and decided ``run`` (those known)."""
+        known = await people.names(self.svc, [t.by for t in run.history])
+        return {**known, WEB_USER: WEB.name}
 
     async def tell(self, run_id: str, text: str) -> None:
         await self.transport.post(Place("web", run_id), text, {"kind": "note", "level": "info"})
@@ -210,7 +221,7 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             last=last,
             t=request.query_params.get("t", ""),
             inspector=run_path(chat.signer, run_id, ttl),
-            names={WEB_USER: WEB.name},  # who decided, when the card does not say
+            names=await chat.names(run),  # who decided, when the card does not say
             file_token=chat.signer.token(f"run:{run_id}", ttl),
         )
 

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from bots.chat.ports import Card, Place
-from bots.web.chat import WEB, WHO, WebChat, same_origin
+from bots.web.chat import WEB, WebChat, same_origin
 from bots.web.chat_render import WebRenderer
 from bots.web.edit_form import AgentForm, changed_words, edit_from_form
 from bots.web.guard import NEEDS_OPERATOR
@@ -32,7 +32,7 @@ _MAX_FIELDS = 400
 
 async def _editable(chat: WebChat, run: RunState) -> list[AgentSpec] | str:
     """The proposal's agents if the person may edit it now, else why not."""
-    opened = await people.editable(chat.svc, run.id, WEB, who=WHO)
+    opened = await people.editable(chat.svc, run.id, WEB, who=chat.who)
     return opened.reason if isinstance(opened, Refused) else list(opened.agents)
 
 
@@ -135,7 +135,7 @@ def edit_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
         words = changed_words(change)
         if not words:
             return await told(request, run_id, f"Nothing changed for {agent.name}.")
-        outcome = await people.decide(svc, run_id, WEB, Edit(agents=(change,)), who=WHO)
+        outcome = await people.decide(svc, run_id, WEB, Edit(agents=(change,)), who=chat.who)
         if isinstance(outcome, Refused) and outcome.problems:
             return form_page(request, run, form.show(outcome.problems), 422)
         if isinstance(outcome, Refused):

@@ -1,4 +1,5 @@
-"""The runs list: the newest runs with their status, who asked, where, and what they cost."""
+"""The runs list: the newest runs with their status, who asked (by the name the people
+room last saw them under, else their id), where, and what they cost."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass
 
 from bots.chat.store import ChatStore
 from core.state.listing import newest_runs
+from core.state.people import PeopleMarks
 from core.state.store import Store
 from core.types.chat import Usage
 
@@ -29,6 +31,7 @@ async def list_runs(store: Store, limit: int, platforms: tuple[str, ...]) -> lis
     runs = await newest_runs(store, limit)
     ids = [run.id for run, _ in runs]
     shown = [await ChatStore.beside(store, p).relays(ids) for p in platforms]
+    names = await PeopleMarks(store).names(run.requested_by for run, _ in runs)
     rows = []
     for run, usage in runs:
         planning = run.planning or Usage()
@@ -37,7 +40,7 @@ async def list_runs(store: Store, limit: int, platforms: tuple[str, ...]) -> lis
                 id=run.id,
                 task=run.task,
                 status=run.status.value,
-                requested_by=run.requested_by,
+                requested_by=names.get(run.requested_by, run.requested_by),
                 channel=_channel(platforms, [relays.get(run.id) for relays in shown]),
                 created_at=run.created_at,
                 tokens=usage.total_tokens + planning.total_tokens,

@@ -105,7 +105,8 @@ def timeline_line(
         case QuestionAsked():
             return line(f"asked: {event.question}", tag="question")
         case QuestionClosed():
-            text = "the question timed out" if event.timed_out else f"{event.by} answered"
+            answerer = names.get(event.by or "", str(event.by))
+            text = "the question timed out" if event.timed_out else f"{answerer} answered"
             return line(text, detail=event.answer or "", tag="question")
         case BudgetReached():
             return line(f"paused at its {event.what} budget", tag="error", detail=event.detail)

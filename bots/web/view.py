@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from bots.web.timeline import Line, timeline_line
 from core.state.listing import run_agents
+from core.state.people import PeopleMarks
 from core.state.store import Store
 from core.types.agent import AgentState
 from core.types.chat import Usage
@@ -92,7 +93,7 @@ class RunPage:
     files: list[FileInfo]
     # The stream id of the last event read: live updates start after it.
     last_event: str
-    # Agent id → name, for who took a step ("by agt_…").
+    # Agent or person id → name, for who took a step ("by agt_…", "asked by U0ALICE").
     names: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -134,7 +135,7 @@ async def run_page(store: Store, workspace: Workspace, run_id: str, default_mode
     states = await load_agents(store, run_id)
     events = await read_all_events(store, run_id)
     files = await workspace.files(run_id)
-    names = {s.spec.id: s.spec.name for s in states}
+    names = {**await _people(store, run, events), **{s.spec.id: s.spec.name for s in states}}
     teams = {t.id: t.name or t.id for t in (run.cohort.teams if run.cohort else ())}
     agents = [_agent(s, events, default_model) for s in sorted(states, key=lambda s: s.created_at)]
     roots = _tree(agents)
@@ -146,7 +147,8 @@ async def run_page(store: Store, workspace: Workspace, run_id: str, default_mode
             )
         elif isinstance(event, QuestionClosed) and event.question_id in questions:
             q = questions[event.question_id]
-            q.answer, q.by, q.timed_out = event.answer, event.by, event.timed_out
+            by = names.get(event.by or "", event.by)
+            q.answer, q.by, q.timed_out = event.answer, by, event.timed_out
     return RunPage(
         run=run,
         usage=usage,
@@ -159,6 +161,16 @@ async def run_page(store: Store, workspace: Workspace, run_id: str, default_mode
         last_event=events[-1][0] if events else "0-0",
         names=names,
     )
+
+
+async def _people(
+    store: Store, run: RunState, events: list[tuple[str, RunEvent]]
+) -> dict[str, str]:
+    """The names of the people who asked, decided and answered (those the people room
+    knows): the page shows them, not their ids."""
+    ids = [run.requested_by, *(t.by for t in run.history)]
+    ids += [e.by for _i, e in events if isinstance(e, QuestionClosed) and e.by]
+    return await PeopleMarks(store).names(ids)
 
 
 def _agent(state: AgentState, events: list[tuple[str, RunEvent]], default_model: str) -> AgentView:

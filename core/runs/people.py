@@ -10,6 +10,8 @@ inside and a typed outcome (``core.runs.outcomes``) that adapters only render.
 - :func:`cancel` — who may decide, a run not ended yet.
 - :func:`extend`, :func:`stop` — who may decide, a run paused at its budget.
 - :func:`rate` — anybody, one vote per person and run (kept through ``core.state.people``).
+- :func:`names` — the names people were last seen under here (each action keeps the
+  person's), for pages that hold only ids (the inspector, the web chat's who port).
 
 Adapters (Slack, Discord, the web chat, the console) translate a platform's payload
 into a :class:`~core.types.people.Person` and pass their ``who`` port to name anybody
@@ -23,7 +25,7 @@ May call: ``core.runs`` (approval, control, budget, requests, learning),
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from core.agent.questions import answer_question, follow_up, open_questions
@@ -83,6 +85,7 @@ async def request(
     """Record ``person``'s ``task`` as a run (its ``files`` already in the workspace of
     ``run_id``: ``core.runs.requests.new_run_id``); a worker plans it."""
     try:
+        await _marks(svc).remember(person.id, person.name)
         made = await request_run(svc, task, requested_by=person.id, run_id=run_id, files=files)
     except Exception as exc:
         log.exception("could not record %s's request", person.id)
@@ -94,6 +97,7 @@ async def reply(svc: Services, run_id: str, text: str, person: Person) -> Delive
     """``person``'s words in the run's thread: the answer to the oldest open question,
     else a follow-up for the top agent; if neither can take it, why (``first`` once per
     person and run)."""
+    await _marks(svc).remember(person.id, person.name)
     answering = bool(await open_questions(svc, run_id))
     if answering:
         step = await answer_question(svc, run_id, text, by=person.id)
@@ -120,6 +124,7 @@ async def _namer(who: Who, person: Person, *ids: str | None) -> Callable[[str], 
 
 async def _allowed(svc: Services, run_id: str, person: Person, who: Who) -> RunState | Refused:
     """The run if ``person`` may decide about it, else the refusal (naming who may)."""
+    await _marks(svc).remember(person.id, person.name)
     run = await svc.store.get_run(run_id)
     names = await _namer(who, person, run.requested_by)
     refusal = may_decide(svc.settings, run, person.id, names, approver=person.approver)
@@ -139,6 +144,7 @@ async def decide(
 ) -> Done | Refused:
     """Approve, reject or edit a proposal (``core.runs.approval.decide``: who may, the
     run still proposed, an edit re-validated), in one atomic step."""
+    await _marks(svc).remember(person.id, person.name)
     run = await svc.store.get_run(run_id)
     names = await _namer(who, person, run.requested_by, decided_by(run))
     outcome = await approval.decide(
@@ -243,6 +249,11 @@ async def rate(
         await marks.unvote(run_id, person.id)  # it did not count: they may try again
         return NotRated()
     return Rated()
+
+
+async def names(svc: Services, person_ids: Iterable[str]) -> dict[str, str]:
+    """The names the people ``person_ids`` were last seen under (unknown ones left out)."""
+    return await _marks(svc).names(person_ids)
 
 
 def _marks(svc: Services) -> PeopleMarks:

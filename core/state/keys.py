@@ -191,6 +191,10 @@ class Keys:
             f"{self.prefix}:discord:vote:{run_id}:{person_id}",
         )
 
+    def person_name(self, person_id: str) -> str:
+        """The name a person was last seen under by the people room (with a TTL)."""
+        return f"{self.prefix}:person:{person_id}:name"
+
     def hinted(self, run_id: str, person_id: str) -> str:
         """Set (with a TTL) once a person was told why their reply was not delivered."""
         return f"{self.prefix}:run:{run_id}:hinted:{person_id}"

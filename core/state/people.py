@@ -1,10 +1,13 @@
 """What the people room (``core.runs.people``) keeps in Redis: one vote per person and
-run on its result, and a hint given once per person and run (why a reply in the run's
-thread reached nobody). Each is one ``SET NX`` with a time to live; keys are named in
-``core.state.keys``. Called by the people room only."""
+run on its result, a hint given once per person and run (why a reply in the run's
+thread reached nobody), each one ``SET NX`` with a time to live; and the name each
+person was last seen under, so that pages holding only their id (the inspector, the web
+chat) name them. Keys are named in ``core.state.keys``. Called by the people room and
+the pages that name people."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from core.state.keys import Keys
@@ -13,6 +16,8 @@ from core.state.store import Store
 # How long a vote is remembered (a later one counts again), and a hint given.
 VOTE_TTL_S = 90 * 24 * 3600
 HINT_TTL_S = 7 * 24 * 3600
+# How long a person's name is remembered after they last acted.
+NAME_TTL_S = 90 * 24 * 3600
 
 
 class PeopleMarks:
@@ -38,3 +43,14 @@ class PeopleMarks:
         """True the first time the person is given a hint in the run's thread."""
         key = self.keys.hinted(run_id, person_id)
         return bool(await self.redis.set(key, "1", nx=True, ex=HINT_TTL_S))
+
+    async def remember(self, person_id: str, name: str) -> None:
+        """Keep ``name`` as the person's (one that is only their id is not kept)."""
+        if name and name != person_id:
+            await self.redis.set(self.keys.person_name(person_id), name, ex=NAME_TTL_S)
+
+    async def names(self, person_ids: Iterable[str]) -> dict[str, str]:
+        """The names kept for ``person_ids`` (those unknown are left out)."""
+        ids = list(dict.fromkeys(i for i in person_ids if i))
+        found = await self.redis.mget([self.keys.person_name(i) for i in ids]) if ids else []
+        return {i: n for i, n in zip(ids, found, strict=True) if n}

@@ -6,6 +6,7 @@ chat's app, real Redis (the web chat: demo mode)."""
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -13,14 +14,18 @@ import pytest
 from bots.slack.blocks import FEEDBACK_UP
 from bots.slack.feedback import ALREADY, THANKS
 from core.library.library import EntryNotFoundError
-from core.runs.outcomes import AlreadyRated, Rated
+from core.runs import people
+from core.runs.outcomes import AlreadyRated, Rated, Requested
 from core.runs.requests import request_run
 from core.services import Services
+from core.types.people import Person
 from core.types.run import RunState, RunStatus
 from tests.integration import test_discord_bot as discord_bot
 from tests.integration.test_slack_http import ANA, harness
 from tests.integration.test_slack_results import THREAD, feedback_message
 from tests.integration.test_web_chat import chat_app, client, post, until
+
+ALICE = Person("U-alice", "Alice")
 
 pytestmark = pytest.mark.integration
 
@@ -102,13 +107,27 @@ async def _proposed(svc: Any, run_id: str) -> None:
 
 async def test_the_web_chat_may_not_cancel_a_run_someone_else_asked_for(settings) -> None:
     async with chat_app(settings) as (app, svc), client(app) as c:
-        run_id = await request_run(svc, "Budget our offsite", requested_by="U-alice")
+        # Alice asked in Slack: the web chat names her as the people room saw her.
+        asked_in_slack = await people.request(svc, "Budget our offsite", ALICE)
+        assert isinstance(asked_in_slack, Requested)
+        run_id = asked_in_slack.run_id
         await _proposed(svc, run_id)
         path = f"/chat/{run_id}"
         assert (await post(c, f"{path}/act", action="cancel")).status_code == 303
-        told = await until(c, path, r"Only U-alice, who asked")
-        assert "approvers" in told
+        told = await until(c, path, r"Only Alice, who asked")
+        assert "approvers" in told and "U-alice" not in told
         assert (await svc.store.get_run(run_id)).status is RunStatus.PROPOSED
+        # Someone the people room never saw is not named by an id either.
+        unseen = await request_run(svc, "Budget our offsite", requested_by="U-zed")
+        await _proposed(svc, unseen)
+        await post(c, f"/chat/{unseen}/act", action="cancel")
+        told = await until(c, f"/chat/{unseen}", r"Only someone, who asked")
+        assert "U-zed" not in told
+        # The run's page in the inspector names her too.
+        link = re.search(r'href="(/runs/[^"]+)">inspect this run', (await c.get(path)).text)
+        assert link is not None
+        page = (await c.get(link.group(1).replace("&amp;", "&"))).text
+        assert "asked by Alice" in page and "asked by U-alice" not in page
 
         # Its own request, the web chat may cancel; the run's end names it, not "web".
         asked = await post(c, "/chat", task="Budget our offsite")

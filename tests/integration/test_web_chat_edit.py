@@ -9,9 +9,11 @@ import asyncio
 import re
 from html import unescape
 
+from core.runs import people
 from core.runs.edits import agents_of
-from core.runs.requests import request_run
+from core.runs.outcomes import Requested
 from core.types.agent import AgentSpec
+from core.types.people import Person
 from core.types.run import RunState, RunStatus
 from tests.integration.test_web_chat import chat_app, client, post, until
 
@@ -129,14 +131,16 @@ async def test_edit_an_agent_then_it_runs_as_edited(settings) -> None:
 
 async def test_only_who_may_approve_may_edit(settings) -> None:
     async with chat_app(settings) as (app, svc), client(app) as c:
-        run_id = await request_run(svc, "Budget our offsite", requested_by="U-alice")
+        asked = await people.request(svc, "Budget our offsite", Person("U-alice", "Alice"))
+        assert isinstance(asked, Requested)
+        run_id = asked.run_id
         for _ in range(300):
             if (await svc.store.get_run(run_id)).status is RunStatus.PROPOSED:
                 break
             await asyncio.sleep(0.05)
         path = f"/chat/{run_id}"
         assert (await c.get(f"{path}/edit")).status_code == 303
-        told = await until(c, path, r"Only U-alice, who asked")
+        told = await until(c, path, r"Only Alice, who asked")  # by name, not "U-alice"
         assert "approvers" in told
         run = await svc.store.get_run(run_id)
         lead = _agent(run, LEAD)

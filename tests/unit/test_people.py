@@ -212,3 +212,16 @@ async def test_a_reply_to_a_running_run_is_delivered(svc: Services) -> None:
     assert (await control.approve_run(svc, run_id, ALICE.id)).ok
     outcome = await people.reply(svc, run_id, "also check trains", BOB)
     assert isinstance(outcome, Delivered) and not outcome.answered
+
+
+async def test_people_are_named_by_the_name_they_were_last_seen_under(svc: Services) -> None:
+    """Pages that hold only ids (the inspector, the web chat) name people as the people
+    room last saw them; an id is never kept as a name."""
+    run_id = await proposed(svc)
+    await people.decide(svc, run_id, Person("U0ALICE", "Ali"), Reject(), who=WHO)
+    await people.reply(svc, run_id, "hello", Person("console", "console"))
+    await people.request(svc, "a task", BOB)
+    assert await people.names(svc, ["U0ALICE", "U0BOB", "console", "U0NOBODY", ""]) == {
+        "U0ALICE": "Ali",
+        "U0BOB": "Bob",
+    }
