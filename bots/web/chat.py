@@ -63,6 +63,7 @@ class WebNames:
             return WEB.name
         return (await people.names(self.svc, [user_id])).get(user_id, "")
 
+
 POLL_S = 0.3
 KEEPALIVE_S = 15.0
 
