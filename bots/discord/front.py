@@ -19,7 +19,6 @@ from bots.discord.text import NO_PINGS, escape, truncate
 from core.runs import people
 from core.runs.outcomes import NotDelivered
 from core.types.people import Person
-from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
 HELP = "Mention me with a task, e.g. “@Caramba compare the three cheapest flights to Berlin”."
@@ -138,17 +137,13 @@ class Front:
         """``text``, and a list of the files attached once they are in the run's
         workspace (taken only while the run runs: agents read them)."""
         svc = self.ctx.svc
-        run = await svc.store.get_run(run_id) if message.attachments else None
-        if run is None or run.status not in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
+        if not message.attachments or not await people.takes_files(svc, run_id):
             return text
         fetched = await self.attachments.fetch(run_id, message.attachments)
         if fetched.refused:
             note = truncate(refusal_text(fetched.refused, started=True), 2000)
             await message.channel.send(note, allowed_mentions=NO_PINGS)
-        if fetched.kept:
-            listed = [f.describe() for f in fetched.kept]
-            text += "\n\n" + svc.prompts.render("bus/attached.j2", attached=listed)
-        return text.strip()
+        return people.with_attached(svc, text, fetched.kept)
 
     async def reply(self, message: discord.Message, run_id: str) -> None:
         """The answer to an agent's open question, else a follow-up for the run's top

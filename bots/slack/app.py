@@ -35,7 +35,6 @@ from bots.slack.text import escape
 from core.runs import people
 from core.runs.outcomes import NotDelivered
 from core.services import Services
-from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
 # A Web API call that takes longer fails (a relay's is tried again: bots/chat/courier.py).
@@ -196,17 +195,13 @@ class SlackBot:
         """The reply's text, and a list of the files attached to it once they are in the
         run's workspace (taken only while the run runs: agents read them)."""
         text, files = event.get("text", ""), event.get("files") or []
-        run = await self.svc.store.get_run(run_id) if files else None
-        if run is None or run.status not in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
+        if not files or not await people.takes_files(self.svc, run_id):
             return text
         fetched = await self.attachments.fetch(run_id, files)
         if fetched.refused:
             note = refusal_text(fetched.refused, started=True)
             await self.client.chat_postMessage(channel=channel, thread_ts=thread, text=note)
-        if fetched.kept:
-            listed = [f.describe() for f in fetched.kept]
-            text = f"{text}\n\n{self.svc.prompts.render('bus/attached.j2', attached=listed)}"
-        return text.strip()
+        return people.with_attached(self.svc, text, fetched.kept)
 
     async def handle_reply(self, event: dict[str, Any]) -> None:
         """A reply in a run's thread: the answer to an agent's open question, else a

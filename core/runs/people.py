@@ -4,7 +4,8 @@ inside and a typed outcome (``core.runs.outcomes``) that adapters only render.
 - :func:`request` — anybody: a task becomes a run in ``planning`` (a worker plans it).
 - :func:`reply` — anybody in the run's thread: answers an agent's open question, else
   follows up to the top agent; the hint when it reached nobody is "first" once per
-  person and run.
+  person and run. Files attached to it are taken while the run runs
+  (:func:`takes_files`, :func:`with_attached`).
 - :func:`editable`, :func:`decide` — who may decide (``approval.may_decide``: the
   requester, ``[approval] approvers``, ``Person.approver``), on a proposal only.
 - :func:`cancel` — who may decide, a run not ended yet.
@@ -110,6 +111,21 @@ async def reply(svc: Services, run_id: str, text: str, person: Person) -> Delive
     )
     first = await _marks(svc).first_hint(run_id, person.id)
     return NotDelivered(step.run, hint, first)
+
+
+async def takes_files(svc: Services, run_id: str) -> bool:
+    """Whether files attached to a reply go into the run's workspace now: only while the
+    run runs (agents read them; before approval or after the end nobody would)."""
+    run = await svc.store.get_run(run_id)
+    return run.status in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN)
+
+
+def with_attached(svc: Services, text: str, kept: Sequence[AttachedFile]) -> str:
+    """The reply's ``text`` followed by the list of the files now in the workspace."""
+    if not kept:
+        return text.strip()
+    listed = [f.describe() for f in kept]
+    return f"{text}\n\n{svc.prompts.render('bus/attached.j2', attached=listed)}".strip()
 
 
 async def _namer(who: Who, person: Person, *ids: str | None) -> Callable[[str], str]:

@@ -225,3 +225,13 @@ async def test_people_are_named_by_the_name_they_were_last_seen_under(svc: Servi
         "U0ALICE": "Ali",
         "U0BOB": "Bob",
     }
+
+
+async def test_files_in_a_reply_are_taken_only_while_the_run_runs(svc: Services) -> None:
+    run_id = await proposed(svc)
+    assert not await people.takes_files(svc, run_id)
+    await _set(svc, run_id, status=RunStatus.RUNNING)
+    assert await people.takes_files(svc, run_id)
+    await _set(svc, run_id, status=RunStatus.COMPLETED)
+    assert not await people.takes_files(svc, run_id)
+    assert people.with_attached(svc, " the numbers ", ()) == "the numbers"
