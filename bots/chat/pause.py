@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bots.chat.intentions import Note, Paused
-from bots.chat.numbers import exact_cost, tokens
 from core.runs.pause_words import STOP_LABEL, amount
 from core.types.events import BudgetReached, RunStatusChanged
+from core.types.figures import exact_cost, tokens
 from core.types.run import RunStatus
 
 if TYPE_CHECKING:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import discord
 
-from bots.chat.numbers import exact_cost, tokens
 from bots.discord.text import escape, truncate
 from core.runs.approval import AgentCard, ProposalView
+from core.types.figures import exact_cost, tokens
 
 # Discord's embed limits.
 TITLE_LIMIT = 256

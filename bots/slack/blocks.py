@@ -14,9 +14,9 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
-from bots.chat.numbers import cost, exact_cost, tokens
 from bots.slack.text import MAX_BLOCKS, escape, truncate
 from core.runs.approval import AgentCard, ProposalView
+from core.types.figures import cost, exact_cost, tokens
 
 APPROVE = "caramba_approve"
 REJECT = "caramba_reject"

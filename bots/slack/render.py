@@ -10,7 +10,6 @@ from typing import Any, assert_never
 from slack_sdk.models.blocks import Block
 
 from bots.chat.intentions import Paused
-from bots.chat.numbers import cost, tokens
 from bots.chat.ports import (
     Artifacts,
     Card,
@@ -31,6 +30,7 @@ from bots.slack.inspector import with_link
 from bots.slack.stream import streamed_message
 from bots.slack.text import SECTION_LIMIT, escape, split
 from bots.slack.upload import preview
+from core.types.figures import cost, tokens
 from core.types.run import RunStatus
 
 _LEVELS = {"info": "", "warning": ":warning: ", "error": ":x: "}

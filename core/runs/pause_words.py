@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from core.config import HumansSettings
 from core.runs.outcomes import Said
+from core.types.figures import cost, tokens
 
 STOP_LABEL = "Stop here"
 
@@ -21,12 +22,8 @@ def amount(what: str, usd: float, n_tokens: int, seconds: float) -> str:
     """The figure that matters for limit ``what``: ``$2.00``, ``200,000 tokens``,
     ``15 min``."""
     if what == "tokens":
-        return f"{n_tokens:,} token{'' if n_tokens == 1 else 's'}"
-    if what == "wall_clock":
-        return duration(seconds)
-    if usd <= 0:
-        return "$0"
-    return "under $0.01" if usd < 0.01 else f"${usd:,.2f}"
+        return tokens(n_tokens)
+    return duration(seconds) if what == "wall_clock" else cost(usd)
 
 
 def added(what: str, humans: HumansSettings) -> str:

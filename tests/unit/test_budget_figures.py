@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 from bots.chat.intentions import Paused
-from bots.chat.numbers import exact_cost
 from bots.chat.pause import pause_text
 from bots.discord.card import proposal_embed
 from bots.slack.blocks import proposal_blocks
 from core.runs.approval import ProposalView
+from core.types.figures import exact_cost
 from core.types.run import RunBudget, RunStatus
 
 

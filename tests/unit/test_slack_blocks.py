@@ -9,7 +9,6 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackRequestError
 
-from bots.chat.numbers import cost
 from bots.chat.ports import Limits, Place, StatusLine
 from bots.chat.relay import ThreadRelay
 from bots.slack.blocks import CANCEL, FEEDBACK_UP, proposal_blocks
@@ -21,6 +20,7 @@ from core.errors import MissingSecretError
 from core.runs.approval import AgentCard, ProposalView
 from core.types.agent import EndReason
 from core.types.events import AgentCreated, AgentFinished, RunFinished, RunStarted, ToolCalled
+from core.types.figures import cost
 from core.types.run import RunBudget, RunStatus
 
 

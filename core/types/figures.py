@@ -1,4 +1,5 @@
-"""Figures as people read them in a thread: costs in cents, tokens with separators."""
+"""Figures as people read them (in a thread, on a card, in a pause): costs in cents,
+tokens with separators. Pure: no I/O; shared by core's words and every adapter."""
 
 from __future__ import annotations
 
