@@ -183,35 +183,34 @@ class KeptLLM:
         ttl_ms = int(call_ttl_s(self.settings) * 1000)
         async with asyncio.timeout(deadline_s(self.settings) + self.settings.keeper_claim_idle_s):
             while True:
+                await self._listen(channel)
                 call_id = uuid.uuid4().hex
                 mark = f"{call_id} {fp}"
-                alive, took, current = await channel.mark(run_id, agent_id, seq, mark, ttl_ms)
-                if not took and current is not None and current.partition(" ")[2] == fp:
-                    # An earlier delivery's call of this very request is in flight.
-                    outcome = await self._wait(svc, request, seq, current)
-                    if outcome is not None:
-                        return unwrap(outcome), True
-                    continue  # lost (its mark expired): ask again
-                if not alive:
-                    if took:
-                        await channel.drop_mark(run_id, agent_id, seq)
-                    self._warn_no_keeper()
-                    response = await self.inner.complete(request)
-                    await responses.save(svc, request, seq, response)
-                    return response, False
-                if not took:  # another request of this turn (or a mark that just lapsed)
-                    await channel.set_mark(run_id, agent_id, seq, mark, ttl_ms)
-                await self._listen(channel)
-                reply_to = svc.store.keys.llm_replies(self._process)
-                call = KeptCall(call_id, seq, mark, reply_to, request)
+                call = KeptCall(
+                    call_id, seq, mark, svc.store.keys.llm_replies(self._process), request
+                )
                 self._waiting[call_id] = asyncio.Event()
                 try:
-                    await channel.hand_over(call.fields())
-                    outcome = await self._wait(svc, request, seq, mark)
+                    how, current = await channel.ask(
+                        run_id, agent_id, seq, mark, ttl_ms, call.fields()
+                    )
+                    if how == "direct":
+                        return await self._direct(svc, request, seq), False
+                    # "joined": an earlier delivery's call of this very request is in
+                    # flight (its notice goes to that process: polled); "asked": ours.
+                    outcome = await self._wait(svc, request, seq, current)
                 finally:
                     self._waiting.pop(call_id, None)
                 if outcome is not None:
-                    return unwrap(outcome), False
+                    return unwrap(outcome), how == "joined"
+                # Lost (its mark expired with no outcome): ask again.
+
+    async def _direct(self, svc: Services, request: LLMRequest, seq: int) -> LLMResponse:
+        """No keeper is alive: the call made here, its answer saved as a turn saves it."""
+        self._warn_no_keeper()
+        response = await self.inner.complete(request)
+        await responses.save(svc, request, seq, response)
+        return response
 
     async def _wait(
         self, svc: Services, request: LLMRequest, seq: int, mark: str

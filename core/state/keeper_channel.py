@@ -41,6 +41,31 @@ return 1
 """
 
 
+# KEYS: the keepers' heartbeat, the call's mark, the calls stream. ARGV: the request's
+# fingerprint, the new mark, its TTL in ms, then the call's fields as name, value pairs.
+# Marks the call in flight and hands it to the keepers in one step, so a mark never
+# stands without its call on the stream (a worker killed in between left one, and every
+# later delivery of the turn waited for a call nobody was making).
+_ASK = """
+local alive = redis.call('exists', KEYS[1])
+local current = redis.call('get', KEYS[2])
+if current then
+  local space = string.find(current, ' ', 1, true)
+  if space and string.sub(current, space + 1) == ARGV[1] then
+    return {alive, 'joined', current}
+  end
+end
+if alive == 0 then
+  return {0, 'direct', current or ''}
+end
+redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
+local fields = {}
+for i = 4, #ARGV do fields[#fields + 1] = ARGV[i] end
+redis.call('xadd', KEYS[3], '*', unpack(fields))
+return {1, 'asked', ARGV[2]}
+"""
+
+
 class KeeperChannel:
     """Marks, calls, outcomes and notices between the workers and the call keepers."""
 
@@ -49,31 +74,29 @@ class KeeperChannel:
         self.keys = keys
         self.stream = keys.llm_calls()
         self._finish = redis.register_script(_FINISH)
+        self._ask = redis.register_script(_ASK)
 
     # --- the worker's side --------------------------------------------------------------
 
-    async def mark(
-        self, run_id: str, agent_id: str, seq: int, mark: str, ttl_ms: int
-    ) -> tuple[bool, bool, str | None]:
-        """Mark turn ``seq``'s call in flight unless one is (SET NX), in one round trip:
-        is a keeper alive, was the mark taken by this call, the mark now."""
-        key = self.keys.llm_call(run_id, agent_id, seq)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.exists(self.keys.llm_keepers())
-            pipe.set(key, mark, nx=True, px=ttl_ms)
-            pipe.get(key)
-            alive, took, current = await pipe.execute()
-        return bool(alive), bool(took), current
-
-    async def set_mark(self, run_id: str, agent_id: str, seq: int, mark: str, ttl_ms: int) -> None:
-        await self.redis.set(self.keys.llm_call(run_id, agent_id, seq), mark, px=ttl_ms)
-
-    async def drop_mark(self, run_id: str, agent_id: str, seq: int) -> None:
-        await self.redis.delete(self.keys.llm_call(run_id, agent_id, seq))
-
-    async def hand_over(self, fields: dict[str, str]) -> None:
-        """Put a call on the stream the keepers read."""
-        await self.redis.xadd(self.stream, fields)  # type: ignore[arg-type]
+    async def ask(
+        self,
+        run_id: str,
+        agent_id: str,
+        seq: int,
+        mark: str,
+        ttl_ms: int,
+        fields: dict[str, str],
+    ) -> tuple[str, str]:
+        """Ask the keepers for turn ``seq``'s call, in one step (one script): ``joined``
+        and the mark when an earlier delivery's call of this very request (the
+        fingerprint after the mark's call id) is in flight; ``direct`` when no keeper is
+        alive (nothing is marked: call the model here); else ``asked``: ``mark`` set (a
+        mark of another request replaced) and ``fields`` on the calls stream together."""
+        fingerprint = mark.partition(" ")[2]
+        pairs = [x for item in fields.items() for x in item]
+        keys = [self.keys.llm_keepers(), self.keys.llm_call(run_id, agent_id, seq), self.stream]
+        _alive, how, current = await self._ask(keys, [fingerprint, mark, ttl_ms, *pairs])
+        return str(how), str(current)
 
     async def look(
         self, run_id: str, agent_id: str, seq: int, call_id: str

@@ -162,6 +162,42 @@ async def test_a_redelivery_waits_for_the_call_its_dead_requester_left_in_flight
     assert len(llm_server.requests) == 1
 
 
+async def test_a_delivery_killed_while_asking_leaves_no_mark_without_its_call(
+    llm_server: ThreadedFakeLLMServer,
+    keeper_settings: Settings,
+    real_redis: Any,
+    worker_services,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The chaos bench's stranded turn: a worker killed between marking its call in
+    flight and handing it to the keepers left a mark with no call behind it, and every
+    later delivery waited for that call until the model's whole deadline. Marking and
+    handing over are one script now: whatever the kill interrupts, the redelivery is
+    answered at once, by one model call."""
+    llm_server.set_responder(lambda _body: FakeReply(content="asked once"))
+    first_worker, second_worker = worker_services(), worker_services()
+    request = turn_request()
+    listening = asyncio.Event()
+    real_listen = KeptLLM._listen
+
+    async def slow_listen(self: KeptLLM, channel: Any) -> None:
+        listening.set()
+        await asyncio.sleep(30)  # the worker is killed while it subscribes
+
+    async with running_keeper(first_worker.settings, real_redis) as keeper:
+        monkeypatch.setattr(KeptLLM, "_listen", slow_listen)
+        first = asyncio.create_task(calls.complete(first_worker, request, 6, None))
+        await listening.wait()
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        monkeypatch.setattr(KeptLLM, "_listen", real_listen)
+        async with asyncio.timeout(10):  # not the model's whole deadline (minutes)
+            response, reused = await calls.complete(second_worker, request, 6, None)
+    assert (response.content, reused) == ("asked once", False)
+    assert len(llm_server.requests) == 1 and keeper.asked == 1
+
+
 async def test_a_model_error_reaches_the_turn_as_the_gateways_error(
     llm_server: ThreadedFakeLLMServer, keeper_settings: Settings, real_redis: Any, worker_services
 ) -> None:
