@@ -83,7 +83,7 @@ def classify(exc: BaseException, litellm: Any, retry_after_max_s: float) -> Call
     """What ``exc`` (raised by one ``litellm.acompletion`` attempt) means for the call."""
     if isinstance(exc, CallFailure):
         return exc
-    bad = _bad_answer(exc) or _no_connection(exc)
+    bad = _bad_answer(exc) or no_connection(exc)
     if bad is not None:
         return bad
     status = _status(exc)
@@ -178,7 +178,7 @@ def _bad_answer(exc: BaseException) -> CallFailure | None:
     chain = list(_chain(exc))
     decode = next((e for e in chain if isinstance(e, json.JSONDecodeError)), None)
     if decode is not None:
-        return _unusable_body(decode.doc, json_ok=False)
+        return unusable_body(decode.doc, json_ok=False)
     for e in chain:
         found = _INVALID.search(str(e))
         if found is not None:
@@ -186,7 +186,7 @@ def _bad_answer(exc: BaseException) -> CallFailure | None:
                 body = ast.literal_eval(found.group(1))
             except (ValueError, SyntaxError, MemoryError, RecursionError):
                 body = found.group(1)
-            return _unusable_body(body if isinstance(body, str) else repr(body), json_ok=True)
+            return unusable_body(body if isinstance(body, str) else repr(body), json_ok=True)
         if _NO_CHOICES_KEY in str(e):
             return CallFailure(
                 "the model server answered 200 with JSON that has no `choices` list, not a "
@@ -198,7 +198,7 @@ def _bad_answer(exc: BaseException) -> CallFailure | None:
     return None
 
 
-def _no_connection(exc: BaseException) -> CallFailure | None:
+def no_connection(exc: BaseException) -> CallFailure | None:
     """Refused or unresolvable: litellm says "InternalServerError" (500); say what it was.
     A setup error (``no_server``); a refused connection is tried once more (a server
     restarting), an unknown host is not."""
@@ -224,7 +224,7 @@ def _no_connection(exc: BaseException) -> CallFailure | None:
     )
 
 
-def _unusable_body(body: str, *, json_ok: bool) -> CallFailure:
+def unusable_body(body: str, *, json_ok: bool) -> CallFailure:
     head = body.lstrip()[:1000].lower()
     if not body.strip():
         what = "an empty body"

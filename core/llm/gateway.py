@@ -24,6 +24,7 @@ from core.config import LLMSettings
 from core.errors import LLMError, LLMSetupError
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.failures import CallFailure, classify, no_choices
+from core.llm.pricing import configured_cost
 from core.llm.setup import missing_key, setup_error
 from core.types.chat import ToolCall, Usage
 
@@ -169,9 +170,9 @@ class LiteLLMGateway:
         )
 
     def _cost(self, model: str, response: Any, prompt: int, completion: int) -> float:
-        price = self.settings.prices.get(model)
-        if price is not None:
-            return (prompt * price.input_per_mtok + completion * price.output_per_mtok) / 1e6
+        priced = configured_cost(self.settings, model, prompt, completion)
+        if priced is not None:
+            return priced
         if model in self._zero_priced:
             return 0.0
         # litellm has priced the answer already (its response metadata): pricing it again

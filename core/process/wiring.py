@@ -54,7 +54,13 @@ def build_llm(settings: Settings, *, keeper: bool = False) -> LLM:
     """The model gateway. ``keeper``: a worker's, whose turns' calls are made by the call
     keeper when ``llm.keeper`` is on (``core.agent.keeper_client``); embedded mode and the
     chat bots call the model directly."""
-    gateway = LiteLLMGateway(settings.llm)
+    gateway: LLM
+    if settings.llm.client == "openai_compat":
+        from core.llm.router import RoutedLLM
+
+        gateway = RoutedLLM(settings.llm)
+    else:
+        gateway = LiteLLMGateway(settings.llm)
     return KeptLLM(gateway, settings.llm) if keeper and settings.llm.keeper else gateway
 
 

@@ -1,0 +1,142 @@
+"""The direct OpenAI-compatible client against the local fake server: answers, tool calls,
+JSON mode, retries, and the gateway's own errors; and a whole run with llm.client set."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.config import PROJECT_ROOT, LLMSettings
+from core.errors import LLMError, LLMSetupError
+from core.llm.base import LLMRequest
+from core.llm.openai_compat import OpenAICompatClient
+from core.types.chat import ChatMessage
+from tests.fakes.llm_server import FakeFailure, FakeLLMServer, FakeReply
+from tests.fakes.unruly_llm import serve
+
+pytestmark = pytest.mark.integration
+
+TOOL = {"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}
+
+
+def _settings(base: str, **over: Any) -> LLMSettings:
+    fields: dict[str, Any] = {
+        "api_base": base,
+        "backoff_initial_s": 0.01,
+        "backoff_max_s": 0.02,
+        "max_attempts": 3,
+        "prices": {"openai/fake-model": {"input_per_mtok": 1.0, "output_per_mtok": 2.0}},
+    }
+    fields.update(over)
+    return LLMSettings(**fields)
+
+
+def _request(model: str = "openai/fake-model", **over: Any) -> LLMRequest:
+    return LLMRequest(model=model, messages=(ChatMessage(role="user", content="hi"),), **over)
+
+
+async def test_plain_answer_tools_and_json_mode() -> None:
+    async with FakeLLMServer() as server:
+        client = OpenAICompatClient(_settings(server.base_url))
+        server.script(
+            FakeReply(content="hello", prompt_tokens=1000, completion_tokens=500),
+            FakeReply(tool_calls=[("add", {"a": 1, "b": 2})]),
+        )
+        plain = await client.complete(_request(response_format={"type": "json_object"}))
+        called = await client.complete(_request(tools=(TOOL,)))
+        await client.aclose()
+    assert plain.content == "hello" and plain.attempts == 1
+    assert plain.usage.prompt_tokens == 1000 and plain.usage.completion_tokens == 500
+    assert plain.usage.cost_usd == pytest.approx(0.002)
+    (call,) = called.tool_calls
+    assert call.name == "add" and json.loads(call.arguments) == {"a": 1, "b": 2}
+    first, second = server.requests
+    assert first["model"] == "fake-model"
+    assert first["response_format"] == {"type": "json_object"}
+    assert second["tools"] == [TOOL]
+
+
+async def test_429_with_retry_after_is_retried_then_answered() -> None:
+    async with FakeLLMServer() as server:
+        client = OpenAICompatClient(_settings(server.base_url))
+        server.script(FakeFailure(429, "slow down", retry_after=0.05), FakeReply(content="ok"))
+        answer = await client.complete(_request())
+        await client.aclose()
+    assert answer.content == "ok" and answer.attempts == 2
+
+
+async def test_500s_exhausted_raise_the_gateways_error() -> None:
+    async with FakeLLMServer() as server:
+        client = OpenAICompatClient(_settings(server.base_url))
+        server.script(*[FakeFailure(500, "boom")] * 3)
+        with pytest.raises(LLMError) as caught:
+            await client.complete(_request())
+        await client.aclose()
+    assert not isinstance(caught.value, LLMSetupError)
+    assert caught.value.attempts == 3 and caught.value.retryable and caught.value.status == 500
+    assert "InternalServerError" in str(caught.value) and "boom" in str(caught.value)
+
+
+async def test_unknown_model_is_a_setup_error_not_retried() -> None:
+    async with FakeLLMServer() as server:
+        client = OpenAICompatClient(_settings(server.base_url))
+        server.script(FakeFailure(404, "The model `nope` does not exist"))
+        with pytest.raises(LLMSetupError) as caught:
+            await client.complete(_request("openai/nope"))
+        await client.aclose()
+    assert caught.value.kind == "unknown_model" and caught.value.attempts == 1
+    assert "does not know the model openai/nope" in str(caught.value)
+
+
+async def test_connection_refused_is_no_server() -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    client = OpenAICompatClient(_settings(f"http://127.0.0.1:{port}/v1"))
+    with pytest.raises(LLMSetupError) as caught:
+        await client.complete(_request())
+    await client.aclose()
+    assert caught.value.kind == "no_server" and caught.value.attempts == 2
+    assert "Cannot reach the model server" in str(caught.value)
+
+
+def test_a_whole_run_through_the_direct_client(tmp_path: Path) -> None:
+    server = serve("obedient", delay_s=2.0)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CARAMBA_")}
+    env.update(
+        COLUMNS="120",
+        CARAMBA_REDIS__URL="",
+        CARAMBA_LLM__CLIENT="openai_compat",
+        CARAMBA_LLM__MODEL="openai/obedient",
+        CARAMBA_LLM__API_BASE=server.base_url,
+        CARAMBA_LLM__API_KEY_ENV="",
+        CARAMBA_LIBRARY__EMBEDDER="hashing",
+        CARAMBA_LIBRARY__INDEX_DIR=str(tmp_path / "library"),
+        CARAMBA_WORKSPACE__DIR=str(tmp_path / "workspaces"),
+    )
+    caramba = str(Path(sys.executable).parent / "caramba")
+    task = "Work out 6*7 and explain the result in one sentence"
+    try:
+        done = subprocess.run(
+            [caramba, "run", "--yes", task],
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    finally:
+        server.stop()
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out, out
+    assert done.returncode == 0 and "completed" in done.stdout, out
+    assert any(r.get("model") == "obedient" for r in server.requests)
