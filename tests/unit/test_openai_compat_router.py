@@ -86,3 +86,12 @@ def test_key_from_the_named_variable(monkeypatch: Any) -> None:
     monkeypatch.setenv("MY_KEY", "sk-secret")
     client = OpenAICompatClient(LLMSettings(api_key_env="MY_KEY"))
     assert client._api_key == "sk-secret"
+
+
+def test_build_llm_picks_the_router_only_when_asked() -> None:
+    from core.llm.gateway import LiteLLMGateway
+    from core.process.wiring import build_llm
+    from tests.conftest import make_settings
+
+    assert isinstance(build_llm(make_settings(llm={"client": "openai_compat"})), RoutedLLM)
+    assert isinstance(build_llm(make_settings()), LiteLLMGateway)
