@@ -18,12 +18,11 @@ import logging
 import os
 from typing import Any
 
-from tenacity import AsyncRetrying, RetryCallState, stop_after_attempt, wait_random_exponential
-
 from core.config import LLMSettings
 from core.errors import LLMError, LLMSetupError
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.failures import CallFailure, classify, no_choices
+from core.llm.policy import chat_body, retrying
 from core.llm.pricing import configured_cost
 from core.llm.setup import missing_key, setup_error
 from core.types.chat import ToolCall, Usage
@@ -74,42 +73,16 @@ class LiteLLMGateway:
         problem = self._missing_key(request.model)
         if problem is not None:
             raise problem
-        kwargs: dict[str, Any] = {
-            "model": request.model,
-            "messages": [m.to_openai() for m in request.messages],
-            "timeout": s.timeout_s,
-            "num_retries": 0,  # tenacity owns retries
-            "max_tokens": request.max_tokens or s.max_output_tokens,
-            "temperature": s.temperature,
-        }
-        if request.tools:
-            kwargs["tools"] = list(request.tools)
-        if request.response_format is not None:
-            kwargs["response_format"] = request.response_format
+        kwargs = chat_body(request, s)
+        kwargs["timeout"] = s.timeout_s
+        kwargs["num_retries"] = 0  # tenacity owns retries
         if s.api_base:
             kwargs["api_base"] = s.api_base
         if self._api_key:
             kwargs["api_key"] = self._api_key
         attempts = 0
-        backoff = wait_random_exponential(multiplier=s.backoff_initial_s, max=s.backoff_max_s)
-
-        def wait(state: RetryCallState) -> float:
-            failure = _failure(state)
-            if failure is not None and failure.wait_s is not None:
-                return failure.wait_s  # the server's Retry-After, already within the ceiling
-            return backoff(state)
-
-        def retry(state: RetryCallState) -> bool:
-            failure = _failure(state)
-            if failure is None or not failure.retry:
-                return False
-            return failure.max_attempts is None or state.attempt_number < failure.max_attempts
-
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(s.max_attempts), wait=wait, retry=retry, reraise=True
-        )
         try:
-            async for attempt in retrying:
+            async for attempt in retrying(s):
                 with attempt:
                     attempts += 1
                     try:
@@ -212,8 +185,3 @@ class LiteLLMGateway:
                 await close()
             except Exception:  # best effort on shutdown
                 log.debug("closing litellm clients failed", exc_info=True)
-
-
-def _failure(state: RetryCallState) -> CallFailure | None:
-    exc = state.outcome.exception() if state.outcome is not None else None
-    return exc if isinstance(exc, CallFailure) else None

@@ -17,13 +17,13 @@ import os
 from typing import Any
 
 import aiohttp
-from tenacity import AsyncRetrying, RetryCallState, stop_after_attempt, wait_random_exponential
 
 from core.config import LLMSettings
 from core.errors import LLMError
 from core.llm import http_failures
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.failures import CallFailure
+from core.llm.policy import chat_body, retrying
 from core.llm.pricing import configured_cost
 from core.llm.setup import setup_error
 from core.types.chat import ToolCall, Usage
@@ -64,18 +64,7 @@ class OpenAICompatClient:
         return self._session
 
     def _payload(self, request: LLMRequest) -> dict[str, Any]:
-        s = self.settings
-        payload: dict[str, Any] = {
-            "model": wire_model(request.model),
-            "messages": [m.to_openai() for m in request.messages],
-            "max_tokens": request.max_tokens or s.max_output_tokens,
-            "temperature": s.temperature,
-        }
-        if request.tools:
-            payload["tools"] = list(request.tools)
-        if request.response_format is not None:
-            payload["response_format"] = request.response_format
-        return payload
+        return {**chat_body(request, self.settings), "model": wire_model(request.model)}
 
     async def _attempt(self, payload: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -97,7 +86,7 @@ class OpenAICompatClient:
         payload = self._payload(request)
         attempts = 0
         try:
-            async for attempt in _retrying(s):
+            async for attempt in retrying(s):
                 with attempt:
                     attempts += 1
                     body = await self._attempt(payload)
@@ -167,29 +156,3 @@ class OpenAICompatClient:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
-
-
-def _retrying(s: LLMSettings) -> AsyncRetrying:
-    """The gateway's policy: backoff with jitter, or the server's Retry-After, per failure."""
-    backoff = wait_random_exponential(multiplier=s.backoff_initial_s, max=s.backoff_max_s)
-
-    def wait(state: RetryCallState) -> float:
-        failure = _failure(state)
-        if failure is not None and failure.wait_s is not None:
-            return failure.wait_s
-        return backoff(state)
-
-    def retry(state: RetryCallState) -> bool:
-        failure = _failure(state)
-        if failure is None or not failure.retry:
-            return False
-        return failure.max_attempts is None or state.attempt_number < failure.max_attempts
-
-    return AsyncRetrying(
-        stop=stop_after_attempt(s.max_attempts), wait=wait, retry=retry, reraise=True
-    )
-
-
-def _failure(state: RetryCallState) -> CallFailure | None:
-    exc = state.outcome.exception() if state.outcome is not None else None
-    return exc if isinstance(exc, CallFailure) else None
