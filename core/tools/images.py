@@ -24,7 +24,6 @@ from core.config_tools import ImageSettings
 from core.errors import ToolRetry, WorkspaceError
 from core.llm.gateway import import_litellm
 from core.tools.registry import Tool, ToolRegistry, tool
-from core.tools.web.fetcher import fetcher_for
 from core.tools.web.guard import WebError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -135,6 +134,8 @@ async def _image_bytes(ctx: ToolContext, response: Any) -> bytes:
     url = _field(first, "url")
     if not url:
         raise ToolRetry("the image model answered with neither image data nor a URL")
+    from core.tools.web.fetcher import fetcher_for  # httpx: only when an image is fetched
+
     try:
         fetched = await fetcher_for(ctx.settings.web).get(url, accept="image/*")
     except WebError as exc:

@@ -1,22 +1,24 @@
 """The web tools agents call: web_search, fetch_url and download.
 
 Every fetch goes through :class:`core.tools.web.fetcher.Fetcher` (the SSRF guard, the
-size and time caps); what the guard or the fetch refuses comes back to the model as a
-:class:`ToolRetry` it can read and act on.
+size and time caps), imported on the first fetch; what the guard or the fetch refuses
+comes back to the model as a :class:`ToolRetry` it can read and act on.
 """
 
 from __future__ import annotations
 
 import posixpath
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from core.agent.context import ToolContext
 from core.errors import ToolRetry, WorkspaceError
 from core.tools.registry import Tool, tool
-from core.tools.web.fetcher import Fetched, fetcher_for
 from core.tools.web.guard import WebError
-from core.tools.web.reader import describe_binary, kind_of, page_of, readable
 from core.tools.web.search import SearchUnavailable, format_results, make_backend
+
+if TYPE_CHECKING:
+    from core.tools.web.fetcher import Fetched
 
 # Room left in a tool result (limits.tool_result_chars) for the header and the page note.
 _FRAME_CHARS = 400
@@ -51,6 +53,8 @@ async def fetch_url(ctx: ToolContext, url: str, page: int = 1) -> str:
         url: The full http(s) address, e.g. "https://example.org/report".
         page: Which page of a long text to read (1 = the start).
     """
+    from core.tools.web.reader import describe_binary, kind_of, page_of, readable
+
     if page < 1:
         raise ToolRetry("page starts at 1")
     fetched = await _fetch(ctx, url, accept="text/html,application/xhtml+xml,text/*,*/*;q=0.5")
@@ -100,6 +104,10 @@ async def download(ctx: ToolContext, url: str, path: str = "") -> str:
 
 
 async def _fetch(ctx: ToolContext, url: str, accept: str) -> Fetched:
+    # Imported on the first fetch: httpx and its transport are 0.1 s and 10 MB of a
+    # process's start, and most processes never fetch.
+    from core.tools.web.fetcher import fetcher_for
+
     try:
         return await fetcher_for(ctx.settings.web).get(url, accept=accept)
     except WebError as exc:
