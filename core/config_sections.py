@@ -34,9 +34,12 @@ class LLMSettings(_Section):
     retry_after_max_s: float = Field(60.0, ge=0)
     max_output_tokens: int = Field(2048, ge=1)
     temperature: float = Field(0.2, ge=0, le=2)
-    # "litellm": every model through litellm; "openai_compat": OpenAI-compatible models
-    # (openai/…, hosted_vllm/…, any with api_base) through the direct aiohttp client.
-    client: Literal["litellm", "openai_compat"] = "litellm"
+    # "openai_compat" (default): OpenAI-compatible models (openai/…, hosted_vllm/…, any with
+    # api_base) through the direct aiohttp client, the rest through litellm (imported only
+    # then); "litellm": every model through litellm.
+    client: Literal["litellm", "openai_compat"] = "openai_compat"
+    # Models always called through litellm, even when OpenAI-compatible (core/llm/routes.py).
+    litellm_models: tuple[str, ...] = ()
     models: dict[str, str] = Field(default_factory=dict)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)
     # The call keeper: `caramba keeper` processes make the workers' turns' calls, so an

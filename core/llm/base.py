@@ -19,6 +19,9 @@ class LLMRequest(Frozen):
     # {"type": "json_schema", "json_schema": {...}}); None: free text. The planner asks for it
     # from models that do not call its submit tool.
     response_format: dict[str, Any] | None = None
+    # Have the answer streamed (server-sent events) and put together as it comes; the
+    # response is the same. Clients that cannot stream make the call without it.
+    stream: bool = False
     # For accounting and logs only.
     run_id: str = ""
     agent_id: str = ""

@@ -128,6 +128,11 @@ def no_choices(response: Any) -> CallFailure | None:
     """A 200 completion with an empty ``choices`` list: worth one more attempt, no more."""
     if getattr(response, "choices", None):
         return None
+    return empty_choices()
+
+
+def empty_choices() -> CallFailure:
+    """A 200 completion whose ``choices`` list is empty."""
     return CallFailure(
         "the model server answered 200 with no choices (an empty `choices` list), not a "
         "completion: the provider may have filtered the answer, or llm.api_base is not a "
@@ -188,14 +193,19 @@ def _bad_answer(exc: BaseException) -> CallFailure | None:
                 body = found.group(1)
             return unusable_body(body if isinstance(body, str) else repr(body), json_ok=True)
         if _NO_CHOICES_KEY in str(e):
-            return CallFailure(
-                "the model server answered 200 with JSON that has no `choices` list, not a "
-                "completion: check llm.api_base",
-                retry=True,
-                transient=True,
-                max_attempts=2,
-            )
+            return no_choices_list()
     return None
+
+
+def no_choices_list() -> CallFailure:
+    """A 200 JSON object with no ``choices`` list: worth one more attempt, no more."""
+    return CallFailure(
+        "the model server answered 200 with JSON that has no `choices` list, not a "
+        "completion: check llm.api_base",
+        retry=True,
+        transient=True,
+        max_attempts=2,
+    )
 
 
 def no_connection(exc: BaseException) -> CallFailure | None:

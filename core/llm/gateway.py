@@ -7,8 +7,9 @@ that is not a completion (an HTML page, a body that is not JSON, no choices) is 
 such and retried only when that can help (see :mod:`core.llm.failures`). A setup error (no
 key, a refused key, an unknown model, no server) is not retried, a refused connection once,
 and is raised as one line saying what to do (:class:`core.errors.LLMSetupError`). Accounts
-tokens and cost per call. Models litellm has no price for are priced from ``[llm.prices]`` or
-registered at zero instead of crashing. litellm is imported lazily: it costs seconds and ~200 MB.
+tokens and cost per call (:mod:`core.llm.pricing`: ``[llm.prices]``, then litellm's price,
+then the shipped table; else $0); ``LLMRequest.stream`` is not used here. litellm is imported
+lazily: it costs seconds and ~200 MB.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ import os
 from typing import Any
 
 from core.config import LLMSettings
-from core.errors import LLMError, LLMSetupError
+from core.errors import LLMSetupError
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.failures import CallFailure, classify, no_choices
 from core.llm.policy import chat_body, retrying
-from core.llm.pricing import configured_cost
-from core.llm.setup import missing_key, setup_error
+from core.llm.pricing import cost_usd
+from core.llm.setup import call_error, missing_key
 from core.types.chat import ToolCall, Usage
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class LiteLLMGateway:
         self.settings = settings
         self._litellm = import_litellm()
         self._api_key = settings.api_key() or self._local_placeholder_key()
-        self._zero_priced: set[str] = set()
+        self._unpriced: set[str] = set()
         self._key_problems: dict[str, LLMSetupError | None] = {}
 
     def _local_placeholder_key(self) -> str | None:
@@ -96,24 +97,13 @@ class LiteLLMGateway:
                     if empty is not None:
                         raise empty
         except CallFailure as failure:
-            if failure.setup:
-                raise setup_error(
-                    s,
-                    request.model,
-                    failure.setup,
-                    status=failure.status,
-                    attempts=attempts,
-                    keyed=self._api_key != _PLACEHOLDER,
-                    address=failure.address,
-                    said=failure.message if failure.status else "",
-                    litellm=self._litellm,
-                ) from (failure.__cause__ or failure)
-            raise LLMError(
-                failure.message,
-                model=request.model,
-                status=failure.status,
-                attempts=attempts,
-                retryable=failure.transient,
+            raise call_error(
+                s,
+                request.model,
+                failure,
+                attempts,
+                keyed=self._api_key != _PLACEHOLDER,
+                litellm=self._litellm,
             ) from (failure.__cause__ or failure)
         return self._parse(request.model, response, attempts)
 
@@ -143,11 +133,14 @@ class LiteLLMGateway:
         )
 
     def _cost(self, model: str, response: Any, prompt: int, completion: int) -> float:
-        priced = configured_cost(self.settings, model, prompt, completion)
-        if priced is not None:
-            return priced
-        if model in self._zero_priced:
-            return 0.0
+        return cost_usd(
+            self.settings, model, prompt, completion, lambda: self._litellm_cost(model, response)
+        )
+
+    def _litellm_cost(self, model: str, response: Any) -> float | None:
+        """litellm's own price for the answer; None (and never asked again) when it has none."""
+        if model in self._unpriced:
+            return None
         # litellm has priced the answer already (its response metadata): pricing it again
         # costs a millisecond or more per call.
         hidden = getattr(response, "_hidden_params", None)
@@ -160,11 +153,7 @@ class LiteLLMGateway:
         try:
             return float(self._litellm.completion_cost(completion_response=response, model=model))
         except Exception:
-            log.warning(
-                "no price known for model %s: counting it at $0 "
-                "(set [llm.prices] in config.toml to price it)",
-                model,
-            )
+            # Registered at zero so litellm's own logging stops trying to price it.
             self._litellm.register_model(
                 {
                     model: {
@@ -175,8 +164,8 @@ class LiteLLMGateway:
                     }
                 }
             )
-            self._zero_priced.add(model)
-            return 0.0
+            self._unpriced.add(model)
+            return None
 
     async def aclose(self) -> None:
         close = getattr(self._litellm, "close_litellm_async_clients", None)

@@ -69,13 +69,7 @@ def from_body(text: str) -> dict[str, Any] | CallFailure:
     if not isinstance(body, dict):
         return failures.unusable_body(text, json_ok=True)
     if not isinstance(body.get("choices"), list):
-        return CallFailure(
-            "the model server answered 200 with JSON that has no `choices` list, not a "
-            "completion: check llm.api_base",
-            retry=True,
-            transient=True,
-            max_attempts=2,
-        )
+        return failures.no_choices_list()
     empty = failures.no_choices(_Choices(body["choices"]))
     return empty if empty is not None else body
 

@@ -1,10 +1,10 @@
 """The direct model path for OpenAI-compatible endpoints (OpenAI, vLLM, llama.cpp, Ollama, …):
-one aiohttp session per client, ``POST {api_base}/chat/completions``, no litellm.
+one aiohttp session per client, ``POST {base}/chat/completions``, no litellm.
 
 Retries, Retry-After, setup errors and messages are the litellm gateway's
 (:mod:`core.llm.gateway`), classified from HTTP statuses in :mod:`core.llm.http_failures`.
-Cost comes from ``[llm.prices]`` (:mod:`core.llm.pricing`); a model with no price there counts
-$0 (litellm's price table is not imported). No streaming yet.
+A missing key is said before any call (:func:`core.llm.setup.missing_key`). A request that
+asks for it is streamed (:mod:`core.llm.sse`). Cost from :mod:`core.llm.pricing`.
 
 Owns the HTTP call and the parsing of its answer; calls aiohttp, tenacity and core.llm.
 """
@@ -12,34 +12,34 @@ Owns the HTTP call and the parsing of its answer; calls aiohttp, tenacity and co
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 from typing import Any
 
 import aiohttp
 
 from core.config import LLMSettings
-from core.errors import LLMError
-from core.llm import http_failures
+from core.errors import LLMSetupError
+from core.llm import http_failures, sse
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.failures import CallFailure
 from core.llm.policy import chat_body, retrying
-from core.llm.pricing import configured_cost
-from core.llm.setup import setup_error
+from core.llm.pricing import cost_usd
+from core.llm.routes import PREFIXES, base_url, wire_model
+from core.llm.setup import call_error, key_variables, missing_key
 from core.types.chat import ToolCall, Usage
 
-log = logging.getLogger(__name__)
-DEFAULT_BASE = "https://api.openai.com/v1"
-# Provider prefixes that name an OpenAI-compatible endpoint; stripped from the model sent.
-PREFIXES = ("openai/", "hosted_vllm/")
+__all__ = ["PREFIXES", "OpenAICompatClient", "wire_model"]
 
 
-def wire_model(model: str) -> str:
-    """The model name the server knows (``openai/gpt-4o`` → ``gpt-4o``)."""
-    for prefix in PREFIXES:
-        if model.startswith(prefix):
-            return model[len(prefix) :]
-    return model
+class _Target:
+    """Where one model's calls go: the URL, its headers (the key), or why it cannot be called."""
+
+    def __init__(self, settings: LLMSettings, model: str) -> None:
+        self.url = base_url(settings, model).rstrip("/") + "/chat/completions"
+        keys = (os.environ.get(v) for v in key_variables(settings, model))
+        self.key = next((k for k in keys if k), "")
+        self.headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
+        self.problem: LLMSetupError | None = missing_key(settings, model)
 
 
 class OpenAICompatClient:
@@ -47,29 +47,37 @@ class OpenAICompatClient:
 
     def __init__(self, settings: LLMSettings) -> None:
         self.settings = settings
-        self._url = (settings.api_base or DEFAULT_BASE).rstrip("/") + "/chat/completions"
-        variable = settings.api_key_env or "OPENAI_API_KEY"
-        self._api_key = os.environ.get(variable) or ""
         self._session: aiohttp.ClientSession | None = None
-        self._unpriced: set[str] = set()
+        self._targets: dict[str, _Target] = {}
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            headers = {"Content-Type": "application/json"}
-            if self._api_key:
-                headers["Authorization"] = f"Bearer {self._api_key}"
             self._session = aiohttp.ClientSession(
-                headers=headers, timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s)
+                timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s)
             )
         return self._session
 
-    def _payload(self, request: LLMRequest) -> dict[str, Any]:
-        return {**chat_body(request, self.settings), "model": wire_model(request.model)}
+    def target(self, model: str) -> _Target:
+        found = self._targets.get(model)
+        if found is None:
+            found = self._targets[model] = _Target(self.settings, model)
+        return found
 
-    async def _attempt(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def _payload(self, request: LLMRequest) -> dict[str, Any]:
+        payload = {**chat_body(request, self.settings), "model": wire_model(request.model)}
+        if request.stream:
+            payload["stream"] = True
+            payload["stream_options"] = {"include_usage": True}
+        return payload
+
+    async def _attempt(self, target: _Target, payload: dict[str, Any]) -> dict[str, Any]:
         try:
             async with asyncio.timeout(self.settings.timeout_s + 5):
-                async with self._client().post(self._url, json=payload) as answer:
+                async with self._client().post(
+                    target.url, json=payload, headers=target.headers
+                ) as answer:
+                    if answer.status < 400 and answer.content_type == "text/event-stream":
+                        return await sse.read(answer.content.iter_any())
                     text = await answer.text()
                     status, headers = answer.status, answer.headers
         except Exception as exc:
@@ -82,37 +90,21 @@ class OpenAICompatClient:
         return body
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
-        s = self.settings
+        target = self.target(request.model)
+        if target.problem is not None:
+            raise target.problem
         payload = self._payload(request)
         attempts = 0
         try:
-            async for attempt in retrying(s):
+            async for attempt in retrying(self.settings):
                 with attempt:
                     attempts += 1
-                    body = await self._attempt(payload)
+                    body = await self._attempt(target, payload)
         except CallFailure as failure:
-            raise self._error(request.model, failure, attempts) from (failure.__cause__ or failure)
+            raise call_error(
+                self.settings, request.model, failure, attempts, keyed=bool(target.key)
+            ) from (failure.__cause__ or failure)
         return self._parse(request.model, body, attempts)
-
-    def _error(self, model: str, failure: CallFailure, attempts: int) -> LLMError:
-        if failure.setup:
-            return setup_error(
-                self.settings,
-                model,
-                failure.setup,
-                status=failure.status,
-                attempts=attempts,
-                keyed=bool(self._api_key),
-                address=failure.address,
-                said=failure.message if failure.status else "",
-            )
-        return LLMError(
-            failure.message,
-            model=model,
-            status=failure.status,
-            attempts=attempts,
-            retryable=failure.transient,
-        )
 
     def _parse(self, model: str, body: dict[str, Any], attempts: int) -> LLMResponse:
         message = body["choices"][0].get("message") or {}
@@ -134,23 +126,10 @@ class OpenAICompatClient:
             usage=Usage(
                 prompt_tokens=prompt,
                 completion_tokens=completion,
-                cost_usd=self._cost(model, prompt, completion),
+                cost_usd=cost_usd(self.settings, model, prompt, completion),
             ),
             attempts=attempts,
         )
-
-    def _cost(self, model: str, prompt: int, completion: int) -> float:
-        priced = configured_cost(self.settings, model, prompt, completion)
-        if priced is not None:
-            return priced
-        if model not in self._unpriced:
-            self._unpriced.add(model)
-            log.warning(
-                "no price known for model %s: counting it at $0 "
-                "(set [llm.prices] in config.toml to price it)",
-                model,
-            )
-        return 0.0
 
     async def aclose(self) -> None:
         session, self._session = self._session, None

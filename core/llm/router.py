@@ -1,6 +1,8 @@
-"""The model port when ``llm.client = "openai_compat"``: OpenAI-compatible models (``openai/…``,
-``hosted_vllm/…``, or any model when ``llm.api_base`` is set) go to the direct client, every
-other model to litellm, which is imported only when such a model is first called.
+"""The model port of every process (``wiring.build_llm``): OpenAI-compatible models
+(``openai/…``, ``hosted_vllm/…``, or any model when ``llm.api_base`` is set) go to the direct
+client, every other model — and any with ``llm.client = "litellm"`` or listed in
+``llm.litellm_models`` — to litellm, which is imported only when such a model is first called
+(see :mod:`core.llm.routes`).
 
 Owns the choice per model; calls core.llm's clients.
 """
@@ -11,11 +13,8 @@ from collections.abc import Callable
 
 from core.config import LLMSettings
 from core.llm.base import LLM, LLMRequest, LLMResponse
-from core.llm.openai_compat import PREFIXES, OpenAICompatClient
-
-
-def is_openai_compat(settings: LLMSettings, model: str) -> bool:
-    return bool(settings.api_base) or model.startswith(PREFIXES)
+from core.llm.openai_compat import OpenAICompatClient
+from core.llm.routes import is_direct
 
 
 def _litellm(settings: LLMSettings) -> LLM:
@@ -40,7 +39,7 @@ class RoutedLLM:
         self.litellm: LLM | None = None
 
     def for_model(self, model: str) -> LLM:
-        if is_openai_compat(self.settings, model):
+        if is_direct(self.settings, model):
             return self.direct
         if self.litellm is None:
             self.litellm = self._make_litellm(self.settings)

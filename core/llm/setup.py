@@ -4,7 +4,8 @@ key, a model the server does not know, no server at the address).
 
 The key check is quick and imports nothing for the common providers, so ``caramba run``
 can say "export OPENAI_API_KEY=…" before it spends seconds importing litellm; other
-providers are asked of litellm's ``validate_environment``.
+providers are asked of litellm's ``validate_environment``. A server on a local address
+(loopback, private, ``localhost``) needs no key; a hosted one does, unless it is vLLM's.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import os
 from typing import Any
 
 from core.config import LLMSettings, Settings
-from core.errors import LLMSetupError
+from core.errors import LLMError, LLMSetupError
+from core.llm.failures import CallFailure
+from core.llm.routes import base_url, is_direct, is_local
 
 # The variables litellm reads a provider's key from (any one of them will do).
 _KEYS: dict[str, tuple[str, ...]] = {
@@ -24,7 +27,10 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "mistral": ("MISTRAL_API_KEY",),
     "deepseek": ("DEEPSEEK_API_KEY",),
     "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "hosted_vllm": ("HOSTED_VLLM_API_KEY",),
 }
+# Providers whose key is optional (a vLLM server started without --api-key takes none).
+_OPTIONAL = ("hosted_vllm/",)
 _OPENAI_NAMES = ("gpt-", "o1", "o3", "o4", "chatgpt-")
 _WHICH_MODEL = "[llm] model or CARAMBA_LLM__MODEL"
 _WHICH_BASE = "[llm] api_base or CARAMBA_LLM__API_BASE"
@@ -37,6 +43,8 @@ def key_variables(llm: LLMSettings, model: str, litellm: Any = None) -> tuple[st
     provider = _provider(model)
     if provider in _KEYS:
         return _KEYS[provider]
+    if is_direct(llm, model):
+        return ("OPENAI_API_KEY",)  # what OpenAI-compatible clients send to any server
     if litellm is None:
         return ()
     try:
@@ -48,11 +56,11 @@ def key_variables(llm: LLMSettings, model: str, litellm: Any = None) -> tuple[st
 
 def missing_key(llm: LLMSettings, model: str, litellm: Any = None) -> LLMSetupError | None:
     """The error to raise before calling ``model`` when its key is not in the environment;
-    None when it is, when a local server (``api_base``) is called, or when unknown (without
+    None when it is, when a server on a local address is called, or when unknown (without
     ``litellm``, providers outside the short list are not checked)."""
     if llm.api_key_env:
         return None if os.environ.get(llm.api_key_env) else no_key(llm, model)
-    if llm.api_base or model.startswith("scripted/"):
+    if model.startswith(("scripted/", *_OPTIONAL)) or _served_locally(llm, model):
         return None
     variables = key_variables(llm, model, litellm)
     if not variables or any(os.environ.get(v) for v in variables):
@@ -88,6 +96,38 @@ def no_key(llm: LLMSettings, model: str, variables: tuple[str, ...] = ()) -> LLM
         kind="no_key",
         variable=variables[0],
         hint=f"export {variables[0]}=…{also}{where}",
+    )
+
+
+def call_error(
+    llm: LLMSettings,
+    model: str,
+    failure: CallFailure,
+    attempts: int,
+    *,
+    keyed: bool,
+    litellm: Any = None,
+) -> LLMError:
+    """The error a call ends with after its last failed attempt, whichever client made it:
+    the setup's one line (:func:`setup_error`), or an :class:`LLMError` saying what failed."""
+    if failure.setup:
+        return setup_error(
+            llm,
+            model,
+            failure.setup,
+            status=failure.status,
+            attempts=attempts,
+            keyed=keyed,
+            address=failure.address,
+            said=failure.message if failure.status else "",
+            litellm=litellm,
+        )
+    return LLMError(
+        failure.message,
+        model=model,
+        status=failure.status,
+        attempts=attempts,
+        retryable=failure.transient,
     )
 
 
@@ -146,6 +186,12 @@ def setup_error(
         attempts=attempts,
         hint=f"start it, or fix {_WHICH_BASE}" if llm.api_base else "check the network",
     )
+
+
+def _served_locally(llm: LLMSettings, model: str) -> bool:
+    if not (llm.api_base or is_direct(llm, model)):
+        return False  # a provider's own service: hosted
+    return is_local(base_url(llm, model))
 
 
 def _provider(model: str) -> str:

@@ -1,6 +1,7 @@
 """A local, OpenAI-compatible fake LLM server for tests.
 
-It speaks the real wire format of ``POST /v1/chat/completions`` (non-streaming),
+It speaks the real wire format of ``POST /v1/chat/completions`` (with ``stream: true``, a
+:class:`FakeReply` comes as server-sent chunks, usage last with ``stream_options``),
 ``POST /v1/embeddings`` (deterministic word-hash vectors of ``embedding_dim`` floats, as
 JSON lists or base64), ``POST /v1/images/generations`` (a tiny PNG, as ``b64_json`` or, with
 ``image_format = "url"``, as a URL this server serves) and ``GET /v1/models``, so code under
@@ -117,6 +118,11 @@ class FakeRaw:
         return cls(text, 200, content_type)
 
     @classmethod
+    def sse(cls, *events: str) -> FakeRaw:
+        """A stream of server-sent events, each ``data: <event>`` (e.g. a malformed one)."""
+        return cls("".join(f"data: {e}\n\n" for e in events), 200, "text/event-stream")
+
+    @classmethod
     def no_choices(cls, model: str = "fake-model") -> FakeRaw:
         body = {
             "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
@@ -222,6 +228,44 @@ def _completion_body(reply: FakeReply, model: str, request: dict[str, Any]) -> d
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+def _pieces(text: str, n: int = 3) -> list[str]:
+    """``text`` cut into at most ``n`` pieces, as a streaming server sends it."""
+    size = max(1, -(-len(text) // n))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _chunks(done: dict[str, Any], request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``chat.completion.chunk`` events a streaming server sends for ``done``."""
+    head = {k: done[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    choice = done["choices"][0]
+
+    def delta(part: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return head | {"choices": [{"index": 0, "delta": part, "finish_reason": finish}]}
+
+    chunks = [delta({"role": "assistant", "content": ""})]
+    chunks += [delta({"content": piece}) for piece in _pieces(choice["message"]["content"] or "")]
+    for i, call in enumerate(choice["message"].get("tool_calls") or ()):
+        opening = {"index": i, "id": call["id"], "type": "function"}
+        opening["function"] = {"name": call["function"]["name"], "arguments": ""}
+        chunks.append(delta({"tool_calls": [opening]}))
+        for piece in _pieces(call["function"]["arguments"]):
+            chunks.append(delta({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+    chunks.append(delta({}, choice["finish_reason"]))
+    if (request.get("stream_options") or {}).get("include_usage"):
+        chunks.append(head | {"choices": [], "usage": done["usage"]})
+    return chunks
+
+
+async def _stream(request: web.Request, chunks: list[dict[str, Any]]) -> web.StreamResponse:
+    answer = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await answer.prepare(request)
+    for chunk in chunks:
+        await answer.write(f"data: {json.dumps(chunk)}\n\n".encode())
+    await answer.write(b"data: [DONE]\n\n")
+    await answer.write_eof()
+    return answer
 
 
 def fake_embedding(text: str, dim: int) -> list[float]:
@@ -407,7 +451,7 @@ class FakeLLMServer:
         except Exception as exc:  # surface responder bugs as a visible 500
             return FakeFailure(500, f"fake responder raised {type(exc).__name__}: {exc}")
 
-    async def _handle_chat(self, request: web.Request) -> web.Response:
+    async def _handle_chat(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await request.json()
         except ValueError:
@@ -417,9 +461,6 @@ class FakeLLMServer:
         with self._lock:
             self.requests.append(body)
             self.request_times.append(time.monotonic())
-        if body.get("stream"):
-            return _json_error(400, "streaming is not supported by the fake LLM server")
-
         item = self._next_item(body)
         if self.latency_s > 0:
             await asyncio.sleep(self.latency_s)
@@ -445,7 +486,8 @@ class FakeLLMServer:
                 headers["retry-after-ms"] = f"{item.retry_after_ms:g}"
             return _json_error(item.status, item.message, headers or None)
         model = str(body.get("model") or (self.models[0] if self.models else "fake-model"))
-        return _json(_completion_body(item, model, body))
+        done = _completion_body(item, model, body)
+        return await _stream(request, _chunks(done, body)) if body.get("stream") else _json(done)
 
     async def _handle_embeddings(self, request: web.Request) -> web.Response:
         """Embeddings are computed, not scripted; requests are recorded like chat ones."""

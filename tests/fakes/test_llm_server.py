@@ -197,8 +197,8 @@ async def test_raw_wire_format(server: FakeLLMServer) -> None:
             assert r.headers["Retry-After"] == "2"
             err = await r.json()
         async with http.post(url, json={**body, "stream": True}) as r:
-            assert r.status == 400
-            streaming = await r.json()
+            assert r.status == 200 and r.content_type == "text/event-stream"
+            streaming = await r.text()
         async with http.get(f"{server.base_url}/models") as r:
             models = await r.json()
 
@@ -208,7 +208,7 @@ async def test_raw_wire_format(server: FakeLLMServer) -> None:
     assert ok["choices"][0]["message"] == {"role": "assistant", "content": "hi"}
     assert err["error"]["message"] == "slow down"
     assert err["error"]["type"] == "rate_limit_error"
-    assert "streaming" in streaming["error"]["message"]
+    assert streaming.startswith("data: {") and streaming.endswith("data: [DONE]\n\n")
     assert [m["id"] for m in models["data"]] == ["fake-model"]
     assert len(server.requests) == 3
 

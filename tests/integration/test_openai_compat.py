@@ -1,5 +1,6 @@
 """The direct OpenAI-compatible client against the local fake server: answers, tool calls,
-JSON mode, retries, and the gateway's own errors; and a whole run with llm.client set."""
+JSON mode, streaming, retries, and the gateway's own errors; a whole run on the default
+client; litellm never imported for an openai/… model, and still there for other providers."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from core.errors import LLMError, LLMSetupError
 from core.llm.base import LLMRequest
 from core.llm.openai_compat import OpenAICompatClient
 from core.types.chat import ChatMessage
-from tests.fakes.llm_server import FakeFailure, FakeLLMServer, FakeReply
+from tests.fakes.llm_server import FakeFailure, FakeLLMServer, FakeRaw, FakeReply
 from tests.fakes.unruly_llm import serve
 
 pytestmark = pytest.mark.integration
@@ -61,6 +62,40 @@ async def test_plain_answer_tools_and_json_mode() -> None:
     assert first["model"] == "fake-model"
     assert first["response_format"] == {"type": "json_object"}
     assert second["tools"] == [TOOL]
+
+
+async def test_a_streamed_answer_is_the_same_answer() -> None:
+    async with FakeLLMServer() as server:
+        client = OpenAICompatClient(_settings(server.base_url))
+        server.script(
+            FakeReply(content="hello there, streamed", prompt_tokens=1000, completion_tokens=500),
+            FakeReply(content="and", tool_calls=[("add", {"a": 1, "b": 2}), ("add", "{}")]),
+        )
+        plain = await client.complete(_request(stream=True))
+        called = await client.complete(_request(stream=True, tools=(TOOL,)))
+        await client.aclose()
+    assert plain.content == "hello there, streamed"
+    assert (plain.usage.prompt_tokens, plain.usage.completion_tokens) == (1000, 500)
+    assert plain.usage.cost_usd == pytest.approx(0.002)
+    assert called.content == "and"
+    assert [(c.name, json.loads(c.arguments)) for c in called.tool_calls] == [
+        ("add", {"a": 1, "b": 2}),
+        ("add", {}),
+    ]
+    assert all(
+        r["stream"] and r["stream_options"] == {"include_usage": True} for r in server.requests
+    )
+
+
+async def test_a_malformed_stream_is_our_error_and_not_retried() -> None:
+    async with FakeLLMServer() as server:
+        client = OpenAICompatClient(_settings(server.base_url))
+        server.set_responder(lambda _body: FakeRaw.sse('{"choices": [', "[DONE]"))
+        with pytest.raises(LLMError) as caught:
+            await client.complete(_request(stream=True))
+        await client.aclose()
+    assert "stream sent an event that is not a chat-completion chunk" in str(caught.value)
+    assert caught.value.attempts == 1 and len(server.requests) == 1
 
 
 async def test_429_with_retry_after_is_retried_then_answered() -> None:
@@ -108,13 +143,12 @@ async def test_connection_refused_is_no_server() -> None:
     assert "Cannot reach the model server" in str(caught.value)
 
 
-def test_a_whole_run_through_the_direct_client(tmp_path: Path) -> None:
+def test_a_whole_run_through_the_default_client(tmp_path: Path) -> None:
     server = serve("obedient", delay_s=2.0)
     env = {k: v for k, v in os.environ.items() if not k.startswith("CARAMBA_")}
     env.update(
         COLUMNS="120",
         CARAMBA_REDIS__URL="",
-        CARAMBA_LLM__CLIENT="openai_compat",
         CARAMBA_LLM__MODEL="openai/obedient",
         CARAMBA_LLM__API_BASE=server.base_url,
         CARAMBA_LLM__API_KEY_ENV="",

@@ -57,11 +57,25 @@ async def test_router_sends_every_model_to_the_direct_client_with_an_api_base() 
     assert direct.models == ["anthropic/claude-3-5"] and not lite.models
 
 
-def test_prefix_stripped_and_default_client_is_litellm() -> None:
+def test_prefix_stripped_and_default_client_is_the_direct_one() -> None:
     assert wire_model("openai/gpt-4o") == "gpt-4o"
     assert wire_model("hosted_vllm/m") == "m"
     assert wire_model("gpt-4o") == "gpt-4o"
-    assert LLMSettings().client == "litellm"
+    assert LLMSettings().client == "openai_compat"
+
+
+async def test_litellm_forced_per_model_or_for_all() -> None:
+    direct, lite = Recording("direct"), Recording("litellm")
+    settings = LLMSettings(litellm_models=("openai/o1",))
+    router = RoutedLLM(settings, direct=direct, make_litellm=lambda s: lite)
+    await router.complete(_request("openai/o1"))
+    await router.complete(_request("openai/gpt-4o"))
+    assert lite.models == ["openai/o1"] and direct.models == ["openai/gpt-4o"]
+    everything = RoutedLLM(
+        LLMSettings(client="litellm"), direct=direct, make_litellm=lambda s: lite
+    )
+    await everything.complete(_request("openai/gpt-4o"))
+    assert lite.models == ["openai/o1", "openai/gpt-4o"]
 
 
 def test_statuses_classify_like_the_gateway() -> None:
@@ -85,13 +99,13 @@ def test_bodies_that_are_not_completions() -> None:
 def test_key_from_the_named_variable(monkeypatch: Any) -> None:
     monkeypatch.setenv("MY_KEY", "sk-secret")
     client = OpenAICompatClient(LLMSettings(api_key_env="MY_KEY"))
-    assert client._api_key == "sk-secret"
+    assert client.target("openai/gpt-4o").headers == {"Authorization": "Bearer sk-secret"}
 
 
-def test_build_llm_picks_the_router_only_when_asked() -> None:
+def test_build_llm_gives_the_router_by_default() -> None:
     from core.llm.gateway import LiteLLMGateway
     from core.process.wiring import build_llm
     from tests.conftest import make_settings
 
-    assert isinstance(build_llm(make_settings(llm={"client": "openai_compat"})), RoutedLLM)
-    assert isinstance(build_llm(make_settings()), LiteLLMGateway)
+    assert isinstance(build_llm(make_settings()), RoutedLLM)
+    assert isinstance(build_llm(make_settings(llm={"client": "litellm"})), LiteLLMGateway)
