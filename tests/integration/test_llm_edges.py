@@ -1,4 +1,6 @@
-"""The gateway's edges over the real litellm HTTP path, against the local OpenAI-compatible fake.
+"""The model clients' edges over real HTTP, against the local OpenAI-compatible fake: each test
+runs through litellm and through the direct client (core/llm/openai_compat.py), which must
+behave the same.
 
 A 200 that is not a completion is reported as what it is and retried only when that can help;
 a Retry-After within ``llm.retry_after_max_s`` is waited for, a longer one ends the call.
@@ -7,14 +9,16 @@ a Retry-After within ``llm.retry_after_max_s`` is waited for, a longer one ends 
 from __future__ import annotations
 
 import socket
+import sys
 import time
 from email.utils import formatdate
 
 import pytest
 
 from core.errors import LLMError, LLMSetupError
-from core.llm.base import LLMRequest
+from core.llm.base import LLM, LLMRequest
 from core.llm.gateway import LiteLLMGateway
+from core.llm.openai_compat import OpenAICompatClient
 from core.types import ChatMessage
 from tests.conftest import make_settings
 from tests.fakes.llm_server import FakeFailure, FakeLLMServer, FakeRaw, FakeReply
@@ -24,13 +28,26 @@ pytestmark = pytest.mark.integration
 MODEL = "openai/fake-model"
 
 
+CLIENT = "litellm"
+MADE: list[LLM] = []
+
+
+@pytest.fixture(params=["litellm", "direct"], autouse=True)
+async def client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """Every test twice: through litellm, and through the direct client."""
+    monkeypatch.setattr(sys.modules[__name__], "CLIENT", request.param)
+    yield request.param
+    while MADE:
+        await MADE.pop().aclose()
+
+
 @pytest.fixture
 async def llm_server():
     async with FakeLLMServer() as server:
         yield server
 
 
-def gateway(api_base: str, **llm: object) -> LiteLLMGateway:
+def gateway(api_base: str, **llm: object) -> LLM:
     settings = make_settings(
         llm={
             "model": MODEL,
@@ -42,7 +59,9 @@ def gateway(api_base: str, **llm: object) -> LiteLLMGateway:
             **llm,
         }
     )
-    return LiteLLMGateway(settings.llm)
+    made = LiteLLMGateway(settings.llm) if CLIENT == "litellm" else OpenAICompatClient(settings.llm)
+    MADE.append(made)
+    return made
 
 
 def request() -> LLMRequest:

@@ -18,8 +18,15 @@ from core.config import PROJECT_ROOT, LLMSettings
 from core.errors import LLMError, LLMSetupError
 from core.llm.base import LLMRequest
 from core.llm.openai_compat import OpenAICompatClient
+from core.llm.router import RoutedLLM
 from core.types.chat import ChatMessage
-from tests.fakes.llm_server import FakeFailure, FakeLLMServer, FakeRaw, FakeReply
+from tests.fakes.llm_server import (
+    FakeFailure,
+    FakeLLMServer,
+    FakeRaw,
+    FakeReply,
+    ThreadedFakeLLMServer,
+)
 from tests.fakes.unruly_llm import serve
 
 pytestmark = pytest.mark.integration
@@ -174,3 +181,69 @@ def test_a_whole_run_through_the_default_client(tmp_path: Path) -> None:
     assert "Traceback" not in out, out
     assert done.returncode == 0 and "completed" in done.stdout, out
     assert any(r.get("model") == "obedient" for r in server.requests)
+
+
+_NO_LITELLM = """
+import asyncio, sys
+from core.config import load_settings
+from core.process.jobs import handle
+from core.process.wiring import build_llm, build_services
+from core.runs.control import start_run
+from core.scheduler.inline import InlineScheduler
+from core.types import AgentSpec
+from tests.helpers import collect
+
+async def main() -> None:
+    settings = load_settings(
+        redis={"url": ""}, llm={"model": "openai/fake-model", "api_base": sys.argv[1]}
+    )
+    scheduler = InlineScheduler(4)
+    svc = build_services(settings, scheduler, llm=build_llm(settings, keeper=True))
+    scheduler.start(lambda job: handle(svc, job))
+    run_id = await start_run(svc, "hi", AgentSpec(name="Solo", tools=("finish",)))
+    events = await collect(svc, run_id, timeout_s=30)
+    await scheduler.stop()
+    await svc.aclose()
+    heavy = [m for m in ("litellm", "openai", "onnxruntime", "mcp") if m in sys.modules]
+    print(events[-1].kind, events[-1].status, "heavy:", ",".join(heavy) or "none")
+
+asyncio.run(main())
+"""
+
+
+def test_a_turn_on_an_openai_model_never_imports_litellm() -> None:
+    with ThreadedFakeLLMServer() as server:
+        server.script(FakeReply(tool_calls=[("finish", {"result": "done"})]))
+        done = subprocess.run(
+            [sys.executable, "-c", _NO_LITELLM, server.base_url],
+            cwd=PROJECT_ROOT,
+            env={k: v for k, v in os.environ.items() if not k.startswith("CARAMBA_LLM")},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        asked = server.requests
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.split()[-3:] == ["completed", "heavy:", "none"], done.stdout
+    assert [r["model"] for r in asked] == ["fake-model"]
+
+
+async def test_a_litellm_provider_still_works_through_the_router(monkeypatch: Any) -> None:
+    from core.process.wiring import build_llm
+    from tests.conftest import make_settings
+
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-fake")
+    async with FakeLLMServer() as server:
+        model = "deepseek/fake-model"
+        settings = make_settings(
+            llm={"model": model, "api_base": server.base_url, "litellm_models": [model]}
+        )
+        router = build_llm(settings)
+        assert isinstance(router, RoutedLLM)
+        server.script(FakeReply(tool_calls=[("add", {"a": 1, "b": 2})]))
+        answer = await router.complete(_request(model, tools=(TOOL,)))
+        await router.aclose()
+    assert router.litellm is not None and "litellm" in sys.modules
+    assert answer.tool_calls[0].name == "add" and answer.attempts == 1
+    (sent,) = server.requests
+    assert sent["model"] == "fake-model" and sent["tools"] == [TOOL]
