@@ -110,8 +110,12 @@ class AgentsSettings(_Section):
 
 class SchedulerSettings(_Section):
     inline_concurrency: int = Field(16, ge=1, le=10_000)
-    # How often the background loop fires due timers and processes pending intents.
+    # The background loop (due timers, intents left over, ended runs, the watchdog): a
+    # tick every background_interval_s while ticks find work; after background_idle_ticks
+    # empty ticks in a row, every background_idle_s. Timers fire when due at either pace.
     background_interval_s: float = Field(0.2, gt=0, le=60)
+    background_idle_ticks: int = Field(5, ge=1, le=1000)
+    background_idle_s: float = Field(2.0, gt=0, le=60)
     # An intent claimed by a worker that died is taken over after this long.
     intent_claim_idle_s: float = Field(30.0, gt=0)
     # How often one process checks the runs under way for a run nothing can move on.

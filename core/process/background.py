@@ -1,13 +1,23 @@
 """The background loop every turn-running process runs beside its turns: due timers,
-intents nobody has processed yet, ended runs to record in the library."""
+intents nobody has processed yet, ended runs to record in the library.
+
+Quiet when idle: it ticks every ``scheduler.background_interval_s`` while ticks find
+work, and every ``scheduler.background_idle_s`` once ``background_idle_ticks`` ticks in a
+row found none (an idle process makes a few Redis round trips a second, not thirty).
+Timers stay on time whatever the pace: the loop sleeps no later than the soonest timer in
+the set, and a timer this process schedules meanwhile wakes it (a timer scheduled by a
+process with no loop of its own, such as a chat bot's proposal expiry, is seen by the
+next tick)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from dataclasses import dataclass, field
 
 from core.agent.wake import wake_agent
+from core.config_sections import SchedulerSettings
 from core.effects.intents import process_pending
 from core.effects.timers import TIMER, DeliverMessage, ExpireProposal, Timer
 from core.runs import watchdog
@@ -21,14 +31,21 @@ log = logging.getLogger(__name__)
 _BATCH = 100
 
 
-async def tick(svc: Services) -> None:
+async def tick(svc: Services) -> tuple[bool, float | None]:
     """One pass: fire due timers, process intents nobody has processed yet, record ended
     runs in the library, and (every ``scheduler.watchdog_s``) end runs nothing can move
-    on."""
-    await fire_due(svc)
-    await process_pending(svc)
-    await learn_ended(svc)
-    await watchdog.watch(svc)
+    on. Returns whether it did any of that (there may be more) and when the soonest timer
+    left is due."""
+    timers, now = svc.store.timers, time.time()
+    soonest = await timers.soonest()
+    fired = 0
+    if soonest is not None and soonest <= now:
+        fired = await fire_due(svc, now)
+        soonest = await timers.soonest()
+    done = await process_pending(svc)
+    learned = await learn_ended(svc)
+    ended = await watchdog.watch(svc)
+    return bool(fired or done or learned or ended), soonest
 
 
 async def fire_due(svc: Services, now: float | None = None) -> int:
@@ -59,24 +76,90 @@ async def _fire(svc: Services, timer: Timer) -> None:
     await wake_agent(svc, timer.run_id, timer.agent_id)
 
 
+@dataclass
+class Pace:
+    """When the loop ticks next: soon while there is work, slowly when idle, never after
+    the soonest timer known."""
+
+    settings: SchedulerSettings
+    empty_ticks: int = 0
+    soonest: float | None = None  # the soonest timer's due time (time.time()), if any
+    woken: asyncio.Event = field(default_factory=asyncio.Event)
+    # The soonest timer this process added since the tick began (its read may predate it).
+    added_since: float | None = None
+
+    @property
+    def interval(self) -> float:
+        fast = self.settings.background_interval_s
+        if self.empty_ticks < self.settings.background_idle_ticks:
+            return fast
+        # The watchdog's rounds (one process per watchdog_s) keep their period.
+        return max(fast, min(self.settings.background_idle_s, self.settings.watchdog_s))
+
+    def ticking(self) -> None:
+        self.added_since = None
+
+    def ticked(self, busy: bool, soonest: float | None) -> None:
+        self.empty_ticks = 0 if busy else self.empty_ticks + 1
+        self.soonest = _earlier(soonest, self.added_since)
+
+    def added(self, at: float) -> None:
+        """A timer this process scheduled (``TimerSet.watch``)."""
+        self.added_since = _earlier(self.added_since, at)
+        if self.soonest is None or at < self.soonest:
+            self.soonest = at
+            self.woken.set()
+
+    async def sleep(self, stop: asyncio.Event) -> None:
+        """Until the next tick is due (or ``stop`` is set)."""
+        deadline = time.time() + self.interval
+        while not stop.is_set():
+            due = deadline if self.soonest is None else min(deadline, self.soonest)
+            left = due - time.time()
+            if left <= 0:
+                return
+            self.woken.clear()
+            await _first_set(stop, self.woken, left)
+
+
+def _earlier(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+async def _first_set(a: asyncio.Event, b: asyncio.Event, seconds: float) -> None:
+    waiters = [asyncio.ensure_future(a.wait()), asyncio.ensure_future(b.wait())]
+    try:
+        await asyncio.wait(waiters, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiter in waiters:
+            waiter.cancel()
+
+
 async def run_background(svc: Services, stop: asyncio.Event) -> None:
-    """Tick every ``scheduler.background_interval_s`` until ``stop`` is set.
+    """Tick until ``stop`` is set, at the :class:`Pace`.
 
     A failing tick is logged and retried on the next one: the loop never dies.
     """
-    interval = svc.settings.scheduler.background_interval_s
-    while not stop.is_set():
-        try:
-            await tick(svc)
-        except asyncio.CancelledError:
-            raise
-        except Unreachable as exc:
-            # Redis is restarting or unreachable: one line per tick, not a traceback.
-            log.warning("background tick: Redis unreachable (%s); retry in %.1f s", exc, interval)
-        except Exception:
-            log.exception("background tick failed; retrying in %.1f s", interval)
-        try:
-            async with asyncio.timeout(interval):
-                await stop.wait()
-        except TimeoutError:
-            pass
+    pace = Pace(svc.settings.scheduler)
+    unwatch = svc.store.timers.watch(pace.added)
+    try:
+        while not stop.is_set():
+            pace.ticking()
+            try:
+                pace.ticked(*await tick(svc))
+            except asyncio.CancelledError:
+                raise
+            except Unreachable as exc:
+                # Redis is restarting or unreachable: one line per tick, not a traceback.
+                pace.ticked(False, pace.added_since)
+                log.warning(
+                    "background tick: Redis unreachable (%s); retry in %.1f s",
+                    exc,
+                    pace.interval,
+                )
+            except Exception:
+                pace.ticked(False, pace.added_since)
+                log.exception("background tick failed; retrying in %.1f s", pace.interval)
+            await pace.sleep(stop)
+    finally:
+        unwatch()

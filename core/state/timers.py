@@ -8,6 +8,7 @@ JSON. The store holds one as ``store.timers``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from redis.asyncio import Redis
@@ -21,10 +22,25 @@ class TimerSet:
     def __init__(self, redis: Redis, keys: Keys) -> None:
         self.redis = redis
         self.keys = keys
+        # Told the due time of every timer this process adds: the background loop sleeps
+        # until the soonest timer it knows of (``core.process.background``).
+        self._watchers: list[Callable[[float], None]] = []
+
+    def watch(self, added: Callable[[float], None]) -> Callable[[], None]:
+        """Call ``added(at)`` after each timer this process adds; returns the undo."""
+        self._watchers.append(added)
+        return lambda: self._watchers.remove(added)
 
     async def add(self, timer: str, at: float) -> None:
         """Keep ``timer`` until ``at`` (the same timer again: its time is replaced)."""
         await self.redis.zadd(self.keys.timers(), {timer: at})
+        for added in list(self._watchers):
+            added(at)
+
+    async def soonest(self) -> float | None:
+        """When the soonest timer is due (None: there is none)."""
+        found: Any = await self.redis.zrange(self.keys.timers(), 0, 0, withscores=True)
+        return float(found[0][1]) if found else None
 
     async def remove(self, timer: str) -> None:
         await self.redis.zrem(self.keys.timers(), timer)
