@@ -16,7 +16,7 @@ from typing import Any
 from core.config import LLMSettings, Settings
 from core.errors import LLMError, LLMSetupError
 from core.llm.failures import CallFailure
-from core.llm.routes import base_url, is_direct, is_local
+from core.llm.routes import is_direct, is_local
 
 # The variables litellm reads a provider's key from (any one of them will do).
 _KEYS: dict[str, tuple[str, ...]] = {
@@ -189,9 +189,9 @@ def setup_error(
 
 
 def _served_locally(llm: LLMSettings, model: str) -> bool:
-    if not (llm.api_base or is_direct(llm, model)):
-        return False  # a provider's own service: hosted
-    return is_local(base_url(llm, model))
+    """``llm.api_base`` is a local address. A base URL from the environment (OPENAI_BASE_URL)
+    is where calls go, but waives no key: it is easily left over from another tool."""
+    return bool(llm.api_base) and is_local(llm.api_base)
 
 
 def _provider(model: str) -> str:

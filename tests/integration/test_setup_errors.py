@@ -31,6 +31,8 @@ def _closed_port() -> int:
 
 
 NOWHERE = f"http://127.0.0.1:{_closed_port()}/v1"
+# The model's setup errors read the same through the direct client (the default) and litellm.
+CLIENTS = pytest.mark.parametrize("client", ["openai_compat", "litellm"])
 
 
 @pytest.fixture(scope="module")
@@ -87,29 +89,40 @@ def _lines(result: subprocess.CompletedProcess[str]) -> int:
     return len((result.stdout + result.stderr).strip().splitlines())
 
 
-def test_no_key_and_no_server_address_is_said_before_any_call(tmp_path: Path) -> None:
-    result = _caramba(_env(tmp_path), "run", "--yes", "What is 2+2?")
+@CLIENTS
+def test_no_key_and_no_server_address_is_said_before_any_call(tmp_path: Path, client: str) -> None:
+    result = _caramba(_env(tmp_path, CARAMBA_LLM__CLIENT=client), "run", "--yes", "What is 2+2?")
     said = _said(result)
     assert result.returncode == 2
     assert "No API key for the model openai/gpt-4o-mini — export OPENAI_API_KEY=…" in said
     assert _lines(result) <= 2
 
 
-def test_no_key_for_a_server_that_wants_one(server: ThreadedFakeLLMServer, tmp_path: Path) -> None:
+@CLIENTS
+def test_no_key_for_a_server_that_wants_one(
+    server: ThreadedFakeLLMServer, tmp_path: Path, client: str
+) -> None:
     missing = "Missing credentials. Please pass an `api_key`, or set `OPENAI_API_KEY`."
     server.set_responder(lambda _body: FakeFailure(401, missing))
     before = len(server.requests)
-    result = _caramba(_env(tmp_path, CARAMBA_LLM__API_BASE=server.base_url), "run", "-y", "hi")
+    env = _env(tmp_path, CARAMBA_LLM__API_BASE=server.base_url, CARAMBA_LLM__CLIENT=client)
+    result = _caramba(env, "run", "-y", "hi")
     said = _said(result)
     assert "No API key for the model openai/gpt-4o-mini — export OPENAI_API_KEY=…" in said
     assert len(server.requests) - before == 1, "a setup error is not retried"
     assert _lines(result) <= 5
 
 
-def test_a_refused_key(server: ThreadedFakeLLMServer, tmp_path: Path) -> None:
+@CLIENTS
+def test_a_refused_key(server: ThreadedFakeLLMServer, tmp_path: Path, client: str) -> None:
     server.set_responder(lambda _body: FakeFailure(401, "Incorrect API key provided: sk-bad"))
     before = len(server.requests)
-    env = _env(tmp_path, CARAMBA_LLM__API_BASE=server.base_url, OPENAI_API_KEY="sk-bad")
+    env = _env(
+        tmp_path,
+        CARAMBA_LLM__API_BASE=server.base_url,
+        CARAMBA_LLM__CLIENT=client,
+        OPENAI_API_KEY="sk-bad",
+    )
     said = _said(_caramba(env, "run", "-y", "hi"))
     assert (
         f"{server.base_url} refused the API key for the model openai/gpt-4o-mini (HTTP 401: "
@@ -118,7 +131,10 @@ def test_a_refused_key(server: ThreadedFakeLLMServer, tmp_path: Path) -> None:
     assert len(server.requests) - before == 1
 
 
-def test_a_model_the_server_does_not_know(server: ThreadedFakeLLMServer, tmp_path: Path) -> None:
+@CLIENTS
+def test_a_model_the_server_does_not_know(
+    server: ThreadedFakeLLMServer, tmp_path: Path, client: str
+) -> None:
     gone = "The model `gpt-9` does not exist or you do not have access to it."
     server.set_responder(lambda _body: FakeFailure(404, gone))
     before = len(server.requests)
@@ -126,6 +142,7 @@ def test_a_model_the_server_does_not_know(server: ThreadedFakeLLMServer, tmp_pat
         tmp_path,
         CARAMBA_LLM__API_BASE=server.base_url,
         CARAMBA_LLM__MODEL="openai/gpt-9",
+        CARAMBA_LLM__CLIENT=client,
         OPENAI_API_KEY="sk-fine",
     )
     said = _said(_caramba(env, "run", "-y", "hi"))

@@ -69,8 +69,8 @@ def test_which_models_need_a_key(monkeypatch: Any) -> None:
     assert named is not None and "export MY_KEY=…" in str(named)
     assert missing_key(LLMSettings(api_base="http://127.0.0.1:9/v1"), "openai/x") is None
     assert missing_key(LLMSettings(), "hosted_vllm/qwen") is None  # vLLM's key is optional
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
-    assert missing_key(LLMSettings(), "openai/llama3") is None
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")  # waives no key
+    assert missing_key(LLMSettings(), "openai/llama3") is not None
 
 
 async def test_a_missing_key_is_said_before_any_call(monkeypatch: Any) -> None:
