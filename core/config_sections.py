@@ -74,6 +74,12 @@ class RedisSettings(_Section):
     # Connections per process; a turn waits up to pool_timeout_s for a free one.
     max_connections: int = Field(64, ge=2, le=10_000)
     pool_timeout_s: float = Field(30.0, gt=0)
+    # A command's own time-out (redis-py's socket_timeout); 0 = none, the default: redis-py
+    # wraps every send of a timed client in asyncio.wait_for (10-15 % of its CPU). A dead
+    # server or link is found by TCP instead, within dead_server_s (core/state/client.py).
+    command_timeout_s: float = Field(0.0, ge=0)
+    connect_timeout_s: float = Field(5.0, gt=0)
+    dead_server_s: int = Field(30, ge=4, le=3600)
 
     @property
     def embedded(self) -> bool:

@@ -19,6 +19,7 @@ from core.prompts import PromptLibrary
 from core.scheduler.base import Scheduler
 from core.services import Services
 from core.state.bus import Bus
+from core.state.client import connection_options
 from core.state.keys import Keys
 from core.state.store import Store
 from core.tools.defaults import default_registry
@@ -46,6 +47,8 @@ def connect_redis(settings: Settings) -> Redis:
         # one (about 6 s in all) instead of failing the turn. A transaction that was
         # WATCHing is not retried blindly: redis-py raises WatchError, and the CAS retries.
         retry=Retry(ExponentialWithJitterBackoff(base=0.1, cap=2.0), retries=6),
+        # No per-command time-out; dead servers found by TCP (core/state/client.py).
+        **connection_options(settings.redis),
     )
     return Redis(connection_pool=pool)
 
