@@ -87,24 +87,25 @@ class TurnCaller(Protocol):
 async def complete(
     svc: Services, request: LLMRequest, seq: int, saved: responses.SavedResponse | None
 ) -> tuple[LLMResponse, bool]:
-    """The model's answer — the saved one when it answered this very request — and
-    whether it was reused. Raises ``LLMError`` or ``TimeoutError``."""
-    response, reused, _head = await complete_turn(svc, request, seq, saved)
+    """The model's answer — the saved one when it answered this very request — kept for a
+    later delivery, and whether it was reused. Raises ``LLMError`` or ``TimeoutError``."""
+    response, reused, unkept = await answer(svc, request, seq, saved)
+    if unkept:
+        await responses.save(svc, request, seq, response)
     return response, reused
 
 
-async def complete_turn(
+async def answer(
     svc: Services, request: LLMRequest, seq: int, saved: responses.SavedResponse | None
-) -> tuple[LLMResponse, bool, RunHead | None]:
-    """:func:`complete`, and the run's head read in the same round trip as saving the
-    answer (None when this process did not save it: the caller reads the head)."""
+) -> tuple[LLMResponse, bool, bool]:
+    """:func:`complete`'s answer and whether it was reused, and whether it is not kept
+    yet (made by this process: its caller keeps it, or decides it need not be)."""
     if saved is not None and saved.fingerprint == responses.fingerprint(request):
-        return saved.response, True, None
+        return saved.response, True, False
     if isinstance(svc.llm, TurnCaller):
         response, reused = await svc.llm.complete_turn(svc, request, seq)
-        return response, reused, None
+        return response, reused, False
     # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation.
     async with asyncio.timeout(llm_deadline(svc)):
         response = await svc.llm.complete(request)
-    head = await responses.save(svc, request, seq, response, read_head=True)
-    return response, False, head
+    return response, False, True

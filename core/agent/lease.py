@@ -10,6 +10,12 @@ the wait, the copy is dropped (the holder's own message stays with the broker un
 ends, so nothing is lost if the holder dies later). Only deliveries that hold the lease
 count towards the quarantine (``core.agent.quarantine``): the count is of attempts that
 ended without a save, not of copies.
+
+Round trips: the lease is taken by the turn's start script, which reads the turn in the
+same call (``Store.turn_start``; a copy polls it while the lease is held), and released
+by its save script (``AfterSave.lease``); a turn that ends without a save (dropped,
+parked, or raised) releases it on its own. It is renewed only when the turn runs longer
+than ``LEASE_S / 3``, all of it with one command.
 """
 
 from __future__ import annotations
@@ -19,47 +25,83 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
+from core.scheduler.base import TurnJob
 from core.services import Services
 from core.state.leases import TurnLease
+from core.state.records import TurnStart
 
 log = logging.getLogger(__name__)
 LEASE_S = 5.0
 _POLL_S = 0.1
 
 
+@dataclass
+class Held:
+    """The lease this delivery holds, and what the start script read with it."""
+
+    start: TurnStart
+    lease: TurnLease
+    # Released by the save (or by the start, for a job that is not the current turn).
+    released: bool = False
+
+    @property
+    def key_and_token(self) -> tuple[str, str]:
+        return self.lease.key, self.lease.token
+
+
 @contextlib.asynccontextmanager
-async def turn_lease(svc: Services, run_id: str, agent_id: str, seq: int) -> AsyncIterator[bool]:
-    """Yields True while this delivery holds the turn's lease, False if another delivery
-    is working on it (alive) for longer than a lapse would take."""
+async def turn_lease(svc: Services, job: TurnJob) -> AsyncIterator[Held | None]:
+    """Yields the lease with the turn's start while this delivery holds it, None if
+    another delivery is working on it (alive) for longer than a lapse would take."""
     # The token says who holds it, for a person looking at Redis.
-    lease = TurnLease(svc.store, run_id, agent_id, seq, uuid.uuid4().hex)
-    ms = int(LEASE_S * 1000)
-    held = await lease.take(ms)
+    token, ms = uuid.uuid4().hex, int(LEASE_S * 1000)
+    drain_max = svc.settings.bus.drain_max
+
+    async def start() -> TurnStart | None:
+        lease = (token, ms)
+        return await svc.store.turn_start(job.run_id, job.agent_id, job.seq, lease, drain_max)
+
+    started = await start()
     waited = 0.0
-    while not held and waited < LEASE_S + 1:
+    while started is None and waited < LEASE_S + 1:
         await asyncio.sleep(_POLL_S)
         waited += _POLL_S
-        held = await lease.take(ms)
-    if not held:
-        yield False
+        started = await start()
+    if started is None:
+        yield None
         return
-    renew = asyncio.create_task(_renew(lease, ms), name=f"turn-lease-{agent_id}-{seq}")
+    held = Held(started, TurnLease(svc.store, job.run_id, job.agent_id, job.seq, token))
+    held.released = not started.reply.current  # the start let a stale job's lease go
+    if held.released:
+        yield held
+        return
+    renew = asyncio.create_task(_renew(held, ms), name=f"turn-lease-{job.agent_id}-{job.seq}")
     try:
-        yield True
+        yield held
     finally:
         renew.cancel()
-        # One round trip, not a compare-and-delete: should the lease have lapsed and been
-        # taken meanwhile, freeing it lets at most one more copy in, and the save's
-        # compare-and-set on seq still applies the turn once.
-        with contextlib.suppress(Exception):
-            await lease.release()
+        if not held.released:
+            # Only this delivery's own lease: one that lapsed and was taken stays taken.
+            with contextlib.suppress(Exception):
+                await held.lease.release()
 
 
-async def _renew(lease: TurnLease, ms: int) -> None:
-    while True:
+async def unleased(svc: Services, job: TurnJob) -> Held:
+    """The turn's start without its lease: a delivery that runs although another holds it
+    (its lease lapsed under it; the save's compare-and-set on seq still applies the turn
+    once)."""
+    drain_max = svc.settings.bus.drain_max
+    started = await svc.store.turn_start(job.run_id, job.agent_id, job.seq, ("", 0), drain_max)
+    assert started is not None  # no lease asked for: never refused
+    return Held(started, TurnLease(svc.store, job.run_id, job.agent_id, job.seq, ""), True)
+
+
+async def _renew(held: Held, ms: int) -> None:
+    while not held.released:
         await asyncio.sleep(LEASE_S / 3)
         try:
-            await lease.renew(ms)
+            await held.lease.renew(ms)
         except Exception as exc:
-            log.warning("renewing the turn lease %s failed (%s); retrying", lease.key, exc)
+            log.warning("renewing the turn lease %s failed (%s); retrying", held.lease.key, exc)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from core.state.store import RunChange, transition
+from core.state.store import RunChange, Saved, transition
 from core.types.agent import AgentState, AgentStatus, EndReason
 from core.types.chat import Usage
 from core.types.events import AgentFinished, ErrorRaised, RunEvent, RunFinished
@@ -34,9 +34,12 @@ async def end_agent(
     usage: Usage,
     reason: EndReason,
     detail: str,
-) -> bool:
+    lease: tuple[str, str] | None = None,
+) -> Saved:
     """Save the agent as finished/failed; its result (or failure) goes to its parent as a
-    message; if it is the run's root, the run ends too."""
+    message (its wake-up claimed in the same script, ``lease`` released); if it is the
+    run's root, the run ends too. An agent with a parent is never the root: its end is
+    one script, without the run's record or usage read."""
     svc, state = io.svc, io.state
     ok = reason is EndReason.FINISHED
     state.status = AgentStatus.FINISHED if ok else AgentStatus.FAILED
@@ -52,12 +55,14 @@ async def end_agent(
             else f"{state.spec.name} stopped without a result: {detail}",
         )
     events = [*events, *io.events()]
-    totals = (await svc.store.run_usage(state.run_id)) + usage
+    change = None
+    if not state.spec.parent_id:
+        totals = (await svc.store.run_usage(state.run_id)) + usage
+        change = _finish_run(state, reason, totals)
     # Saved by this call (its reply lost or not): the caller does the follow-ups.
-    saved = await svc.store.commit_turn(
-        state, expected_seq, events, usage, _finish_run(state, reason, totals), writes=io.writes()
+    return await svc.store.commit_turn(
+        state, expected_seq, events, usage, change, writes=io.writes(), after=io.after_save(lease)
     )
-    return saved.saved
 
 
 def _end_events(state: AgentState, reason: EndReason, detail: str) -> list[RunEvent]:

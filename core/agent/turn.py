@@ -17,6 +17,12 @@ sends the turn's messages, creates its agents and acknowledges the messages it r
 turn delivered twice (a retrying broker, a crashed worker, a double submit) is applied
 once.
 
+Round trips to Redis (issue 25: four or fewer): the start script (the lease taken, the
+turn and its mail read), the model's answer kept before tools that have effects or take
+time (``core.agent.phases.model``), and the save script (the save, the wake-up claims, the
+follow-ups' record, the lease released). Scheduling what follows is the scheduler's, not
+Redis's: in-process inline; a publish to the broker with Celery.
+
 Owns the turn's spine, its lease and its telemetry span; may call the phases, the lease
 (``core.agent.lease``), the store's delivery count and telemetry."""
 
@@ -26,7 +32,7 @@ import contextlib
 import logging
 
 from core import telemetry
-from core.agent.lease import turn_lease
+from core.agent.lease import Held, turn_lease, unleased
 from core.agent.phases import commit, model, prepare, resolve, tools
 from core.agent.phases.current import Called, Ready, Turn
 from core.agent.steps import Drop, Step
@@ -38,13 +44,13 @@ log = logging.getLogger(__name__)
 
 async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
     """Run one turn of one agent. Safe to call twice with one job, at once or later."""
-    async with turn_lease(svc, job.run_id, job.agent_id, job.seq) as held:
-        if not held:
+    async with turn_lease(svc, job) as held:
+        if held is None:
             log.info("turn %s: another delivery is running it; dropped", job)
             return TurnOutcome.DROPPED
         with telemetry.turn(job.run_id, job.agent_id, job.seq) as traced:
             try:
-                return traced.outcome(await _run(svc, job))
+                return traced.outcome(await _run(svc, job, held))
             except Exception:
                 # A failure, not a death: counted apart (limits.max_deliveries against
                 # limits.max_crashes). Best effort: the error is what matters here.
@@ -53,9 +59,12 @@ async def run_turn(svc: Services, job: TurnJob) -> TurnOutcome:
                 raise
 
 
-async def _run(svc: Services, job: TurnJob) -> TurnOutcome:
-    """prepare → call the model → run tools → resolve the next step → commit."""
-    turn = await prepare.load(svc, job)
+async def _run(svc: Services, job: TurnJob, held: Held | None = None) -> TurnOutcome:
+    """prepare → call the model → run tools → resolve the next step → commit (``held``:
+    the lease and the start; None: started without the lease)."""
+    if held is None:
+        held = await unleased(svc, job)
+    turn = await prepare.load(svc, job, held)
     if isinstance(turn, Drop):
         return TurnOutcome.DROPPED
     return await commit.commit(turn, await _next_step(turn))

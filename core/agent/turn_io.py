@@ -10,14 +10,15 @@ from __future__ import annotations
 from core.agent import questions, responses
 from core.agent.context import ToolContext
 from core.agent.create import created_event
-from core.agent.wake import FollowUps, run_followups, wake_agent
+from core.agent.wake import submit_jobs, wake_agent
 from core.effects import intents, timers
 from core.services import Services
 from core.state import agents
-from core.state.bus import Delivered, Outgoing
+from core.state.bus import Delivered, Outgoing, delivered
 from core.state.routing import Route
-from core.state.store import PipelineWrite
-from core.types.agent import AgentState, AgentStatus
+from core.state.store import AfterSave, PipelineWrite
+from core.state.turn_start import StartReply
+from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import ChatMessage, Usage
 from core.types.events import ErrorRaised, MessageSent, RunEvent
 from core.types.messages import HumanReply, Message, ResultMessage
@@ -47,14 +48,15 @@ class TurnIO:
     def run_id(self) -> str:
         return self.state.run_id
 
-    async def drain(self, *, pending_only: bool = False) -> int:
-        """Append the agent's new messages to its thread; return how many arrived.
-        ``pending_only``: only those an earlier delivery of this turn read (its saved
-        model response was made for them)."""
-        self.delivered = await self.svc.bus.drain(
-            self.run_id, self.state.spec, pending_only=pending_only
-        )
+    async def take_mail(self, mail: StartReply) -> int:
+        """Append the agent's messages the turn's start script read (its pending ones, then
+        new ones unless an earlier delivery saved the model's answer) to its thread; return
+        how many arrived (its own posts on its team's topic aside)."""
+        self.delivered = delivered(mail.pending) + delivered(mail.fresh)
         names: dict[str, tuple[str, str]] = {}
+        for sender, (raw_spec, _status) in mail.senders.items():
+            spec = AgentSpec.model_validate_json(raw_spec)
+            names[sender] = (spec.name, spec.role)
         for d in self.delivered:
             message = d.message
             if message.sender == self.state.spec.id:
@@ -63,7 +65,7 @@ class TurnIO:
                 self.state.team_usage = self.state.team_usage + Usage(
                     completion_tokens=message.tokens, cost_usd=message.cost_usd
                 )
-            if message.sender not in names:
+            if message.sender not in names:  # not an agent of the run (a person, a timer)
                 found = await self.svc.store.load_spec(self.run_id, message.sender)
                 names[message.sender] = (
                     (found[0].name, found[0].role) if found else (message.sender, "unknown")
@@ -110,10 +112,10 @@ class TurnIO:
             state.open_question = None  # answered: the reply came with the drain
         return 0
 
-    async def quarantine(self) -> None:
-        """The turn is given up: the messages it kept reading go to the dead-letter stream
-        with it (saved and acknowledged in its save), never read again."""
-        self.dead = await self.svc.bus.drain(self.run_id, self.state.spec, pending_only=True)
+    def quarantine(self, mail: StartReply) -> None:
+        """The turn is given up: the messages it kept reading (its pending ones) go to the
+        dead-letter stream with it (saved and acknowledged in its save), never read again."""
+        self.dead = delivered(mail.pending)
 
     def send_result_to_parent(self, ok: bool, body: str) -> None:
         spec = self.state.spec
@@ -176,34 +178,37 @@ class TurnIO:
             writes.append(intents.save_write(svc, keyed))
         if self.question is not None:
             writes.append(questions.ask_write(svc, self.question))
-        followups = self._followups()
-        if followups is not None:
-            raw = followups.model_dump_json()
-            writes.append(agents.followups_write(svc.store, self.run_id, spec.id, raw))
         return writes
 
-    def _followups(self) -> FollowUps | None:
-        children = tuple(c.spec.id for c in self.ctx.spawned)
+    def after_save(self, lease: tuple[str, str] | None) -> AfterSave:
+        """What the save script does once the turn is applied: claim the wake-ups of the
+        agents its messages went to (and its own, when it waits and mail came meanwhile),
+        record the turns to schedule with the save, release the lease."""
+        spec, state = self.state.spec, self.state
         recipients = tuple(dict.fromkeys(r for out in self.ctx.outbox for r in out.recipients))
-        next_seq = self.state.seq if self.state.status is AgentStatus.RUNNING else None
-        if not children and not recipients and next_seq is None:
-            return None
-        return FollowUps(seq=self.seq, children=children, recipients=recipients, next_seq=next_seq)
+        running = state.status is AgentStatus.RUNNING
+        streams = self.svc.bus.streams_of(self.run_id, spec) if state.status.waiting else []
+        return AfterSave(
+            lease=lease,
+            jobs=tuple(f"{c.spec.id}:0" for c in self.ctx.spawned),
+            wake=recipients,
+            next_job=f"{spec.id}:{state.seq}" if running else "",
+            unread=tuple(streams),
+            wake_ttl_s=self.svc.settings.bus.wake_ttl_s,
+        )
 
-    async def after_commit(self) -> None:
-        """Process the turn's intents, start new agents, wake recipients, schedule the next
-        turn, and re-wake itself if mail came meanwhile."""
+    async def after_commit(self, jobs: list[tuple[str, int]]) -> None:
+        """Process the turn's intents, then schedule what the save asked for (new agents'
+        first turns, the wake-ups it claimed, its next turn); the follow-ups' record is then
+        cleared by this process's next script."""
         svc, run_id = self.svc, self.run_id
         if self.ctx.intents:
             # Before the next turn: a post made in this turn reaches the chat before
             # anything the agent does next (its result included).
             await intents.process_pending(svc)
-        followups = self._followups()
-        if followups is not None:
-            await run_followups(svc, run_id, self.state.spec.id, followups)
-        if self.state.status.waiting:
-            if await svc.bus.has_unread(run_id, self.state.spec):
-                await self.wake(self.state.spec.id)
+        if jobs:
+            await submit_jobs(svc, run_id, jobs)
+            svc.store.turns.done(run_id, self.state.spec.id, self.seq)
         if self.state.open_question and self.state.status.waiting:
             # (Re-)arm the time-out; the timer's id is the question's, so this is idempotent.
             q = self.question or await questions.get(svc, run_id, self.state.open_question)

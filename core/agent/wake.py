@@ -1,12 +1,16 @@
 """Waking agents: a turn for a waiting agent, the follow-ups of a saved turn (its new
-agents' first turns, its recipients' wake-ups, its own next turn), and nudges that give
-parked or waiting agents a turn (to resume, or to stop with their run)."""
+agents' first turns, its recipients' wake-ups, its own next turn: claimed and recorded by
+the save script, scheduled here, redone by a late copy when never started), and nudges
+that give parked or waiting agents a turn (to resume, or to stop with their run)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from core.scheduler.base import TurnJob
 from core.services import Services
 from core.state import agents, parking
+from core.state.turn_script import parse_jobs
 from core.types._base import Frozen
 
 
@@ -19,12 +23,16 @@ async def wake_agent(svc: Services, run_id: str, agent_id: str) -> bool:
     return True
 
 
+async def submit_jobs(svc: Services, run_id: str, jobs: Sequence[tuple[str, int]]) -> None:
+    """Schedule the turns a save asked for (``Saved.jobs``), in its order."""
+    for agent_id, seq in jobs:
+        await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=agent_id, seq=seq))
+
+
 class FollowUps(Frozen):
-    """What must happen after a saved turn: its new agents' first turns, its recipients'
-    wake-ups, its own next turn. Saved with the turn and cleared once done, so a worker
-    that dies between the save and these steps leaves them for the turn's next delivery
-    to redo — and only then: a late duplicate of a turn whose follow-ups were done
-    schedules nothing (an unconditional resubmit would duplicate every later turn)."""
+    """A follow-ups record as workers wrote it before the records were job lists (read
+    only, when a late copy finds one): its new agents' first turns, its recipients'
+    wake-ups, its own next turn."""
 
     seq: int
     children: tuple[str, ...] = ()
@@ -33,7 +41,23 @@ class FollowUps(Frozen):
     next_seq: int | None = None
 
 
-async def run_followups(svc: Services, run_id: str, agent_id: str, followups: FollowUps) -> None:
+async def redo_followups(svc: Services, job: TurnJob, jobs: list[str], legacy: str | None) -> bool:
+    """Schedule the follow-ups of turn ``job.seq`` that were saved and never started (its
+    worker died before scheduling them). The save script keeps them with the turn as a
+    record (``core.state.turn_script``); the start script of a late copy finds those whose
+    turn was never delivered. Both steps are idempotent: a duplicate turn is dropped."""
+    if legacy is not None:
+        return await _redo_legacy(svc, job, FollowUps.model_validate_json(legacy))
+    if not jobs:
+        return False
+    await submit_jobs(svc, job.run_id, parse_jobs(f"{job.seq}|{' '.join(jobs)}", job.seq))
+    return True
+
+
+async def _redo_legacy(svc: Services, job: TurnJob, followups: FollowUps) -> bool:
+    if followups.seq != job.seq:
+        return False
+    run_id, agent_id = job.run_id, job.agent_id
     for child in followups.children:
         await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=child, seq=0))
     for recipient in followups.recipients:
@@ -43,18 +67,6 @@ async def run_followups(svc: Services, run_id: str, agent_id: str, followups: Fo
             TurnJob(run_id=run_id, agent_id=agent_id, seq=followups.next_seq)
         )
     await agents.clear_followups(svc.store, run_id, agent_id)
-
-
-async def redo_followups(svc: Services, run_id: str, agent_id: str, seq: int) -> bool:
-    """Redo the follow-ups of turn ``seq`` if its worker died before doing them (both
-    steps are idempotent: duplicate first turns are dropped, wake-ups are claims)."""
-    raw = await agents.followups(svc.store, run_id, agent_id)
-    if raw is None:
-        return False
-    followups = FollowUps.model_validate_json(raw)
-    if followups.seq != seq:
-        return False
-    await run_followups(svc, run_id, agent_id, followups)
     return True
 
 

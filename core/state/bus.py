@@ -158,11 +158,7 @@ class Bus:
                 )
             replies: Any = await pipe.execute()
         for reply in replies:
-            for stream, raw_entries in reply or ():
-                for entry_id, fields in raw_entries:
-                    if fields:  # trimmed entries are empty
-                        message = BUS_MESSAGE.validate_json(fields["m"])
-                        deliver.append(Delivered(stream, entry_id, message))
+            deliver += delivered(reply)
         return deliver
 
     def ack_writes(
@@ -238,6 +234,20 @@ class Bus:
     def release_wake_write(self, run_id: str, agent_id: str) -> PipelineWrite:
         key = self.keys.wake(run_id, agent_id)
         return lambda pipe: pipe.delete(key)
+
+
+def delivered(reply: Any) -> list[Delivered]:
+    """The messages of one XREADGROUP reply (a pipeline's, or the turn start script's,
+    whose entries' fields come as a flat list)."""
+    out: list[Delivered] = []
+    for stream, raw_entries in reply or ():
+        for entry_id, fields in raw_entries:
+            if not fields:  # trimmed entries are empty
+                continue
+            if not isinstance(fields, dict):
+                fields = dict(zip(fields[::2], fields[1::2], strict=True))
+            out.append(Delivered(stream, entry_id, BUS_MESSAGE.validate_json(fields["m"])))
+    return out
 
 
 def _id(entry_id: str) -> tuple[int, int]:

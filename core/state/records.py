@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from core.state.keys import Keys
+from core.state.turn_start import StartReply
 from core.types.agent import AgentState
 from core.types.chat import Usage
 from core.types.run import RunHead, RunState, RunStatus
@@ -47,6 +48,8 @@ def agent_fields(state: AgentState) -> dict[Any, Any]:
         "seq": state.seq,
         "status": state.status.value,
         "spec": state.spec.model_dump_json(),
+        # Read by the turn's start script (which streams to drain) without the spec.
+        "team": state.spec.team_id or "",
         "state": state.model_dump_json(),
     }
 
@@ -63,3 +66,5 @@ class TurnStart(NamedTuple):
     run_usage: Usage
     # The model's answer saved by an earlier delivery of this turn (JSON), if any.
     saved_response: str | None
+    # The script's reply: the mail it read, the follow-ups a late copy redoes.
+    reply: StartReply

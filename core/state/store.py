@@ -32,15 +32,24 @@ from core.state.records import TurnStart, agent_fields, parse_head, parse_usage,
 # Re-exported: callers import the run-change helpers from the store they apply to.
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
 from core.state.timers import TimerSet
-from core.state.turn_script import Commit
-from core.state.turns import PipelineWrite, Turns
+from core.state.turn_script import AfterSave
+from core.state.turns import PipelineWrite, Saved, Turns
 from core.state.watchdog import WatchdogState
 from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
 from core.types.events import RunEvent
 from core.types.run import RunHead, RunState, RunStatus
 
-__all__ = ["PipelineWrite", "RunChange", "Store", "TransitionResult", "chain", "transition"]
+__all__ = [
+    "AfterSave",
+    "PipelineWrite",
+    "RunChange",
+    "Saved",
+    "Store",
+    "TransitionResult",
+    "chain",
+    "transition",
+]
 
 _MAX_CAS_ATTEMPTS = 20
 _TOKEN_S = 600  # how long a run change's token is kept: longer than any retry takes
@@ -241,8 +250,17 @@ class Store:
 
     # --- turns (``store.turns``'s; kept here for the callers that save through the store)
 
-    async def turn_start(self, run_id: str, agent_id: str, seq: int) -> TurnStart:
-        return await self.turns.start(run_id, agent_id, seq)
+    async def turn_start(
+        self,
+        run_id: str,
+        agent_id: str,
+        seq: int,
+        lease: tuple[str, int],
+        drain_max: int,
+        *,
+        redo: bool = True,
+    ) -> TurnStart | None:
+        return await self.turns.start(run_id, agent_id, seq, lease, drain_max, redo=redo)
 
     async def commit_turn(
         self,
@@ -252,8 +270,11 @@ class Store:
         usage: Usage,
         run_change: RunChange | None = None,
         writes: Sequence[PipelineWrite] = (),
-    ) -> Commit:
-        return await self.turns.commit(state, expected_seq, events, usage, run_change, writes)
+        after: AfterSave | None = None,
+    ) -> Saved:
+        return await self.turns.commit(
+            state, expected_seq, events, usage, run_change, writes, after
+        )
 
     async def count_delivery(
         self, run_id: str, agent_id: str, seq: int, *, failed: bool = False

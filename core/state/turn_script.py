@@ -1,6 +1,19 @@
-"""The script that saves a turn without a run change in one round trip: the commands a
-pipeline recorded, run atomically only if the agent's seq is still the one the turn read
-(``Store.commit_turn``).
+"""The script that saves a turn in one round trip: the commands a pipeline recorded, run
+atomically only if the agent's seq is still the one the turn read (``Store.commit_turn``),
+then, in the same script, what follows a save (:class:`AfterSave`):
+
+- the wake-up claims of the agents its messages went to (and its own, when it waits and
+  mail came meanwhile): a claim is taken for a waiting agent whose wake-up nobody claimed,
+  as ``Bus.claim_wake`` does, and becomes a turn to schedule;
+- the follow-ups' record: every turn the save asks to schedule (its new agents' first
+  turns, the claimed wake-ups, its own next turn), kept in the agent's hash as
+  ``"<seq>|<agent>:<seq> …"`` so that a delivery finding the turn saved by a worker that
+  died before scheduling them schedules those never started (``core.agent.wake``); the
+  record is cleared later, riding on this process's next script (:class:`Clears`);
+- the release of the turn's lease (when it still holds this delivery's token).
+
+A save sent again after its reply was lost finds its own token and answers
+``SAVED_BEFORE`` with the record it wrote, so the caller still schedules what follows.
 
 Part of the state room (``core.state``): the script's text and its arguments; the turns
 module (``core.state.turns``) sends it. Calls nothing."""
@@ -8,6 +21,7 @@ module (``core.state.turns``) sends it. Calls nothing."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
@@ -26,21 +40,89 @@ class Commit(IntEnum):
     def saved(self) -> bool:
         return self is not Commit.STALE
 
+    @classmethod
+    def of(cls, reply: Any) -> Commit:
+        """The outcome in the script's reply (``[code, record]``)."""
+        return cls(int(reply[0]))
 
-# A turn's save without a run change, in one round trip: if the agent's seq is still
-# ARGV[1], run the recorded commands (ARGV: count, command, args, count, …) atomically and
-# keep this attempt's token ARGV[2] in the agent's hash; if seq moved on but the token kept
-# is this attempt's, this attempt saved already (its reply was lost): say so (2).
-# Like MULTI/EXEC, a command that fails does not stop the others; the first error is
-# returned. (The keys are not all declared: a single Redis, not a cluster.)
-COMMIT_SCRIPT = """
+
+@dataclass(frozen=True)
+class AfterSave:
+    """What the save script does once the turn is applied. Jobs are ``"<agent>:<seq>"``."""
+
+    # The turn's lease key and this delivery's token: released with the save.
+    lease: tuple[str, str] | None = None
+    # New agents' first turns (scheduled first, in this order).
+    jobs: tuple[str, ...] = ()
+    # Agents to wake (their claims taken here, their turns scheduled next).
+    wake: tuple[str, ...] = ()
+    # The agent's own next turn, when it goes on running.
+    next_job: str = ""
+    # The agent's streams, when it waits: mail that came meanwhile wakes it again.
+    unread: tuple[str, ...] = ()
+    wake_ttl_s: int = 60
+
+
+# Follow-up records this process has done the follow-ups of: ``(agent key, seq)``, each
+# deleted by the next script this process sends if still that turn's (one round trip less).
+Clears = list[tuple[str, int]]
+
+# Shared by the start and save scripts: clear done follow-up records (ARGV from index i).
+CLEAR_LUA = """
+local function clear_done(i)
+  local n = tonumber(ARGV[i])
+  for k = 1, n do
+    local key, seq = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
+    local rec = redis.call('HGET', key, 'followups')
+    if rec and string.sub(rec, 1, #seq + 1) == seq .. '|' then
+      redis.call('HDEL', key, 'followups')
+    end
+  end
+  return i + 2 * n + 1
+end
+"""
+
+# KEYS[1] the agent's hash, KEYS[2] the turn's lease. ARGV: seq, token, then the after-save
+# part (lease token, wake TTL, agent key prefix, wake key prefix, own id, counted lists:
+# jobs, wake, next job, unread streams, clears), then each recorded command as its word
+# count and words. Like MULTI/EXEC, a command that fails does not stop the others; the
+# first error is returned. (The keys are not all declared: a single Redis, not a cluster.)
+COMMIT_SCRIPT = (
+    CLEAR_LUA
+    + """
+local i = 3
+local function take() local v = ARGV[i]; i = i + 1; return v end
+local function list()
+  local out = {}
+  for k = 1, tonumber(take()) do out[k] = take() end
+  return out
+end
+-- (one call per statement: Lua does not say in which order a list of calls runs)
+local lease_token = take()
+local ttl = take()
+local agent_prefix = take()
+local wake_prefix = take()
+local self_id = take()
+local jobs = list()
+local wake = list()
+local next_job = list()
+local unread = list()
+i = clear_done(i)
+
+local function release()
+  if KEYS[2] and lease_token ~= '' and redis.call('GET', KEYS[2]) == lease_token then
+    redis.call('DEL', KEYS[2])
+  end
+end
 local seq = redis.call('HGET', KEYS[1], 'seq')
 if (not seq) or tonumber(seq) ~= tonumber(ARGV[1]) then
-  if redis.call('HGET', KEYS[1], 'commit_token') == ARGV[2] then return 2 end
-  return 0
+  if redis.call('HGET', KEYS[1], 'commit_token') == ARGV[2] then
+    return {2, redis.call('HGET', KEYS[1], 'followups')}
+  end
+  release()
+  return {0, false}
 end
 local err = nil
-local i = 3
 local n = #ARGV
 while i <= n do
   local count = tonumber(ARGV[i])
@@ -48,24 +130,108 @@ while i <= n do
   if type(reply) == 'table' and reply.err and not err then err = reply.err end
   i = i + count + 1
 end
+
+local function claim(id)
+  local f = redis.call('HMGET', agent_prefix .. id, 'status', 'seq')
+  if (f[1] == 'waiting' or f[1] == 'waiting_human')
+    and redis.call('SET', wake_prefix .. id, f[2], 'NX', 'EX', ttl) then
+    jobs[#jobs + 1] = id .. ':' .. f[2]
+  end
+end
+local function newer(a, b)
+  local am, as = string.match(a, '(%d+)-(%d+)')
+  local bm, bs = string.match(b, '(%d+)-(%d+)')
+  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
+  return am > bm or (am == bm and as > bs)
+end
+local function has_unread()
+  for _, stream in ipairs(unread) do
+    local groups = redis.pcall('XINFO', 'GROUPS', stream)
+    if type(groups) == 'table' and not groups.err then
+      for _, g in ipairs(groups) do
+        local info = {}
+        for k = 1, #g, 2 do info[g[k]] = g[k + 1] end
+        if info['name'] == self_id then
+          if tonumber(info['pending']) > 0 then return true end
+          local lag = info['lag']
+          if lag then
+            if tonumber(lag) > 0 then return true end
+          else
+            local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
+            if #last > 0 and newer(last[1][1], info['last-delivered-id']) then return true end
+          end
+        end
+      end
+    end
+  end
+  return false
+end
+
+for _, id in ipairs(wake) do claim(id) end
+if next_job[1] then jobs[#jobs + 1] = next_job[1] end
+if #unread > 0 and has_unread() then claim(self_id) end
+local record = false
+if #jobs > 0 then
+  record = ARGV[1] .. '|' .. table.concat(jobs, ' ')
+  redis.call('HSET', KEYS[1], 'followups', record)
+else
+  redis.call('HDEL', KEYS[1], 'followups')
+end
+release()
 redis.call('HSET', KEYS[1], 'commit_token', ARGV[2])
 if err then return redis.error_reply(err) end
-return 1
+return {1, record}
 """
+)
 
 # The agent hash's field holding the token of the attempt that saved its last turn.
 TOKEN_FIELD = "commit_token"
 
 
+def clear_args(clears: Clears) -> list[Any]:
+    """The counted list of done follow-up records, for either script."""
+    argv: list[Any] = [len(clears)]
+    for key, seq in clears:
+        argv += [key, seq]
+    return argv
+
+
 def script_args(
-    expected_seq: int, token: str, command_stack: Iterable[tuple[Any, Any]]
+    expected_seq: int,
+    token: str,
+    command_stack: Iterable[tuple[Any, Any]],
+    after: AfterSave | None = None,
+    prefixes: tuple[str, str, str] = ("", "", ""),
+    clears: Clears | None = None,
 ) -> list[Any]:
-    """ARGV for :data:`COMMIT_SCRIPT`: the seq, the attempt's token, then each recorded
-    command as its word count and words."""
-    argv: list[Any] = [expected_seq, token]
+    """ARGV for :data:`COMMIT_SCRIPT`: the seq, the attempt's token, what follows the save
+    (``prefixes``: the agent key's and the wake key's for the run, and the agent's id),
+    then each recorded command as its word count and words."""
+    after = after or AfterSave()
+    lease_token = after.lease[1] if after.lease is not None else ""
+    argv: list[Any] = [expected_seq, token, lease_token, after.wake_ttl_s, *prefixes]
+    nxt = [after.next_job] if after.next_job else []
+    for items in (after.jobs, after.wake, nxt, after.unread):
+        argv += [len(items), *items]
+    argv += clear_args(clears or [])
     for args, _options in command_stack:
         # redis-py names some commands in one string ("XGROUP CREATE"); Redis wants words.
         command = [*str(args[0]).split(), *args[1:]]
         argv.append(len(command))
         argv.extend(command)
     return argv
+
+
+def parse_jobs(record: Any, seq: int) -> list[tuple[str, int]]:
+    """The turns a follow-ups record of turn ``seq`` asks to schedule (none if it is
+    another turn's)."""
+    if not record:
+        return []
+    head, _, jobs = str(record).partition("|")
+    if head != str(seq):
+        return []
+    out = []
+    for job in jobs.split():
+        agent, _, n = job.rpartition(":")
+        out.append((agent, int(n)))
+    return out

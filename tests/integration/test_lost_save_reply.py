@@ -151,10 +151,11 @@ async def test_a_scripted_save_whose_reply_was_lost_still_schedules_what_follows
     assert [(e.agent_id, e.seq) for e in started] == [(root.id, 0)], "saved once"
     state = await svc.store.load_agent(run_id, root.id)
     assert state is not None and state.seq == 1
-    # The saved follow-ups were done and cleared: a late copy of the turn redoes nothing.
-    assert await client.hget(svc.store.keys.agent(run_id, root.id), "followups") is None
+    # The saved follow-ups were done and cleared (by this process's next script, the late
+    # copy's start): a late copy of the turn redoes nothing.
     assert await run_turn(svc, recorder.jobs[0]) is TurnOutcome.DROPPED
     assert len(recorder.jobs) == 3
+    assert await client.hget(svc.store.keys.agent(run_id, root.id), "followups") is None
 
 
 async def test_a_final_save_whose_reply_was_lost_still_tells_the_parent(
@@ -183,8 +184,9 @@ async def test_a_final_save_whose_reply_was_lost_still_tells_the_parent(
     assert child is not None
     assert recorder.of(root.id) == [TurnJob(run_id=run_id, agent_id=root.id, seq=0)]
 
-    # A's end is saved with a run change (WATCH, MULTI/EXEC): the EXEC's reply is lost.
-    _arm_at_after_tools(monkeypatch, proxy, _EXEC)
+    # A's end (a member's: no run change) is one script, its parent's wake-up claimed in
+    # it: the script's reply is lost.
+    _arm_at_after_tools(monkeypatch, proxy, _SCRIPT_SHA)
     outcome = await run_turn(svc, TurnJob(run_id=run_id, agent_id=child, seq=0))
 
     assert proxy.dropped == 1

@@ -28,10 +28,10 @@ async def test_the_same_save_sent_twice_is_saved_once_and_known_as_its_own(
         # The turn's writes: seq moves on, and a counter shows how often they ran.
         return script_args(0, token, [(("HSET", akey, "seq", 1), {}), (("INCR", counter), {})])
 
-    assert Commit(await save(keys=[akey], args=argv("attempt-1"))) is Commit.SAVED
+    assert Commit.of(await save(keys=[akey], args=argv("attempt-1"))) is Commit.SAVED
     # redis-py sends the same call again (its reply was lost): known as this save.
-    assert Commit(await save(keys=[akey], args=argv("attempt-1"))) is Commit.SAVED_BEFORE
+    assert Commit.of(await save(keys=[akey], args=argv("attempt-1"))) is Commit.SAVED_BEFORE
     # Another delivery of the same turn: a duplicate.
-    assert Commit(await save(keys=[akey], args=argv("attempt-2"))) is Commit.STALE
+    assert Commit.of(await save(keys=[akey], args=argv("attempt-2"))) is Commit.STALE
     assert int(await svc.redis.get(counter)) == 1, "the writes ran once"
     assert not Commit.STALE.saved and Commit.SAVED_BEFORE.saved

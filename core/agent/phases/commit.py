@@ -1,9 +1,11 @@
 """Commit: apply the turn's next step. An end is saved by ``core.agent.lifecycle``; a
 turn that goes on (or waits) is saved with its events, its usage, a question it asked
 and the pause of a run that reached a limit, in one compare-and-set on the agent's seq
-(the store's commit, whose token makes a save whose reply was lost count as saved). Once
-saved: the follow-ups (intents, new agents' first turns, wake-ups, the next turn). A
-:class:`~core.agent.steps.Pause` or :class:`~core.agent.steps.Drop` saves nothing.
+(the store's commit, whose token makes a save whose reply was lost count as saved). The
+same script claims the wake-ups, records the follow-ups and releases the lease
+(``TurnIO.after_save``). Once saved: the follow-ups (intents, new agents' first turns,
+wake-ups, the next turn). A :class:`~core.agent.steps.Pause` or
+:class:`~core.agent.steps.Drop` saves nothing.
 
 May call the store's commit, ``core.agent`` (lifecycle, limits, questions, faults, the
 turn's writes through ``TurnIO``); never the Redis client."""
@@ -31,8 +33,13 @@ async def commit(turn: Turn, step: Step) -> TurnOutcome:
             return TurnOutcome.PARKED
         case Finish(reason=reason, detail=detail):
             _advance(turn)
-            saved = await end_agent(turn.io, turn.expected, turn.events, turn.usage, reason, detail)
-            return await _followed(turn, TurnOutcome.ENDED) if saved else TurnOutcome.DROPPED
+            saved = await end_agent(
+                turn.io, turn.expected, turn.events, turn.usage, reason, detail, _lease(turn)
+            )
+            _released(turn)
+            if not saved.saved:
+                return TurnOutcome.DROPPED
+            return await _followed(turn, TurnOutcome.ENDED, saved.jobs)
         case RunAgain() | Wait():
             return await _save(turn, step)
         case _:
@@ -66,11 +73,25 @@ async def _save(turn: Turn, step: RunAgain | Wait) -> TurnOutcome:
         turn.usage,
         run_change=chain(_pause(turn), asked),
         writes=turn.io.writes(),
+        after=turn.io.after_save(_lease(turn)),
     )
+    _released(turn)
     if not saved.saved:
         return TurnOutcome.DROPPED
     outcome = TurnOutcome.WAITING if isinstance(step, Wait) else TurnOutcome.CONTINUED
-    return await _followed(turn, outcome)
+    return await _followed(turn, outcome, saved.jobs)
+
+
+def _lease(turn: Turn) -> tuple[str, str] | None:
+    """The lease the save releases (its key and this delivery's token)."""
+    held = turn.held
+    return None if held is None or not held.lease.token else held.key_and_token
+
+
+def _released(turn: Turn) -> None:
+    # The save script let the lease go (saved or not): nothing to release after it.
+    if turn.held is not None:
+        turn.held.released = True
 
 
 def _pause(turn: Turn) -> RunChange | None:
@@ -97,8 +118,8 @@ def _ask(turn: Turn, question: str | None) -> RunChange | None:
     return questions.asked_change(turn.io.question)
 
 
-async def _followed(turn: Turn, outcome: TurnOutcome) -> TurnOutcome:
+async def _followed(turn: Turn, outcome: TurnOutcome, jobs: list[tuple[str, int]]) -> TurnOutcome:
     """Saved: the follow-ups (the next turn is one of them)."""
     await faults.point(turn.svc, "after_commit")
-    await turn.io.after_commit()
+    await turn.io.after_commit(jobs)
     return outcome

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.agent.lease import Held
 from core.agent.limits import AgentLimits
 from core.agent.responses import SavedResponse
 from core.agent.turn_io import TurnIO
@@ -34,6 +35,8 @@ class Turn:
     run_usage: Usage
     # The model's answer an earlier delivery of this turn saved, if any.
     saved: SavedResponse | None
+    # This delivery's lease (released by the save) and what the start read with it.
+    held: Held | None = None
     # Why this delivery must not run the turn (``core.agent.quarantine``), or None.
     quarantined: str | None = None
     # What the save records: the turn's events and the usage of its model call.

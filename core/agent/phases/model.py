@@ -3,6 +3,19 @@ timed out and traced; the calls written in its text read out. Returns
 :class:`~core.agent.phases.current.Called`, or the step that ends the turn: the model
 failed, or the run was cancelled while it thought (then no tool runs).
 
+Keeping the answer (``core.agent.responses``: a delivery after a crash reuses it instead
+of paying for the call again) costs a round trip before the tools run, with the run's
+head read in it (was the run cancelled meanwhile?). It is paid when the answer calls a
+tool with an effect or one that may take long (not read-only, or network, code, an MCP
+server): a kill while such tools run would lose the answer, and a cancelled run must not
+run them. It is not paid when every call is to a read-only tool that answers at once
+(``finish``, ``calculate``, ``roster``, ``wait_for_messages``, …) or there is none: the
+turn's save comes a moment later and records the answer in the thread, so only a kill
+in that moment repeats the model call (as a kill before the answer's save always could);
+those tools change nothing and rerun the same, and a cancel is seen by the next turn.
+With the call keeper (``llm.keeper``) the keeper saves every answer itself and the turn
+keeps nothing; it reads the head only before tools that need it.
+
 May call ``core.agent`` (calls, text_reply, faults), the store's run head and telemetry;
 never the Redis client."""
 
@@ -11,12 +24,13 @@ from __future__ import annotations
 import logging
 
 from core import telemetry
-from core.agent import calls, faults, text_reply
+from core.agent import calls, faults, responses, text_reply
 from core.agent.phases.current import Called, Ready, Turn
 from core.agent.steps import Finish, Step
 from core.agent.turn_io import clip
 from core.errors import LLMError
 from core.llm.base import LLMResponse
+from core.services import Services
 from core.types.agent import EndReason
 from core.types.events import LLMCalled
 
@@ -27,7 +41,7 @@ async def call(turn: Turn, ready: Ready) -> Called | Step:
     svc, request = turn.svc, ready.request
     called_at = telemetry.clock()
     try:
-        response, reused, head = await calls.complete_turn(svc, request, turn.job.seq, turn.saved)
+        raw, reused, unkept = await calls.answer(svc, request, turn.job.seq, turn.saved)
     except LLMError as exc:
         telemetry.model_failed(request, exc, called_at)
         return Finish(EndReason.LLM_ERROR, str(exc))
@@ -35,20 +49,38 @@ async def call(turn: Turn, ready: Ready) -> Called | Step:
         telemetry.model_failed(request, exc, called_at)
         detail = f"the model did not answer within {calls.llm_deadline(svc):.0f} s (with retries)"
         return Finish(EndReason.LLM_ERROR, detail)
-    telemetry.model_called(request, response, called_at, reused)
-    response = await text_reply.read(svc, request.model, response, ready.allowed)
+    telemetry.model_called(request, raw, called_at, reused)
+    response = await text_reply.read(svc, request.model, raw, ready.allowed)
     if reused:
         log.info("turn %s: reused the answer an earlier delivery saved", turn.job)
+    head = None
+    if not quick(svc, response, ready.allowed):
+        if unkept:  # kept before its tools run, the run's head read in the same round trip
+            head = await responses.save(svc, request, turn.job.seq, raw, read_head=True)
+        if head is None:
+            head = await svc.store.run_head(turn.job.run_id)
     await faults.point(svc, "after_llm")
-    if head is None:
-        head = await svc.store.run_head(turn.job.run_id)
     turn.usage = response.usage
     turn.state.usage = turn.state.usage + response.usage
-    if head.status.terminal:
+    if head is not None and head.status.terminal:
         # Cancelled while the model was thinking: stop before any tool runs.
         return Finish(EndReason.CANCELLED, "the run was cancelled")
     _record(turn, ready, response)
     return Called(response)
+
+
+def quick(svc: Services, response: LLMResponse, allowed: list[str]) -> bool:
+    """True when every call the answer makes is to a tool of the agent's that only looks
+    things up, here and at once (read-only; no network, no code, no MCP server), or it
+    makes none. Such tools need neither the answer kept first nor the run's cancel checked
+    first (see the module's docstring)."""
+    for one in response.tool_calls:
+        found = svc.tools.get(one.name) if one.name in allowed else None
+        if found is None or not found.read_only:
+            return False
+        if found.network or found.runs_code or found.server:
+            return False
+    return True
 
 
 def _record(turn: Turn, ready: Ready, response: LLMResponse) -> None:

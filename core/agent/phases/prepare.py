@@ -3,8 +3,8 @@ run's state, the quarantine, the run's pause and budget), read the agent's mail 
 the request. Returns the :class:`~core.agent.phases.current.Ready` request, or the step
 that ends the turn before any model call.
 
-May call the store's turn start, ``core.agent`` (limits, quarantine, wake, the turn's
-inbox through ``TurnIO``) and ``core.agent.phases.request``; never the Redis client."""
+May call ``core.agent`` (limits, quarantine, wake, the turn's inbox through ``TurnIO``:
+the lease's start script read it) and ``core.agent.phases.request``; never the Redis client."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import time
 
 from core import telemetry
 from core.agent import limits, responses
+from core.agent.lease import Held
 from core.agent.limits import limits_for
 from core.agent.phases.current import Ready, Turn
 from core.agent.phases.request import build
@@ -22,36 +23,34 @@ from core.agent.turn_io import TurnIO
 from core.agent.wake import redo_followups
 from core.scheduler.base import TurnJob
 from core.services import Services
+from core.state.turn_start import StartReply
 from core.types.agent import AgentState, EndReason
 
 log = logging.getLogger(__name__)
 
 
-async def load(svc: Services, job: TurnJob) -> Turn | Drop:
+async def load(svc: Services, job: TurnJob, held: Held) -> Turn | Drop:
     """The turn, when the job is the agent's current turn; else a :class:`Drop` (after
     redoing the follow-ups of a save whose worker died, or releasing a stale wake-up)."""
-    state, run, deliveries, failures, run_usage, raw_saved = await svc.store.turn_start(
-        job.run_id, job.agent_id, job.seq
-    )
+    state, run, deliveries, failures, run_usage, raw_saved, reply = held.start
     telemetry.turn_read(run.traceparent, state)
     if state is None:
         log.warning("turn %s: unknown agent, dropped", job)
         return Drop("unknown agent")
-    if state.status.terminal or state.seq != job.seq:
-        await _after_stale(svc, job, state)
+    if not reply.current:
+        await _after_stale(svc, job, state, reply)
         return Drop("not the agent's current turn")
     caps = limits_for(svc.settings, state)
-    turn = Turn(svc, job, TurnIO(svc, state), caps, run, run_usage, responses.parse(raw_saved))
+    io = TurnIO(svc, state)
+    turn = Turn(svc, job, io, caps, run, run_usage, responses.parse(raw_saved), held=held)
     turn.quarantined = quarantine_reason(svc.settings.limits, job.seq, deliveries, failures)
     return turn
 
 
-async def _after_stale(svc: Services, job: TurnJob, state: AgentState) -> None:
+async def _after_stale(svc: Services, job: TurnJob, state: AgentState, reply: StartReply) -> None:
     # Saved by a delivery whose worker may have died before its follow-ups (new agents'
-    # first turns, wake-ups, the next turn): redo them if they are pending.
-    redone = state.seq == job.seq + 1 and await redo_followups(
-        svc, job.run_id, job.agent_id, job.seq
-    )
+    # first turns, wake-ups, the next turn): the start script found those never started.
+    redone = state.seq == job.seq + 1 and await redo_followups(svc, job, reply.redo, reply.legacy)
     if (
         not redone
         and state.status.waiting
@@ -74,7 +73,8 @@ async def _admit(turn: Turn) -> Step | None:
     if turn.run.status.terminal:
         return Finish(EndReason.CANCELLED, f"the run is {turn.run.status.value}")
     if turn.quarantined is not None:
-        await turn.io.quarantine()
+        assert turn.held is not None
+        turn.io.quarantine(turn.held.start.reply)
         return Finish(EndReason.QUARANTINED, turn.quarantined)
     limit_hit = limits.breach(turn.run, turn.run_usage, time.time())
     if turn.run.paused or limit_hit is not None:
@@ -88,9 +88,11 @@ async def _read_mail(turn: Turn) -> Step | None:
     """Drain the inbox (and close an answered or timed-out question); a waiting agent
     woken with nothing to read goes back to sleep."""
     io, state = turn.io, turn.state
-    # An earlier delivery of this turn saved the model's answer: read the messages it read
-    # (pending), not newer ones, so the request is the same and the answer is reused.
-    arrived = await io.drain(pending_only=turn.saved is not None)
+    # Read by the start script. An earlier delivery of this turn saved the model's answer:
+    # the script read the messages it read (pending), not newer ones, so the request is the
+    # same and the answer is reused.
+    assert turn.held is not None
+    arrived = await io.take_mail(turn.held.start.reply)
     if state.open_question is not None:
         arrived += await io.close_question(state.open_question)
     if arrived:

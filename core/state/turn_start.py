@@ -1,0 +1,180 @@
+"""The script that starts a turn in one round trip: it takes the turn's lease (``SET NX
+PX``; when another delivery holds it, it says so and reads nothing: the caller polls as
+before), then reads the agent's state, the run's head, this turn's delivery count (one
+more), the run's usage and the model's answer an earlier delivery saved, and — when the
+job is the agent's current turn — reads its mail (``XREADGROUP`` over its streams: its
+pending entries, then new ones unless an answer was saved, whose request was made for the
+pending ones only) with the specs of the agents that sent it. A job that is not the
+agent's current turn releases the lease at once and gets the follow-ups of the turn it
+is a late copy of that were never started (``core.agent.wake``). Done follow-up records
+are cleared on the way (``turn_script.Clears``).
+
+Nothing read is acknowledged here: the turn acknowledges what it read in its save.
+
+Part of the state room (``core.state``): the script's text, its arguments and its reply;
+``core.state.turns`` sends it. Calls nothing."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from core.state.turn_script import CLEAR_LUA
+
+# KEYS: the agent's hash, the turn's lease, the run's head, its deliveries, its usage, its
+# saved answers. ARGV: seq, lease token, lease ms (0: no lease), "<agent>:<seq>", the
+# agent's id, its inbox, the broadcast stream, the team stream's prefix, how many entries
+# to read, the agent key prefix, whether to look for follow-ups to redo (1/0), the clears.
+START_SCRIPT = (
+    CLEAR_LUA
+    + """
+clear_done(12)
+local leased = ARGV[3] ~= '0'
+if leased and not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return {0} end
+local f = redis.call('HMGET', KEYS[1], 'state', 'seq', 'status', 'team', 'spec', 'followups')
+local field = ARGV[4]
+local head = redis.call('GET', KEYS[3])
+local deliveries = redis.call('HINCRBY', KEYS[4], field, 1)
+local failed = redis.call('HGET', KEYS[4], field .. ':failed')
+local usage = redis.call('HGETALL', KEYS[5])
+local saved = redis.call('HGET', KEYS[6], field)
+local seq = tonumber(ARGV[1])
+local current = f[1] and tonumber(f[2]) == seq and f[3] ~= 'finished' and f[3] ~= 'failed'
+local pending, fresh, senders, redo, legacy = false, false, {}, {}, false
+if current then
+  local team = f[4]
+  if not team then
+    local ok, spec = pcall(cjson.decode, f[5] or '')
+    team = ok and type(spec) == 'table' and spec['team_id'] or ''
+    if type(team) ~= 'string' then team = '' end
+  end
+  local streams = {ARGV[6], ARGV[7]}
+  if team ~= '' then streams[3] = ARGV[8] .. team end
+  local function read(from)
+    local args = {'XREADGROUP', 'GROUP', ARGV[5], ARGV[5], 'COUNT', ARGV[9], 'STREAMS'}
+    for _, s in ipairs(streams) do args[#args + 1] = s end
+    for _ = 1, #streams do args[#args + 1] = from end
+    local reply = redis.call(unpack(args))
+    if type(reply) == 'table' and type(reply[1]) == 'string' then
+      -- (fakeredis answers with stream, entries, stream, … where Redis nests the pairs)
+      local pairs_of = {}
+      for k = 1, #reply, 2 do pairs_of[#pairs_of + 1] = {reply[k], reply[k + 1]} end
+      reply = pairs_of
+    end
+    return reply
+  end
+  pending = read('0')
+  if not saved then fresh = read('>') end
+  local seen = {[ARGV[5]] = true}
+  for _, reply in ipairs({pending or {}, fresh or {}}) do
+    for _, s in ipairs(reply) do
+      for _, entry in ipairs(type(s[2]) == 'table' and s[2] or {}) do
+        local fields = entry[2]
+        if fields then
+          for k = 1, #fields, 2 do
+            if fields[k] == 'm' then
+              local sender = string.match(fields[k + 1], '"sender":"([^"]+)"')
+              if sender and not seen[sender] then
+                seen[sender] = true
+                local found = redis.call('HMGET', ARGV[10] .. sender, 'spec', 'status')
+                if found[1] then
+                  senders[#senders + 1] = sender
+                  senders[#senders + 1] = found[1]
+                  senders[#senders + 1] = found[2]
+                end
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+else
+  if leased then redis.call('DEL', KEYS[2]) end
+  local rec = f[6]
+  if rec and string.sub(rec, 1, 1) == '{' then legacy = rec end
+  if f[1] and ARGV[11] == '1' and tonumber(f[2]) == seq + 1 and rec
+    and string.sub(rec, 1, #ARGV[1] + 1) == ARGV[1] .. '|' then
+    for job in string.gmatch(string.sub(rec, #ARGV[1] + 2), '%S+') do
+      local started = redis.call('HGET', KEYS[4], job)
+      if not started or tonumber(started) == 0 then redo[#redo + 1] = job end
+    end
+  end
+end
+return {1, f[1], head, deliveries, failed, usage, saved, pending, fresh, senders, redo,
+  current and 1 or 0, legacy}
+"""
+)
+
+
+class StartReply(NamedTuple):
+    """The script's reply, unparsed (the turns module parses the records, the bus the
+    mail)."""
+
+    state: str | None
+    head: str | None
+    deliveries: int
+    failures: int
+    usage: dict[str, str]
+    saved: str | None
+    # XREADGROUP replies: the pending entries, then the new ones (None: not read).
+    pending: Any
+    fresh: Any
+    # The senders of the mail: id → (spec JSON, status).
+    senders: dict[str, tuple[str, str]]
+    # A late copy's follow-ups never started: "<agent>:<seq>" each.
+    redo: list[str]
+    # The turn is the agent's current one (its lease is held; else released).
+    current: bool
+    # A follow-ups record written before the records were job lists (JSON), if any.
+    legacy: str | None = None
+
+
+def start_args(
+    seq: int,
+    token: str,
+    lease_ms: int,
+    field: str,
+    agent_id: str,
+    streams: tuple[str, str, str],
+    drain_max: int,
+    agent_prefix: str,
+    redo: bool,
+    clears: list[Any],
+) -> list[Any]:
+    """ARGV for :data:`START_SCRIPT` (``streams``: inbox, broadcast, team prefix)."""
+    return [
+        seq,
+        token,
+        lease_ms,
+        field,
+        agent_id,
+        *streams,
+        drain_max,
+        agent_prefix,
+        1 if redo else 0,
+        *clears,
+    ]
+
+
+def parse_start(reply: Any) -> StartReply | None:
+    """The reply, or None when another delivery holds the lease."""
+    if not reply or int(reply[0]) == 0:
+        return None
+    raw_usage = reply[5] or []
+    usage = dict(zip(raw_usage[::2], raw_usage[1::2], strict=True))
+    found = reply[9] or []
+    senders = {found[k]: (found[k + 1], found[k + 2]) for k in range(0, len(found), 3)}
+    return StartReply(
+        state=reply[1],
+        head=reply[2],
+        deliveries=int(reply[3]),
+        failures=int(reply[4] or 0),
+        usage=usage,
+        saved=reply[6],
+        pending=reply[7],
+        fresh=reply[8],
+        senders=senders,
+        redo=list(reply[10] or []),
+        current=bool(int(reply[11])),
+        legacy=reply[12] if len(reply) > 12 else None,
+    )

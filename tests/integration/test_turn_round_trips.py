@@ -1,0 +1,122 @@
+"""A turn's Redis round trips, counted on a real Redis (issue 25: four or fewer).
+
+The store's client is wrapped so that everything it sends is counted: a command, a
+script, a pipeline or transaction sent in one go, and each command a WATCHing
+transaction sends on its own. A member turn runs through ``run_turn`` with the scripted
+model and a recording scheduler (publishing the next turn is in-process: no round trip).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core.agent.turn import run_turn
+from core.llm.scripted import Reply, ScriptedModel, call
+from core.runs.control import start_run
+from core.scheduler import RecordingScheduler
+from core.scheduler.base import TurnJob, TurnOutcome
+from core.services import Services
+from core.types import AgentSpec
+from core.types.agent import AgentStatus
+from tests.conftest import make_settings
+
+pytestmark = pytest.mark.integration
+
+MAX_ROUND_TRIPS = 4
+
+
+class RoundTrips:
+    """Counts what ``client`` sends to Redis, naming each round trip."""
+
+    def __init__(self, client: Any) -> None:
+        self.sent: list[str] = []
+        command, pipeline = client.execute_command, client.pipeline
+
+        async def execute_command(*args: Any, **options: Any) -> Any:
+            self.sent.append(str(args[0]))
+            return await command(*args, **options)
+
+        def counted_pipeline(*args: Any, **kwargs: Any) -> Any:
+            return self._pipeline(pipeline(*args, **kwargs))
+
+        client.execute_command = execute_command
+        client.pipeline = counted_pipeline
+
+    def _pipeline(self, pipe: Any) -> Any:
+        execute, immediate = pipe.execute, pipe.immediate_execute_command
+
+        async def counted_execute(*args: Any, **kwargs: Any) -> Any:
+            if pipe.command_stack or pipe.watching:
+                names = ",".join(str(a[0]).split()[0] for a, _ in pipe.command_stack)
+                self.sent.append(f"pipeline[{names}]")
+            return await execute(*args, **kwargs)
+
+        async def counted_immediate(*args: Any, **options: Any) -> Any:
+            self.sent.append(f"watched {args[0]}")
+            return await immediate(*args, **options)
+
+        pipe.execute = counted_execute
+        pipe.immediate_execute_command = counted_immediate
+        return pipe
+
+    def take(self) -> list[str]:
+        sent, self.sent = self.sent, []
+        return sent
+
+
+async def _run(svc: Services, trips: RoundTrips, job: TurnJob) -> tuple[TurnOutcome, list[str]]:
+    trips.take()
+    outcome = await run_turn(svc, job)
+    return outcome, trips.take()
+
+
+async def _team(make_services: Any, real_redis: Any, member: tuple[Reply, ...]) -> Any:
+    """A run whose root waits for a member it created; the member's replies scripted."""
+    root_reply = Reply(
+        calls=(
+            call(
+                "create_agent",
+                {"name": "M", "role": "member", "purpose": "count", "tools": ["calculate"]},
+            ),
+            call("wait_for_messages"),
+        )
+    )
+    model = ScriptedModel().script("O", root_reply).script("M", *member)
+    svc = make_services(make_settings(), model, redis=real_redis, start=False)
+    svc.scheduler = recorder = RecordingScheduler()
+    tools = ("create_agent", "wait_for_messages", "calculate", "finish")
+    root = AgentSpec(name="O", role="orchestrator", tools=tools)
+    run_id = await start_run(svc, "count", root)
+    assert await run_turn(svc, recorder.jobs[0]) is TurnOutcome.WAITING
+    member_id = await svc.store.resolve_name(run_id, "M")
+    assert member_id is not None
+    # Warm: the scripts are loaded and the pool has its connection (not a turn's cost).
+    assert await run_turn(svc, TurnJob(run_id=run_id, agent_id=root.id, seq=0)) is (
+        TurnOutcome.DROPPED
+    )
+    return svc, recorder, run_id, root.id, member_id
+
+
+async def test_a_tool_call_then_run_again_turn(make_services: Any, real_redis: Any) -> None:
+    member = (
+        Reply(calls=(call("calculate", {"expression": "6*7"}),)),
+        Reply(calls=(call("finish", {"result": "42"}),)),
+    )
+    svc, recorder, run_id, root_id, member_id = await _team(make_services, real_redis, member)
+    trips = RoundTrips(real_redis)
+
+    outcome, sent = await _run(svc, trips, TurnJob(run_id=run_id, agent_id=member_id, seq=0))
+
+    assert outcome is TurnOutcome.CONTINUED
+    assert recorder.jobs[-1] == TurnJob(run_id=run_id, agent_id=member_id, seq=1)
+    assert len(sent) <= MAX_ROUND_TRIPS, sent
+
+    outcome, sent = await _run(svc, trips, TurnJob(run_id=run_id, agent_id=member_id, seq=1))
+
+    assert outcome is TurnOutcome.ENDED
+    assert recorder.jobs[-1] == TurnJob(run_id=run_id, agent_id=root_id, seq=1), "parent woken"
+    assert len(sent) <= MAX_ROUND_TRIPS, sent
+    state = await svc.store.load_agent(run_id, member_id)
+    assert state is not None and state.status is AgentStatus.FINISHED
