@@ -4,7 +4,18 @@ proposes and approves runs, like a chat bot, and the worker's CPU and memory are
 measured). A parent delegates with ``create_agent`` (×3) and ``wait_for_messages``;
 its children's results wake it (a wake-up with fewer than 3 results waits again: an
 extra model call Caramba makes and the peers do not); agents end by calling ``finish``.
-Each agent is a run's root (``flat``) or the cohort's orchestrator is (``cohort``)."""
+Each agent is a run's root (``flat``) or the cohort's orchestrator is (``cohort``).
+
+Waiting for a run's end costs the measured process what the peers' ``await`` does:
+inline, the turn that ends a run's root agent runs in this process, and the job handler
+resolves the run's future as it returns (:class:`EndHook`; one GET of the run's head
+then confirms the run ended). On Celery the worker is measured and this process waits
+outside it, with one pipelined poll of the pending runs' heads (:class:`PollWaiter`).
+
+The model client is the configured default (``llm.client``: ``openai_compat``, the
+direct client, for ``hosted_vllm/…`` and any model with ``api_base``);
+``CARAMBA_BENCH_CLIENT=litellm`` measures litellm instead, ``BENCH_LLM=raw`` a bare
+aiohttp call in place of the model client. The driver prints which one it used."""
 
 from __future__ import annotations
 
@@ -27,6 +38,8 @@ from core.types.agent import AgentSpec
 
 URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
 MODEL = os.environ.get("CARAMBA_BENCH_MODEL", "hosted_vllm/fake-model")
+# "" = the configured default (llm.client); "litellm" or "openai_compat" to choose.
+CLIENT = os.environ.get("CARAMBA_BENCH_CLIENT", "")
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -37,15 +50,57 @@ def spec(name: str) -> AgentSpec:
     return AgentSpec(name=name, role="solo", tools=("calculate", "finish"))
 
 
-class Waiter:
-    """Ends runs' waits with one pipelined poll for all of them (not one poller each)."""
+def _ended(head: str | None) -> bool:
+    return bool(head) and any(
+        f'"status":"{s}"' in str(head) for s in ("completed", "failed", "cancelled")
+    )
+
+
+class EndHook:
+    """Inline mode: a run's wait ends in the turn that ends its root agent, seen by this
+    process's job handler as it returns (no polling; the peers' ``await`` of an agent's
+    run is the same thing). The run's head, read once then, confirms the run ended."""
+
+    def __init__(self) -> None:
+        self.pending: dict[str, tuple[str, asyncio.Future[None]]] = {}
+        self.svc: Any = None
+
+    def install(self) -> None:
+        """Wrap the embedded scheduler's job handler (looked up at each job)."""
+        from core.process import embedded
+        from core.scheduler.base import TurnOutcome
+
+        handle = embedded.handle
+
+        async def handled(svc: Any, job: Any) -> Any:
+            outcome = await handle(svc, job)
+            waiting = self.pending.get(job.run_id)
+            if outcome is TurnOutcome.ENDED and waiting and waiting[0] == job.agent_id:
+                del self.pending[job.run_id]
+                waiting[1].set_result(None)
+            return outcome
+
+        embedded.handle = handled  # type: ignore[assignment]
+
+    async def wait(self, run_id: str, root_id: str) -> None:
+        future = asyncio.get_running_loop().create_future()
+        self.pending[run_id] = (root_id, future)
+        await future
+        head = await self.svc.store.run_head(run_id)
+        if not head.status.terminal:
+            raise RuntimeError(f"run {run_id}: its root agent ended, the run did not")
+
+
+class PollWaiter:
+    """Celery mode (outside the measured worker): ends runs' waits with one pipelined poll
+    of their heads for all of them (not one poller each)."""
 
     def __init__(self, redis: Redis, prefix: str) -> None:
         self.redis, self.prefix = redis, prefix
         self.pending: dict[str, asyncio.Future[None]] = {}
         self.task: asyncio.Task[None] | None = None
 
-    async def wait(self, run_id: str) -> None:
+    async def wait(self, run_id: str, root_id: str) -> None:
         future = asyncio.get_running_loop().create_future()
         self.pending[run_id] = future
         if self.task is None or self.task.done():
@@ -61,10 +116,19 @@ class Waiter:
                     pipe.get(f"{self.prefix}:run:{run_id}:head")
                 heads = await pipe.execute()
             for run_id, head in zip(ids, heads, strict=True):
-                if head and any(
-                    f'"status":"{s}"' in head for s in ("completed", "failed", "cancelled")
-                ):
+                if _ended(head):
                     self.pending.pop(run_id).set_result(None)
+
+
+def client_used(conf: Settings) -> str:
+    """Which client calls the model for ``conf`` (as the router decides)."""
+    if os.environ.get("BENCH_LLM") == "raw":
+        return "raw"
+    try:
+        from core.llm.routes import is_direct
+    except ImportError:  # a checkout from before the direct client (BENCH_CARAMBA_ROOT)
+        return "litellm"
+    return "openai_compat" if is_direct(conf.llm, MODEL) else "litellm"
 
 
 class RawModel:
@@ -111,9 +175,12 @@ class RawModel:
 
 
 def settings(prefix: str, base_url: str, queue: str, slots: int) -> Settings:
+    llm: dict[str, str] = {"model": MODEL, "api_base": base_url}
+    if CLIENT:
+        llm["client"] = CLIENT
     return load_settings(
         redis={"url": URL, "key_prefix": prefix},
-        llm={"model": MODEL, "api_base": base_url},
+        llm=llm,
         celery={"queue": queue},
         limits={"stall_repeats": 50},
         scheduler={"inline_concurrency": slots},
@@ -128,18 +195,22 @@ async def inline(base_url: str, slots: int) -> None:
     redis = Redis.from_url(URL, decode_responses=True)
     try:
         conf = settings(prefix, base_url, "unused", slots)
+        print(f"BENCH_CLIENT {client_used(conf)}", flush=True)
         llm = RawModel(base_url) if os.environ.get("BENCH_LLM") == "raw" else None
+        waiter = EndHook()
+        waiter.install()
         async with embedded_services(conf, llm) as svc:
-            waiter = Waiter(redis, prefix)
-
-            gate = asyncio.Semaphore(50)  # the Redis pool has 100 connections
+            waiter.svc = svc
+            gate = asyncio.Semaphore(50)  # fewer than the Redis pool's connections (64)
 
             async def one(name: str) -> None:
+                root = spec(name)
                 async with gate:
-                    run_id = await start_run(svc, "bench", spec(name), requested_by="bench")
-                await waiter.wait(run_id)
+                    run_id = await start_run(svc, "bench", root, requested_by="bench")
+                await waiter.wait(run_id, root.id)
 
             await common.measure(one, lambda: one("Orchestrator"))
+        print(f"BENCH_LITELLM_IMPORTED {'litellm' in sys.modules}", flush=True)
     finally:
         await _clean(redis, prefix)
 
@@ -172,23 +243,26 @@ async def celery(base_url: str, slots: int) -> None:
         llm__model=MODEL,
         llm__api_base=base_url,
         limits__stall_repeats="50",
+        **({"llm__client": CLIENT} if CLIENT else {}),
     )
     worker = Process.worker(env, "peers-worker", concurrency=slots)
     redis = Redis.from_url(URL, decode_responses=True)
     conf = settings(prefix, base_url, queue, slots)
+    print(f"BENCH_CLIENT {client_used(conf)}", flush=True)
     app = make_app(conf)
     publisher = CeleryScheduler(app, conf)
     svc = build_services(conf, publisher, llm=ScriptedModel(), redis=redis)
     try:
         worker.wait_for(" ready.", timeout=120)
-        waiter = Waiter(redis, prefix)
-        gate = asyncio.Semaphore(50)  # the Redis pool has 100 connections
+        waiter = PollWaiter(redis, prefix)
+        gate = asyncio.Semaphore(50)  # fewer than the Redis pool's connections (64)
 
         async def one(name: str) -> None:
+            root = spec(name)
             async with gate:
-                run_id = await propose_run(svc, "bench", spec(name), requested_by="bench")
+                run_id = await propose_run(svc, "bench", root, requested_by="bench")
                 await approve_run(svc, run_id, "bench")
-            await waiter.wait(run_id)
+            await waiter.wait(run_id, root.id)
 
         await common.measure(
             one,
