@@ -1,5 +1,7 @@
-"""Throughput of the production path: real Celery worker processes, real Redis, the real
-litellm HTTP path against the OpenAI-compatible fake at a fixed latency.
+"""Throughput of the production path: real Celery worker processes, real Redis, the
+configured model client (``llm.client``: the direct OpenAI-compatible client by default;
+``CARAMBA_BENCH_CLIENT=litellm`` for litellm) against the OpenAI-compatible fake at a fixed
+latency.
 
     .venv/bin/python bench/throughput.py [--inflight-agents 1000] [--skip-inflight]
 
@@ -50,6 +52,8 @@ URL = "redis://127.0.0.1:6379/14"
 # the messages costs ≈ 0.7 ms of CPU per turn of history (measured: 8.2 vs 2.8 ms per call
 # at 5 turns, 17.3 vs 3.5 at 15). Override with CARAMBA_BENCH_MODEL=openai/fake-model.
 MODEL = os.environ.get("CARAMBA_BENCH_MODEL", "hosted_vllm/fake-model")
+# "" = the configured default (llm.client); "litellm" or "openai_compat" to choose.
+CLIENT = os.environ.get("CARAMBA_BENCH_CLIENT", "")
 _NAME = re.compile(r"You are (.+?), ")
 _TICK = os.sysconf("SC_CLK_TCK")
 
@@ -134,7 +138,7 @@ async def _wait_all(redis: Redis, prefix: str, run_ids: list[str], timeout_s: fl
     while pending:
         async with redis.pipeline(transaction=False) as pipe:
             for run_id in pending:
-                pipe.get(f"{prefix}:run:{run_id}")
+                pipe.get(f"{prefix}:run:{run_id}:head")  # its status, not the whole record
             raws = await pipe.execute()
         pending = [
             r
@@ -167,6 +171,7 @@ async def _phase(
         # keeper, on by default, is measured in bench/keeper.py).
         llm__keeper="false",
         limits__stall_repeats="50",
+        **({"llm__client": CLIENT} if CLIENT else {}),
     )
     procs = [
         Process.worker(env, f"bench-worker{i}", concurrency=concurrency) for i in range(processes)
@@ -234,6 +239,14 @@ async def _bounded(coros: list[Any], limit: int = 50) -> list[Any]:
     return await asyncio.gather(*(one(c) for c in coros))
 
 
+def _client_used() -> str:
+    """Which client the workers call the model with (as the router decides)."""
+    from core.llm.routes import is_direct
+
+    llm = {"model": MODEL, "api_base": "http://127.0.0.1"} | ({"client": CLIENT} if CLIENT else {})
+    return "openai_compat" if is_direct(load_settings(llm=llm).llm, MODEL) else "litellm"
+
+
 def _orchestrator() -> AgentSpec:
     return AgentSpec(
         name="Orchestrator",
@@ -274,7 +287,7 @@ async def main(args: argparse.Namespace) -> None:
                 f"ideal_turns_per_s={ideal_rate:.0f} ratio={rate / ideal_rate:.2f} "
                 f"cpu_ms_per_turn={flight['cpu_ms_per_turn']:.2f} rss_mb={flight['rss_mb']:.0f}"
             )
-    print(f"model: {MODEL} (litellm) against the OpenAI-compatible fake")
+    print(f"model: {MODEL} ({_client_used()}) against the OpenAI-compatible fake")
     print(cohort_line)
     if inflight_line:
         print(inflight_line)
