@@ -1,6 +1,7 @@
 """Any model that answers: ``caramba run --yes`` as a person runs it (its own process,
 embedded mode) against tests/fakes/unruly_llm.py, an OpenAI-compatible model with one
-habit, through the whole flow — route, plan, approve, agents, result.
+habit, through the whole flow — route, plan, approve, agents, result. Through the default
+(direct) model client, and a few habits through litellm too.
 
 Each run completes with the model's answer (exit 0, the answer printed), never a
 traceback; a model that replies with nothing twice ends with a sentence naming the setting
@@ -46,7 +47,11 @@ def habit(request: pytest.FixtureRequest) -> Iterator[tuple[str, ThreadedFakeLLM
 
 
 def run(
-    server: ThreadedFakeLLMServer, home: Path, task: str, models: dict[str, str] | None = None
+    server: ThreadedFakeLLMServer,
+    home: Path,
+    task: str,
+    models: dict[str, str] | None = None,
+    client: str = "openai_compat",
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CARAMBA_")}
     env.update(
@@ -55,6 +60,7 @@ def run(
         CARAMBA_LLM__MODEL="openai/unruly",
         CARAMBA_LLM__API_BASE=server.base_url,
         CARAMBA_LLM__API_KEY_ENV="",
+        CARAMBA_LLM__CLIENT=client,
         CARAMBA_LIBRARY__EMBEDDER="hashing",
         CARAMBA_LIBRARY__INDEX_DIR=str(home / "library"),
         CARAMBA_WORKSPACE__DIR=str(home / "workspaces"),
@@ -101,6 +107,17 @@ def test_the_whole_flow_on_one_model_of_each_habit(name: str, tmp_path: Path) ->
         server.stop()
     # A text-only model cannot route: the request takes the direct path, and the one
     # agent's prose, after a reminder, is the answer.
+    assert _answered(done, SUM_ANSWER), done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", ["json_prose", "wrong_types"])
+def test_litellm_copes_with_the_same_habits(name: str, tmp_path: Path) -> None:
+    """The default client is the direct one; through litellm the same flow ends the same."""
+    server = serve(name)
+    try:
+        done = run(server, tmp_path, SUM_TASK, OBEDIENT_PLANNING, client="litellm")
+    finally:
+        server.stop()
     assert _answered(done, SUM_ANSWER), done.stdout + done.stderr
 
 
