@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from core.state.store import RunChange, Saved, transition
+from core.state.store import RunChange, Saved, TotalsChange, transition
 from core.types.agent import AgentState, AgentStatus, EndReason
 from core.types.chat import Usage
 from core.types.events import AgentFinished, ErrorRaised, RunEvent, RunFinished
@@ -55,10 +56,8 @@ async def end_agent(
             else f"{state.spec.name} stopped without a result: {detail}",
         )
     events = [*events, *io.events()]
-    change = None
-    if not state.spec.parent_id:
-        totals = (await svc.store.run_usage(state.run_id)) + usage
-        change = _finish_run(state, reason, totals)
+    # The run's totals (its usage with this turn's) are read in the save's round trip.
+    change = None if state.spec.parent_id else TotalsChange(_finish_run_with(state, reason))
     # Saved by this call (its reply lost or not): the caller does the follow-ups.
     return await svc.store.commit_turn(
         state, expected_seq, events, usage, change, writes=io.writes(), after=io.after_save(lease)
@@ -91,6 +90,10 @@ def _end_events(state: AgentState, reason: EndReason, detail: str) -> list[RunEv
             )
         )
     return events
+
+
+def _finish_run_with(state: AgentState, reason: EndReason) -> Callable[[Usage], RunChange]:
+    return lambda totals: _finish_run(state, reason, totals)
 
 
 def _finish_run(state: AgentState, reason: EndReason, totals: Usage) -> RunChange:

@@ -32,6 +32,7 @@ from core.state.records import TurnStart, agent_fields, parse_head, parse_usage,
 # Re-exported: callers import the run-change helpers from the store they apply to.
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
 from core.state.timers import TimerSet
+from core.state.turn_cas import TotalsChange
 from core.state.turn_script import AfterSave
 from core.state.turns import PipelineWrite, Saved, Turns
 from core.state.watchdog import WatchdogState
@@ -46,6 +47,7 @@ __all__ = [
     "RunChange",
     "Saved",
     "Store",
+    "TotalsChange",
     "TransitionResult",
     "chain",
     "transition",
@@ -268,7 +270,7 @@ class Store:
         expected_seq: int,
         events: list[RunEvent],
         usage: Usage,
-        run_change: RunChange | None = None,
+        run_change: RunChange | TotalsChange | None = None,
         writes: Sequence[PipelineWrite] = (),
         after: AfterSave | None = None,
     ) -> Saved:

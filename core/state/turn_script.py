@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Commit(IntEnum):
@@ -61,6 +61,18 @@ class AfterSave:
     # The agent's streams, when it waits: mail that came meanwhile wakes it again.
     unread: tuple[str, ...] = ()
     wake_ttl_s: int = 60
+
+
+class Saved(NamedTuple):
+    """What a save came to, and the turns it asks to schedule (its follow-ups: new agents'
+    first turns, claimed wake-ups, its own next turn), in order."""
+
+    commit: Commit
+    jobs: list[tuple[str, int]]
+
+    @property
+    def saved(self) -> bool:
+        return self.commit.saved
 
 
 # Follow-up records this process has done the follow-ups of: ``(agent key, seq)``, each

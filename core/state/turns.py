@@ -11,20 +11,18 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import WatchError
-
-from core.errors import RunError
 from core.state.leases import release_lease
-from core.state.records import TurnStart, agent_fields, parse_head, parse_usage, set_run
+from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 from core.state.run_changes import RunChange
+from core.state.turn_cas import TotalsChange, commit_with_run_change
 from core.state.turn_script import (
     COMMIT_SCRIPT,
-    TOKEN_FIELD,
     AfterSave,
     Clears,
     Commit,
+    Saved,
     clear_args,
     parse_jobs,
     script_args,
@@ -33,30 +31,16 @@ from core.state.turn_start import START_SCRIPT, parse_start, start_args
 from core.types.agent import AgentState
 from core.types.chat import Usage
 from core.types.events import RunEvent
-from core.types.run import RunState
 
 if TYPE_CHECKING:
     from core.state.store import Store
 
 log = logging.getLogger(__name__)
-_MAX_CAS_ATTEMPTS = 20
 # At most this many done follow-up records ride on one script.
 _MAX_CLEARS = 64
 
 # A command for a caller's transaction (bus messages, acks, new agents, intents).
 PipelineWrite = Callable[[Any], None]
-
-
-class Saved(NamedTuple):
-    """What a save came to, and the turns it asks to schedule (its follow-ups: new agents'
-    first turns, claimed wake-ups, its own next turn), in order."""
-
-    commit: Commit
-    jobs: list[tuple[str, int]]
-
-    @property
-    def saved(self) -> bool:
-        return self.commit.saved
 
 
 class Turns:
@@ -77,7 +61,7 @@ class Turns:
         expected_seq: int,
         events: list[RunEvent],
         usage: Usage,
-        run_change: RunChange | None = None,
+        run_change: RunChange | TotalsChange | None = None,
         writes: Sequence[PipelineWrite] = (),
         after: AfterSave | None = None,
     ) -> Saved:
@@ -88,48 +72,18 @@ class Turns:
         longer ``expected_seq``, nothing written. The save keeps its token in the agent's
         hash, so one sent again after a lost reply (redis-py's retry, the CAS after a
         broken WATCH) answers ``SAVED_BEFORE`` with the turns to schedule. Without a run
-        change: one script, one round trip; with one, WATCH, a read, then the script in
-        MULTI/EXEC."""
+        change: one script, one round trip; with one, three (``core.state.turn_cas``: a
+        :class:`TotalsChange` is given the run's usage with this turn's)."""
         token = uuid.uuid4().hex
         if run_change is None:
             saved = await self._commit_scripted(
                 state, expected_seq, token, events, usage, writes, after
             )
             return _noted(saved, state, expected_seq)
-        run_id = state.run_id
-        akey, rkey = self.keys.agent(run_id, state.spec.id), self.keys.run(run_id)
-        for _ in range(_MAX_CAS_ATTEMPTS):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                try:
-                    await pipe.watch(akey, rkey)
-                    current, saved_by, record = await pipe.hmget(
-                        akey, ["seq", TOKEN_FIELD, "followups"]
-                    )
-                    if current is None or int(current) != expected_seq:  # (reset unwatches)
-                        if saved_by == token:
-                            jobs = parse_jobs(record, expected_seq)
-                            return _noted(Saved(Commit.SAVED_BEFORE, jobs), state, expected_seq)
-                        await self._release(after)
-                        return Saved(Commit.STALE, [])
-                    new_run: RunState | None = None
-                    run_events: list[RunEvent] = []
-                    raw = await pipe.get(rkey)
-                    if raw is not None:
-                        new_run, run_events = run_change(RunState.model_validate_json(raw))
-                    recorder = self.redis.pipeline(transaction=False)
-                    self._turn_writes(recorder, state, [*events, *run_events], usage, writes)
-                    if new_run is not None:
-                        set_run(recorder, self.keys, new_run)
-                    argv = self._args(state, expected_seq, token, recorder, after)
-                    pipe.multi()
-                    # The script's text, not its digest: a pipeline would first ask whether
-                    # it is loaded (one more round trip). The WATCH keeps seq as read.
-                    pipe.eval(COMMIT_SCRIPT, 2, akey, self._lease_key(after), *argv)
-                    (reply,) = await pipe.execute()
-                    return Saved(Commit.of(reply), parse_jobs(reply[1], expected_seq))
-                except WatchError:
-                    continue  # the run key moved (another agent); re-check and retry
-        raise RunError(f"run {run_id}: too much contention saving agent {state.spec.id}")
+        saved = await commit_with_run_change(
+            self, state, expected_seq, token, events, usage, run_change, writes, after
+        )
+        return _noted(saved, state, expected_seq)
 
     async def _commit_scripted(
         self,
@@ -143,13 +97,13 @@ class Turns:
     ) -> Saved:
         # The pipeline only records the commands; the script checks seq and runs them.
         recorder = self.redis.pipeline(transaction=False)
-        self._turn_writes(recorder, state, events, usage, writes)
-        argv = self._args(state, expected_seq, token, recorder, after)
+        self.turn_writes(recorder, state, events, usage, writes)
+        argv = self.script_argv(state, expected_seq, token, recorder, after)
         akey = self.keys.agent(state.run_id, state.spec.id)
-        reply = await self._commit(keys=[akey, self._lease_key(after)], args=argv)
+        reply = await self._commit(keys=[akey, self.lease_key(after)], args=argv)
         return Saved(Commit.of(reply), parse_jobs(reply[1], expected_seq))
 
-    def _args(
+    def script_argv(
         self, state: AgentState, seq: int, token: str, recorder: Any, after: AfterSave | None
     ) -> list[Any]:
         run_id, clears = state.run_id, self._take_clears()
@@ -158,16 +112,16 @@ class Turns:
         recorder.command_stack.clear()
         return argv
 
-    def _lease_key(self, after: AfterSave | None) -> str:
+    def lease_key(self, after: AfterSave | None) -> str:
         # A key must be named even with no lease to release: one nobody writes.
         return after.lease[0] if after is not None and after.lease else self.keys.prefix
 
-    async def _release(self, after: AfterSave | None) -> None:
+    async def release(self, after: AfterSave | None) -> None:
         if after is not None and after.lease is not None:
             key, token = after.lease
             await release_lease(self.redis, key, token)
 
-    def _turn_writes(
+    def turn_writes(
         self,
         pipe: Any,
         state: AgentState,

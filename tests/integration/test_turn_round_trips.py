@@ -20,6 +20,7 @@ from core.scheduler.base import TurnJob, TurnOutcome
 from core.services import Services
 from core.types import AgentSpec
 from core.types.agent import AgentStatus
+from core.types.run import RunStatus
 from tests.conftest import make_settings
 
 pytestmark = pytest.mark.integration
@@ -78,7 +79,12 @@ async def _team(make_services: Any, real_redis: Any, member: tuple[Reply, ...]) 
         calls=(
             call(
                 "create_agent",
-                {"name": "M", "role": "member", "purpose": "count", "tools": ["calculate"]},
+                {
+                    "name": "M",
+                    "role": "member",
+                    "purpose": "count",
+                    "tools": ["calculate", "send_message"],
+                },
             ),
             call("wait_for_messages"),
         )
@@ -86,7 +92,7 @@ async def _team(make_services: Any, real_redis: Any, member: tuple[Reply, ...]) 
     model = ScriptedModel().script("O", root_reply).script("M", *member)
     svc = make_services(make_settings(), model, redis=real_redis, start=False)
     svc.scheduler = recorder = RecordingScheduler()
-    tools = ("create_agent", "wait_for_messages", "calculate", "finish")
+    tools = ("create_agent", "wait_for_messages", "calculate", "send_message", "finish")
     root = AgentSpec(name="O", role="orchestrator", tools=tools)
     run_id = await start_run(svc, "count", root)
     assert await run_turn(svc, recorder.jobs[0]) is TurnOutcome.WAITING
@@ -100,11 +106,8 @@ async def _team(make_services: Any, real_redis: Any, member: tuple[Reply, ...]) 
 
 
 async def test_a_tool_call_then_run_again_turn(make_services: Any, real_redis: Any) -> None:
-    member = (
-        Reply(calls=(call("calculate", {"expression": "6*7"}),)),
-        Reply(calls=(call("finish", {"result": "42"}),)),
-    )
-    svc, recorder, run_id, root_id, member_id = await _team(make_services, real_redis, member)
+    member = (Reply(calls=(call("calculate", {"expression": "6*7"}),)),)
+    svc, recorder, run_id, _root_id, member_id = await _team(make_services, real_redis, member)
     trips = RoundTrips(real_redis)
 
     outcome, sent = await _run(svc, trips, TurnJob(run_id=run_id, agent_id=member_id, seq=0))
@@ -113,6 +116,20 @@ async def test_a_tool_call_then_run_again_turn(make_services: Any, real_redis: A
     assert recorder.jobs[-1] == TurnJob(run_id=run_id, agent_id=member_id, seq=1)
     assert len(sent) <= MAX_ROUND_TRIPS, sent
 
+
+async def test_a_finishing_turn_and_the_parent_it_wakes(
+    make_services: Any, real_redis: Any
+) -> None:
+    member = (
+        Reply(calls=(call("calculate", {"expression": "6*7"}),)),
+        Reply(calls=(call("finish", {"result": "42"}),)),
+    )
+    svc, recorder, run_id, root_id, member_id = await _team(make_services, real_redis, member)
+    assert await run_turn(svc, TurnJob(run_id=run_id, agent_id=member_id, seq=0)) is (
+        TurnOutcome.CONTINUED
+    )
+    trips = RoundTrips(real_redis)
+
     outcome, sent = await _run(svc, trips, TurnJob(run_id=run_id, agent_id=member_id, seq=1))
 
     assert outcome is TurnOutcome.ENDED
@@ -120,3 +137,30 @@ async def test_a_tool_call_then_run_again_turn(make_services: Any, real_redis: A
     assert len(sent) <= MAX_ROUND_TRIPS, sent
     state = await svc.store.load_agent(run_id, member_id)
     assert state is not None and state.status is AgentStatus.FINISHED
+
+    # The root reads the result and finishes: the run ends with it (a run change).
+    svc.llm.script("O", Reply(calls=(call("finish", {"result": "42"}),)))
+    outcome, sent = await _run(svc, trips, TurnJob(run_id=run_id, agent_id=root_id, seq=1))
+
+    assert outcome is TurnOutcome.ENDED
+    assert (await svc.store.run_head(run_id)).status is RunStatus.COMPLETED
+    assert len(sent) <= MAX_ROUND_TRIPS, sent
+
+
+async def test_an_answer_is_kept_before_a_tool_with_effects(
+    make_services: Any, real_redis: Any
+) -> None:
+    member = (Reply(calls=(call("send_message", {"to": "parent", "body": "on it"}),)),)
+    svc, recorder, run_id, root_id, member_id = await _team(make_services, real_redis, member)
+    trips = RoundTrips(real_redis)
+
+    outcome, sent = await _run(svc, trips, TurnJob(run_id=run_id, agent_id=member_id, seq=0))
+
+    assert outcome is TurnOutcome.CONTINUED
+    # The parent's wake-up and the member's next turn, claimed and recorded with the save.
+    assert recorder.jobs[-2:] == [
+        TurnJob(run_id=run_id, agent_id=root_id, seq=1),
+        TurnJob(run_id=run_id, agent_id=member_id, seq=1),
+    ]
+    assert "pipeline[HSET,EXPIRE,GET]" in sent, "the answer kept before the tool ran"
+    assert len(sent) <= MAX_ROUND_TRIPS, sent
