@@ -99,8 +99,10 @@ async def unleased(svc: Services, job: TurnJob) -> Held:
 
 
 async def _renew(held: Held, ms: int) -> None:
-    while not held.released:
+    while True:
         await asyncio.sleep(LEASE_S / 3)
+        if held.released:
+            return
         try:
             await held.lease.renew(ms)
         except Exception as exc:

@@ -54,9 +54,9 @@ class TurnIO:
         how many arrived (its own posts on its team's topic aside)."""
         self.delivered = delivered(mail.pending) + delivered(mail.fresh)
         names: dict[str, tuple[str, str]] = {}
-        for sender, (raw_spec, _status) in mail.senders.items():
-            spec = AgentSpec.model_validate_json(raw_spec)
-            names[sender] = (spec.name, spec.role)
+        for sender, row in mail.senders.items():
+            spec = None if row is None else AgentSpec.model_validate_json(row[0])
+            names[sender] = (sender, "unknown") if spec is None else (spec.name, spec.role)
         for d in self.delivered:
             message = d.message
             if message.sender == self.state.spec.id:
@@ -65,7 +65,7 @@ class TurnIO:
                 self.state.team_usage = self.state.team_usage + Usage(
                     completion_tokens=message.tokens, cost_usd=message.cost_usd
                 )
-            if message.sender not in names:  # not an agent of the run (a person, a timer)
+            if message.sender not in names:  # not looked up by the start script
                 found = await self.svc.store.load_spec(self.run_id, message.sender)
                 names[message.sender] = (
                     (found[0].name, found[0].role) if found else (message.sender, "unknown")

@@ -29,7 +29,11 @@ START_SCRIPT = (
     + """
 clear_done(12)
 local leased = ARGV[3] ~= '0'
-if leased and not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return {0} end
+-- (holding it already: this very call sent again after its reply was lost)
+if leased and redis.call('GET', KEYS[2]) ~= ARGV[2]
+  and not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then
+  return {0}
+end
 local f = redis.call('HMGET', KEYS[1], 'state', 'seq', 'status', 'team', 'spec', 'followups')
 local field = ARGV[4]
 local head = redis.call('GET', KEYS[3])
@@ -76,11 +80,9 @@ if current then
               if sender and not seen[sender] then
                 seen[sender] = true
                 local found = redis.call('HMGET', ARGV[10] .. sender, 'spec', 'status')
-                if found[1] then
-                  senders[#senders + 1] = sender
-                  senders[#senders + 1] = found[1]
-                  senders[#senders + 1] = found[2]
-                end
+                senders[#senders + 1] = sender
+                senders[#senders + 1] = found[1]
+                senders[#senders + 1] = found[2]
               end
             end
           end
@@ -119,8 +121,8 @@ class StartReply(NamedTuple):
     # XREADGROUP replies: the pending entries, then the new ones (None: not read).
     pending: Any
     fresh: Any
-    # The senders of the mail: id → (spec JSON, status).
-    senders: dict[str, tuple[str, str]]
+    # The senders of the mail: id → (spec JSON, status), None for one that is no agent.
+    senders: dict[str, tuple[str, str] | None]
     # A late copy's follow-ups never started: "<agent>:<seq>" each.
     redo: list[str]
     # The turn is the agent's current one (its lease is held; else released).
@@ -163,7 +165,10 @@ def parse_start(reply: Any) -> StartReply | None:
     raw_usage = reply[5] or []
     usage = dict(zip(raw_usage[::2], raw_usage[1::2], strict=True))
     found = reply[9] or []
-    senders = {found[k]: (found[k + 1], found[k + 2]) for k in range(0, len(found), 3)}
+    senders = {
+        found[k]: None if found[k + 1] is None else (found[k + 1], found[k + 2])
+        for k in range(0, len(found), 3)
+    }
     return StartReply(
         state=reply[1],
         head=reply[2],

@@ -164,3 +164,19 @@ async def test_an_answer_is_kept_before_a_tool_with_effects(
     ]
     assert "pipeline[HSET,EXPIRE,GET]" in sent, "the answer kept before the tool ran"
     assert len(sent) <= MAX_ROUND_TRIPS, sent
+
+
+async def test_a_start_sent_again_after_its_reply_was_lost_holds_its_lease(
+    make_services: Any, real_redis: Any
+) -> None:
+    member = (Reply(calls=(call("calculate", {"expression": "6*7"}),)),)
+    svc, _recorder, run_id, _root_id, member_id = await _team(make_services, real_redis, member)
+    store, lease = svc.store, ("token-1", 5000)
+
+    first = await store.turn_start(run_id, member_id, 0, lease, 50)
+    again = await store.turn_start(run_id, member_id, 0, lease, 50)  # redis-py's retry
+    other = await store.turn_start(run_id, member_id, 0, ("token-2", 5000), 50)
+
+    assert first is not None and first.reply.current
+    assert again is not None and again.reply.current, "its own lease: not another's"
+    assert other is None, "another delivery waits"
