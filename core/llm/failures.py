@@ -77,6 +77,7 @@ class CallFailure(Exception):
         self.wait_s = wait_s
         self.setup = setup
         self.address = address
+        self.attempts = 0  # set by core.llm.policy.with_retries when the call gives up
 
 
 def classify(exc: BaseException, litellm: Any, retry_after_max_s: float) -> CallFailure:

@@ -23,7 +23,7 @@ from core.config import LLMSettings
 from core.errors import LLMSetupError
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.failures import CallFailure, classify, no_choices
-from core.llm.policy import chat_body, retrying
+from core.llm.policy import chat_body, with_retries
 from core.llm.pricing import cost_usd
 from core.llm.setup import call_error, missing_key
 from core.types.chat import ToolCall, Usage
@@ -76,36 +76,37 @@ class LiteLLMGateway:
             raise problem
         kwargs = chat_body(request, s)
         kwargs["timeout"] = s.timeout_s
-        kwargs["num_retries"] = 0  # tenacity owns retries
+        kwargs["num_retries"] = 0  # core.llm.policy owns retries
         if s.api_base:
             kwargs["api_base"] = s.api_base
         if self._api_key:
             kwargs["api_key"] = self._api_key
-        attempts = 0
         try:
-            async for attempt in retrying(s):
-                with attempt:
-                    attempts += 1
-                    try:
-                        # litellm's own timeout covers the HTTP call; this one is the backstop.
-                        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel.
-                        async with asyncio.timeout(s.timeout_s + 5):
-                            response = await self._litellm.acompletion(**kwargs)
-                    except Exception as exc:
-                        raise classify(exc, self._litellm, s.retry_after_max_s) from exc
-                    empty = no_choices(response)
-                    if empty is not None:
-                        raise empty
+            response, attempts = await with_retries(s, lambda: self._attempt(kwargs))
         except CallFailure as failure:
             raise call_error(
                 s,
                 request.model,
                 failure,
-                attempts,
+                failure.attempts,
                 keyed=self._api_key != _PLACEHOLDER,
                 litellm=self._litellm,
             ) from (failure.__cause__ or failure)
         return self._parse(request.model, response, attempts)
+
+    async def _attempt(self, kwargs: dict[str, Any]) -> Any:
+        s = self.settings
+        try:
+            # litellm's own timeout covers the HTTP call; this one is the backstop.
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel.
+            async with asyncio.timeout(s.timeout_s + 5):
+                response = await self._litellm.acompletion(**kwargs)
+        except Exception as exc:
+            raise classify(exc, self._litellm, s.retry_after_max_s) from exc
+        empty = no_choices(response)
+        if empty is not None:
+            raise empty
+        return response
 
     def _parse(self, model: str, response: Any, attempts: int) -> LLMResponse:
         choice = response.choices[0].message

@@ -6,7 +6,7 @@ Retries, Retry-After, setup errors and messages are the litellm gateway's
 A missing key is said before any call (:func:`core.llm.setup.missing_key`). A request that
 asks for it is streamed (:mod:`core.llm.sse`). Cost from :mod:`core.llm.pricing`.
 
-Owns the HTTP call and the parsing of its answer; calls aiohttp, tenacity and core.llm.
+Owns the HTTP call and the parsing of its answer; calls aiohttp and core.llm.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from core.errors import LLMSetupError
 from core.llm import http_failures, sse
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.failures import CallFailure
-from core.llm.policy import chat_body, retrying
+from core.llm.policy import chat_body, with_retries
 from core.llm.pricing import cost_usd
 from core.llm.routes import PREFIXES, base_url, wire_model
 from core.llm.setup import call_error, key_variables, missing_key
@@ -94,15 +94,13 @@ class OpenAICompatClient:
         if target.problem is not None:
             raise target.problem
         payload = self._payload(request)
-        attempts = 0
         try:
-            async for attempt in retrying(self.settings):
-                with attempt:
-                    attempts += 1
-                    body = await self._attempt(target, payload)
+            body, attempts = await with_retries(
+                self.settings, lambda: self._attempt(target, payload)
+            )
         except CallFailure as failure:
             raise call_error(
-                self.settings, request.model, failure, attempts, keyed=bool(target.key)
+                self.settings, request.model, failure, failure.attempts, keyed=bool(target.key)
             ) from (failure.__cause__ or failure)
         return self._parse(request.model, body, attempts)
 

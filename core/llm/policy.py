@@ -5,13 +5,16 @@ Pure: no I/O; may call ``core.llm.base``, ``core.llm.failures`` and ``core.confi
 
 from __future__ import annotations
 
-from typing import Any
-
-from tenacity import AsyncRetrying, RetryCallState, stop_after_attempt, wait_random_exponential
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from core.config import LLMSettings
 from core.llm.base import LLMRequest
 from core.llm.failures import CallFailure
+
+T = TypeVar("T")
 
 
 def chat_body(request: LLMRequest, s: LLMSettings) -> dict[str, Any]:
@@ -29,28 +32,26 @@ def chat_body(request: LLMRequest, s: LLMSettings) -> dict[str, Any]:
     return body
 
 
-def retrying(s: LLMSettings) -> AsyncRetrying:
-    """Up to ``llm.max_attempts``; a failure says whether it is retried, how often at most
-    and, with a Retry-After already within ``retry_after_max_s``, how long to wait."""
-    backoff = wait_random_exponential(multiplier=s.backoff_initial_s, max=s.backoff_max_s)
-
-    def wait(state: RetryCallState) -> float:
-        failure = _failure(state)
-        if failure is not None and failure.wait_s is not None:
-            return failure.wait_s
-        return backoff(state)
-
-    def retry(state: RetryCallState) -> bool:
-        failure = _failure(state)
-        if failure is None or not failure.retry:
-            return False
-        return failure.max_attempts is None or state.attempt_number < failure.max_attempts
-
-    return AsyncRetrying(
-        stop=stop_after_attempt(s.max_attempts), wait=wait, retry=retry, reraise=True
-    )
+async def with_retries(s: LLMSettings, attempt: Callable[[], Awaitable[T]]) -> tuple[T, int]:
+    """``attempt()``'s result and how many attempts it took: up to ``llm.max_attempts``; a
+    failure says whether it is retried, how often at most and, with a Retry-After already
+    within ``retry_after_max_s``, how long to wait (else backoff with full jitter, as
+    tenacity's ``wait_random_exponential``). The last failure is raised with ``attempts`` set.
+    """
+    made = 0
+    while True:
+        made += 1
+        try:
+            return await attempt(), made
+        except CallFailure as failure:
+            failure.attempts = made
+            cap = min(s.max_attempts, failure.max_attempts or s.max_attempts)
+            if not failure.retry or made >= cap:
+                raise
+            await asyncio.sleep(failure.wait_s if failure.wait_s is not None else backoff(s, made))
 
 
-def _failure(state: RetryCallState) -> CallFailure | None:
-    exc = state.outcome.exception() if state.outcome is not None else None
-    return exc if isinstance(exc, CallFailure) else None
+def backoff(s: LLMSettings, made: int) -> float:
+    """Seconds before attempt ``made + 1``: uniform up to ``initial · 2^(made-1)``, capped."""
+    high = min(s.backoff_max_s, s.backoff_initial_s * 2 ** (made - 1))
+    return random.uniform(0, max(0.0, high))
