@@ -2,9 +2,11 @@
 delivery of the same work after a crash reuses it instead of paying for the call again.
 
 - A turn's response is saved under its agent and sequence number, before its tools run,
-  and dropped in the turn's save transaction. A redelivered turn reads the messages the
-  first delivery read (its pending ones, not newer ones), so its request is the same;
-  the saved answer is reused when the request's fingerprint matches. With the call keeper
+  and dropped in the turn's save transaction — unless every tool it calls is read-only
+  and answers at once (``core.agent.phases.model`` says why that round trip is spared).
+  A redelivered turn reads the messages the first delivery read (its pending ones, not
+  newer ones), so its request is the same; the saved answer is reused when the request's
+  fingerprint matches. With the call keeper
   (``llm.keeper``) the keeper process saves it, the same way (``dump``, ``TTL_S``).
 - A request's planning calls (router, planner, prompt creator) are saved under a digest
   of their request, for the planning job's next delivery (``RememberingLLM``).

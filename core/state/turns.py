@@ -1,10 +1,14 @@
-"""A turn's reads and writes: its start (the agent's state, the run's head, the delivery
-count, the usage and a saved model answer, in one round trip) and its save (the agent's
-state and seq, usage, events, bus writes and an optional run change, atomically).
+"""A turn's reads and writes: its start (one script: the lease taken, the agent's state,
+the run's head, the delivery count, the usage, a saved model answer and the agent's mail,
+``core.state.turn_start``) and its save (one script: the agent's state and seq, usage,
+events, bus writes, then the wake-up claims, the follow-ups' record and the lease's
+release, ``core.state.turn_script``; with a run change, that script in a WATCHed
+transaction, ``core.state.turn_cas``).
 
 Part of the state room, the only room that speaks Redis commands (``core.state``); it may
-call the Redis client, ``core.state.keys``/``records``/``turn_script`` and the store that
-owns it (``store.turns``) for the run's head and event log."""
+call the Redis client, ``core.state.keys``/``records``/``turn_script``/``turn_start``/
+``turn_cas``/``leases`` and the store that owns it (``store.turns``) for the run's head
+and event log."""
 
 from __future__ import annotations
 
