@@ -77,7 +77,7 @@ class CallFailure(Exception):
         self.wait_s = wait_s
         self.setup = setup
         self.address = address
-        self.attempts = 0  # set by core.llm.policy.with_retries when the call gives up
+        self.attempts = 0  # set by core.llm.policy.with_retries as the call gives up
 
 
 def classify(exc: BaseException, litellm: Any, retry_after_max_s: float) -> CallFailure:
@@ -127,13 +127,10 @@ def setup_kind(exc: BaseException, lm: Any, status: int | None) -> str:
 
 def no_choices(response: Any) -> CallFailure | None:
     """A 200 completion with an empty ``choices`` list: worth one more attempt, no more."""
-    if getattr(response, "choices", None):
-        return None
-    return empty_choices()
+    return None if getattr(response, "choices", None) else empty_choices()
 
 
 def empty_choices() -> CallFailure:
-    """A 200 completion whose ``choices`` list is empty."""
     return CallFailure(
         "the model server answered 200 with no choices (an empty `choices` list), not a "
         "completion: the provider may have filtered the answer, or llm.api_base is not a "
@@ -210,9 +207,8 @@ def no_choices_list() -> CallFailure:
 
 
 def no_connection(exc: BaseException) -> CallFailure | None:
-    """Refused or unresolvable: litellm says "InternalServerError" (500); say what it was.
-    A setup error (``no_server``); a refused connection is tried once more (a server
-    restarting), an unknown host is not."""
+    """Refused or unresolvable (litellm says "InternalServerError"): a setup error, ``no_server``;
+    a refused connection is tried once more (a server restarting), an unknown host is not."""
     if getattr(exc, "litellm_response_headers", None) is not None:
         return None
     chain = list(_chain(exc))

@@ -70,13 +70,7 @@ def from_body(text: str) -> dict[str, Any] | CallFailure:
         return failures.unusable_body(text, json_ok=True)
     if not isinstance(body.get("choices"), list):
         return failures.no_choices_list()
-    empty = failures.no_choices(_Choices(body["choices"]))
-    return empty if empty is not None else body
-
-
-class _Choices:
-    def __init__(self, choices: list[Any]) -> None:
-        self.choices = choices
+    return body if body["choices"] else failures.empty_choices()
 
 
 class _HTTPError(Exception):
