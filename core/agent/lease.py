@@ -59,16 +59,20 @@ async def turn_lease(svc: Services, job: TurnJob) -> AsyncIterator[Held | None]:
     token, ms = uuid.uuid4().hex, int(LEASE_S * 1000)
     drain_max = svc.settings.bus.drain_max
 
-    async def start() -> TurnStart | None:
-        lease = (token, ms)
-        return await svc.store.turn_start(job.run_id, job.agent_id, job.seq, lease, drain_max)
+    async def start(redo: bool) -> TurnStart | None:
+        return await svc.store.turn_start(
+            job.run_id, job.agent_id, job.seq, (token, ms), drain_max, redo=redo
+        )
 
-    started = await start()
+    started = await start(True)
     waited = 0.0
     while started is None and waited < LEASE_S + 1:
         await asyncio.sleep(_POLL_S)
         waited += _POLL_S
-        started = await start()
+        # A copy that waited for the holder leaves the follow-ups to it: its save released
+        # the lease and it schedules them (should it die first, its own delivery comes
+        # back, or the watchdog's): redoing them here would only duplicate them.
+        started = await start(False)
     if started is None:
         yield None
         return

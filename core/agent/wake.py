@@ -51,6 +51,7 @@ async def redo_followups(svc: Services, job: TurnJob, jobs: list[str], legacy: s
     if not jobs:
         return False
     await submit_jobs(svc, job.run_id, parse_jobs(f"{job.seq}|{' '.join(jobs)}", job.seq))
+    svc.store.turns.done(job.run_id, job.agent_id, job.seq)
     return True
 
 
