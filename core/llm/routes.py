@@ -1,4 +1,4 @@
-"""Which client calls a model, where it sends the call, and whether the address needs a key.
+"""Which client calls a model, and where the direct client sends the call.
 
 A model goes to the direct OpenAI-compatible client (:mod:`core.llm.openai_compat`) when it is
 named ``openai/…`` or ``hosted_vllm/…``, or when ``llm.api_base`` is set, unless
@@ -8,9 +8,7 @@ litellm. Pure: reads the settings and the environment's base-URL variables, no I
 
 from __future__ import annotations
 
-import ipaddress
 import os
-from urllib.parse import urlsplit
 
 from core.config import LLMSettings
 
@@ -19,7 +17,6 @@ PREFIXES = ("openai/", "hosted_vllm/")
 DEFAULT_BASE = "https://api.openai.com/v1"
 # Where litellm (and the openai SDK) look for a base URL when none is configured.
 _ENV_BASES = {"hosted_vllm/": ("HOSTED_VLLM_API_BASE",), "": ("OPENAI_BASE_URL", "OPENAI_API_BASE")}
-_LOCAL_SUFFIXES = (".local", ".localhost", ".internal", ".lan", ".home.arpa")
 
 
 def is_direct(llm: LLMSettings, model: str) -> bool:
@@ -44,16 +41,3 @@ def base_url(llm: LLMSettings, model: str) -> str:
     prefix = "hosted_vllm/" if model.startswith("hosted_vllm/") else ""
     found = (os.environ.get(v) for v in _ENV_BASES[prefix])
     return next((b for b in found if b), DEFAULT_BASE)
-
-
-def is_local(url: str) -> bool:
-    """A loopback, private or link-local address, or a name only a local network knows
-    (``localhost``, ``*.local``, a one-word Docker service name): such servers need no key."""
-    host = (urlsplit(url).hostname or "").lower().rstrip(".")
-    if not host:
-        return False
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return host == "localhost" or "." not in host or host.endswith(_LOCAL_SUFFIXES)
-    return address.is_loopback or address.is_private or address.is_link_local

@@ -4,8 +4,9 @@ key, a model the server does not know, no server at the address).
 
 The key check is quick and imports nothing for the common providers, so ``caramba run``
 can say "export OPENAI_API_KEY=…" before it spends seconds importing litellm; other
-providers are asked of litellm's ``validate_environment``. A server on a local address
-(loopback, private, ``localhost``) needs no key; a hosted one does, unless it is vLLM's.
+providers are asked of litellm's ``validate_environment``. A server at ``llm.api_base`` (a
+local one, or a proxy) is not asked for a key before the call unless ``api_key_env`` names
+one: its 401 says which variable to set. Nor is vLLM (its key is optional).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from core.config import LLMSettings, Settings
 from core.errors import LLMError, LLMSetupError
 from core.llm.failures import CallFailure
-from core.llm.routes import is_direct, is_local
+from core.llm.routes import is_direct
 
 # The variables litellm reads a provider's key from (any one of them will do).
 _KEYS: dict[str, tuple[str, ...]] = {
@@ -56,11 +57,11 @@ def key_variables(llm: LLMSettings, model: str, litellm: Any = None) -> tuple[st
 
 def missing_key(llm: LLMSettings, model: str, litellm: Any = None) -> LLMSetupError | None:
     """The error to raise before calling ``model`` when its key is not in the environment;
-    None when it is, when a server on a local address is called, or when unknown (without
-    ``litellm``, providers outside the short list are not checked)."""
+    None when it is, when ``llm.api_base`` is set (and no ``api_key_env``), or when unknown
+    (without ``litellm``, providers outside the short list are not checked)."""
     if llm.api_key_env:
         return None if os.environ.get(llm.api_key_env) else no_key(llm, model)
-    if model.startswith(("scripted/", *_OPTIONAL)) or _served_locally(llm, model):
+    if llm.api_base or model.startswith(("scripted/", *_OPTIONAL)):
         return None
     variables = key_variables(llm, model, litellm)
     if not variables or any(os.environ.get(v) for v in variables):
@@ -186,12 +187,6 @@ def setup_error(
         attempts=attempts,
         hint=f"start it, or fix {_WHICH_BASE}" if llm.api_base else "check the network",
     )
-
-
-def _served_locally(llm: LLMSettings, model: str) -> bool:
-    """``llm.api_base`` is a local address. A base URL from the environment (OPENAI_BASE_URL)
-    is where calls go, but waives no key: it is easily left over from another tool."""
-    return bool(llm.api_base) and is_local(llm.api_base)
 
 
 def _provider(model: str) -> str:

@@ -15,7 +15,6 @@ from core.llm import pricing, sse
 from core.llm.base import LLMRequest
 from core.llm.failures import CallFailure
 from core.llm.openai_compat import OpenAICompatClient
-from core.llm.routes import is_local
 from core.llm.setup import missing_key
 from core.types.chat import ChatMessage
 
@@ -41,33 +40,16 @@ def test_an_unknown_model_costs_nothing_and_is_said_once(caplog: Any) -> None:
     assert "[llm.prices]" in record.getMessage() and "input_per_mtok" in record.getMessage()
 
 
-@pytest.mark.parametrize(
-    ("url", "local"),
-    [
-        ("http://127.0.0.1:8000/v1", True),
-        ("http://localhost:11434/v1", True),
-        ("http://10.1.2.3/v1", True),
-        ("http://vllm:8000/v1", True),
-        ("http://box.local/v1", True),
-        ("https://api.openai.com/v1", False),
-        ("https://api.groq.com/openai/v1", False),
-        ("http://8.8.8.8/v1", False),
-    ],
-)
-def test_which_addresses_are_local(url: str, local: bool) -> None:
-    assert is_local(url) is local
-
-
 def test_which_models_need_a_key(monkeypatch: Any) -> None:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "MY_KEY"):
         monkeypatch.delenv(name, raising=False)
     openai = missing_key(LLMSettings(), "openai/gpt-4o-mini")
     assert openai is not None and openai.variable == "OPENAI_API_KEY"
-    hosted = missing_key(LLMSettings(api_base="https://api.groq.com/openai/v1"), "openai/x")
-    assert hosted is not None and hosted.variable == "OPENAI_API_KEY"
-    named = missing_key(LLMSettings(api_key_env="MY_KEY"), "openai/x")
+    named = missing_key(LLMSettings(api_key_env="MY_KEY", api_base="http://127.0.0.1:9"), "x")
     assert named is not None and "export MY_KEY=…" in str(named)
+    # A server at api_base (local, or a proxy) says so itself if it wants a key.
     assert missing_key(LLMSettings(api_base="http://127.0.0.1:9/v1"), "openai/x") is None
+    assert missing_key(LLMSettings(api_base="https://proxy.example.com/v1"), "openai/x") is None
     assert missing_key(LLMSettings(), "hosted_vllm/qwen") is None  # vLLM's key is optional
     monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")  # waives no key
     assert missing_key(LLMSettings(), "openai/llama3") is not None
@@ -75,7 +57,7 @@ def test_which_models_need_a_key(monkeypatch: Any) -> None:
 
 async def test_a_missing_key_is_said_before_any_call(monkeypatch: Any) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    client = OpenAICompatClient(LLMSettings(api_base="https://api.example.com/v1"))
+    client = OpenAICompatClient(LLMSettings())  # api.openai.com
     request = LLMRequest(model="openai/gpt-4o", messages=(ChatMessage(role="user", content="x"),))
     with pytest.raises(LLMSetupError) as caught:
         await client.complete(request)  # the network guard would fail any connection
