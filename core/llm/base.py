@@ -20,7 +20,7 @@ class LLMRequest(Frozen):
     # from models that do not call its submit tool.
     response_format: dict[str, Any] | None = None
     # Have the answer streamed (server-sent events) and put together as it comes; the
-    # response is the same. Clients that cannot stream make the call without it.
+    # response is the same.
     stream: bool = False
     # For accounting and logs only.
     run_id: str = ""

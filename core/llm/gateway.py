@@ -8,8 +8,8 @@ such and retried only when that can help (see :mod:`core.llm.failures`). A setup
 key, a refused key, an unknown model, no server) is not retried, a refused connection once,
 and is raised as one line saying what to do (:class:`core.errors.LLMSetupError`). Accounts
 tokens and cost per call (:mod:`core.llm.pricing`: ``[llm.prices]``, then litellm's price,
-then the shipped table; else $0); ``LLMRequest.stream`` is not used here. litellm is imported
-lazily: it costs seconds and ~200 MB.
+then the shipped table; else $0). A streamed answer (``LLMRequest.stream``) is put together
+by litellm's ``stream_chunk_builder``. litellm is imported lazily: it costs seconds and ~200 MB.
 """
 
 from __future__ import annotations
@@ -101,6 +101,11 @@ class LiteLLMGateway:
             # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel.
             async with asyncio.timeout(s.timeout_s + 5):
                 response = await self._litellm.acompletion(**kwargs)
+                if kwargs.get("stream"):
+                    chunks = [chunk async for chunk in response]
+                    response = self._litellm.stream_chunk_builder(
+                        chunks, messages=kwargs["messages"]
+                    )
         except Exception as exc:
             raise classify(exc, self._litellm, s.retry_after_max_s) from exc
         empty = no_choices(response)

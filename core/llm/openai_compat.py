@@ -64,11 +64,7 @@ class OpenAICompatClient:
         return found
 
     def _payload(self, request: LLMRequest) -> dict[str, Any]:
-        payload = {**chat_body(request, self.settings), "model": wire_model(request.model)}
-        if request.stream:
-            payload["stream"] = True
-            payload["stream_options"] = {"include_usage": True}
-        return payload
+        return {**chat_body(request, self.settings), "model": wire_model(request.model)}
 
     async def _attempt(self, target: _Target, payload: dict[str, Any]) -> dict[str, Any]:
         try:

@@ -29,6 +29,9 @@ def chat_body(request: LLMRequest, s: LLMSettings) -> dict[str, Any]:
         body["tools"] = list(request.tools)
     if request.response_format is not None:
         body["response_format"] = request.response_format
+    if request.stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}  # usage in the last chunk
     return body
 
 

@@ -8,6 +8,7 @@ a Retry-After within ``llm.retry_after_max_s`` is waited for, a longer one ends 
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 import time
@@ -226,3 +227,24 @@ async def test_connection_refused_is_tried_once_more_then_said_as_a_setup_error(
         f"Cannot reach the model server at {base} — start it, or fix [llm] api_base or "
         "CARAMBA_LLM__API_BASE"
     )
+
+
+# -- streaming -----------------------------------------------------------------------------------
+
+
+async def test_a_streamed_answer_is_put_together(llm_server) -> None:
+    llm_server.script(
+        FakeReply(
+            content="Adding now.",
+            tool_calls=[("add", {"a": 1, "b": 2})],
+            prompt_tokens=30,
+            completion_tokens=12,
+        )
+    )
+    streamed = request().model_copy(update={"stream": True})
+    response = await gateway(llm_server.base_url).complete(streamed)
+    assert response.content == "Adding now." and response.attempts == 1
+    (call,) = response.tool_calls
+    assert (call.name, json.loads(call.arguments)) == ("add", {"a": 1, "b": 2})
+    assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (30, 12)
+    assert llm_server.requests[0]["stream"] is True
