@@ -63,6 +63,7 @@ class EndHook:
 
     def __init__(self) -> None:
         self.pending: dict[str, tuple[str, asyncio.Future[None]]] = {}
+        self.ended: set[tuple[str, str]] = set()  # (run, agent) ended before anyone waited
         self.svc: Any = None
 
     def install(self) -> None:
@@ -74,18 +75,22 @@ class EndHook:
 
         async def handled(svc: Any, job: Any) -> Any:
             outcome = await handle(svc, job)
-            waiting = self.pending.get(job.run_id)
-            if outcome is TurnOutcome.ENDED and waiting and waiting[0] == job.agent_id:
-                del self.pending[job.run_id]
-                waiting[1].set_result(None)
+            if outcome is TurnOutcome.ENDED:
+                waiting = self.pending.get(job.run_id)
+                if waiting and waiting[0] == job.agent_id:
+                    del self.pending[job.run_id]
+                    waiting[1].set_result(None)
+                elif not waiting:
+                    self.ended.add((job.run_id, job.agent_id))
             return outcome
 
         embedded.handle = handled  # type: ignore[assignment]
 
     async def wait(self, run_id: str, root_id: str) -> None:
-        future = asyncio.get_running_loop().create_future()
-        self.pending[run_id] = (root_id, future)
-        await future
+        if (run_id, root_id) not in self.ended:
+            future = asyncio.get_running_loop().create_future()
+            self.pending[run_id] = (root_id, future)
+            await future
         head = await self.svc.store.run_head(run_id)
         if not head.status.terminal:
             raise RuntimeError(f"run {run_id}: its root agent ended, the run did not")
