@@ -1,6 +1,7 @@
-"""What the agent room keeps about an agent beside its saved state: the follow-ups of its
-last saved turn (a field of its hash), a cheap look at its status and seq, the release of
-its wake-up claim, and the creation of a designed cohort's agents, all or none.
+"""What the agent room keeps about an agent beside its saved state: the clearing of its
+last saved turn's follow-ups (a field of its hash), a cheap look at its status and seq,
+the release of its wake-up claim, and the creation of a designed cohort's agents, all or
+none.
 
 Owns those fields and writes (the agent's hash itself and its save belong to
 :class:`core.state.store.Store`); called by ``core.agent``. May call only the Redis
@@ -21,19 +22,9 @@ from core.types.events import RunEvent
 _FOLLOWUPS = "followups"
 
 
-def followups_write(store: Store, run_id: str, agent_id: str, raw: str) -> PipelineWrite:
-    """Keep a turn's follow-ups (JSON) with the turn (for its save transaction)."""
-    key = store.keys.agent(run_id, agent_id)
-    return lambda pipe: pipe.hset(key, _FOLLOWUPS, raw)
-
-
-async def followups(store: Store, run_id: str, agent_id: str) -> str | None:
-    """The follow-ups (JSON) its last saved turn left undone, if any."""
-    raw: Any = await store.redis.hget(store.keys.agent(run_id, agent_id), _FOLLOWUPS)
-    return None if raw is None else str(raw)
-
-
 async def clear_followups(store: Store, run_id: str, agent_id: str) -> None:
+    """Forget its last saved turn's follow-ups (a record of the older, JSON form, redone;
+    the save and start scripts keep and clear the job lists, ``core.state.turn_script``)."""
     await store.redis.hdel(store.keys.agent(run_id, agent_id), _FOLLOWUPS)
 
 

@@ -1,10 +1,12 @@
 """The message bus on Redis Streams: private inboxes, team topics, a broadcast stream.
 
 Each reading agent has its own consumer group (named after it) on every stream it reads,
-created with the agent at id 0, so nothing sent before it was ready is missed. Sending and
-acknowledging happen inside the sending/consuming turn's save transaction, so a message is
-sent once and acknowledged only when the turn that read it is saved. A turn that crashed
-leaves its messages pending; the next delivery of that turn reads them again (id 0). A
+created with the agent at id 0, so nothing sent before it was ready is missed. A turn reads
+its mail in its start script (``core.state.turn_start``: pending entries, then new ones;
+:func:`delivered` parses them). Sending and acknowledging happen inside the
+sending/consuming turn's save, so a message is sent once and acknowledged only when the
+turn that read it is saved. A turn that crashed leaves its messages pending; the next
+delivery of that turn reads them again (id 0). A
 message goes to the run's dead-letter stream only with the turn that read it, when that
 turn is quarantined (``core.agent.quarantine``: it failed or its worker died too often):
 the agent then ends with the reason, and its parent and the run's progress are told.
@@ -138,28 +140,6 @@ class Bus:
             await pipe.execute()
 
     # --- receiving --------------------------------------------------------------------
-
-    async def drain(
-        self, run_id: str, spec: AgentSpec, *, pending_only: bool = False
-    ) -> list[Delivered]:
-        """Take the agent's messages: first its pending ones (read by an earlier delivery of
-        this turn that was not saved), then new ones unless ``pending_only``.
-
-        One read per kind over all its streams at once. Nothing is acknowledged here: the
-        turn acknowledges what it read in its save transaction.
-        """
-        deliver: list[Delivered] = []
-        streams = self.streams_of(run_id, spec)
-        # Both reads in one round trip; Redis runs them in order (pending first).
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for start in ("0",) if pending_only else ("0", ">"):
-                pipe.xreadgroup(
-                    spec.id, spec.id, dict.fromkeys(streams, start), count=self.settings.drain_max
-                )
-            replies: Any = await pipe.execute()
-        for reply in replies:
-            deliver += delivered(reply)
-        return deliver
 
     def ack_writes(
         self, spec: AgentSpec, run_id: str, delivered: list[Delivered], dead: list[Delivered]
