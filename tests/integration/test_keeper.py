@@ -22,6 +22,7 @@ from core.config import Settings
 from core.errors import LLMError
 from core.llm.base import LLMRequest
 from core.llm.gateway import LiteLLMGateway
+from core.llm.router import RoutedLLM
 from core.process.embedded import embedded_services
 from core.process.keeper import Keeper
 from core.process.wiring import build_llm
@@ -246,7 +247,7 @@ async def test_by_default_workers_hand_turn_calls_to_the_keeper_and_embedded_mod
     assert isinstance(build_llm(settings, keeper=True), KeptLLM)
     with caplog.at_level("WARNING"):
         async with embedded_services(settings) as svc:
-            assert isinstance(svc.llm, LiteLLMGateway)
+            assert isinstance(svc.llm, RoutedLLM)  # the model port itself, no keeper
     assert not [r for r in caplog.records if "keeper" in r.getMessage()]
 
 
