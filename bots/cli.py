@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -21,9 +22,10 @@ from bots.cli_common import (
 )
 from bots.cli_doctor import doctor
 from bots.console.text import escape
-from bots.console.thread import ConsoleThread
 from core.errors import CarambaError
-from core.types.run import RunState
+
+if TYPE_CHECKING:
+    from core.types.run import RunState
 
 app = typer.Typer(
     help="Caramba: a team of LLM agents for your chat.",
@@ -67,6 +69,7 @@ def demo(
     team of agents over the bus. Zero services; a scripted model answers every call."""
     from bots.console import proposal
     from bots.console.person import console_person
+    from bots.console.thread import ConsoleThread
     from core.process.demo import DEMO_TASK, demo_agent, demo_model
     from core.process.demo_cohort import COHORT_TASK, cohort_model, cohort_orchestrator
     from core.process.demo_flow import run_demo
@@ -138,6 +141,7 @@ def run(
     from bots.console.logs import FileLogs
     from bots.console.run import run_task
     from bots.console.session import Interrupted
+    from bots.console.thread import ConsoleThread
 
     logs = FileLogs(settings.workspace_dir.parent / "console.log").start()
     if settings.redis.embedded:
@@ -204,9 +208,9 @@ def worker(
     and the host's call keeper (llm.keeper, on by default)."""
     import os
 
-    from tasks.app import require_redis
+    # The supervisor only starts and watches processes: no Celery here.
+    from tasks.production import configure_logging, require_redis
     from tasks.supervisor import Supervisor, keeper_command, worker_command
-    from tasks.worker import configure_logging, run_worker
 
     settings = _settings()
     try:
@@ -221,6 +225,8 @@ def worker(
     # With llm.keeper on, the host's call keeper runs beside the workers, supervised too.
     keeps = settings.llm.keeper and keeper
     if count == 1 and not keeps:
+        from tasks.worker import run_worker
+
         raise typer.Exit(run_worker(settings, concurrency=slots, loglevel=loglevel))
     supervisor = Supervisor(
         count,

@@ -25,9 +25,9 @@ from celery import Celery, Task, bootsteps
 from celery.exceptions import Reject
 
 from core.config import Settings
-from core.errors import ConfigError
 from core.scheduler.base import TurnJob
 from tasks.consumer import TurnConsumer
+from tasks.production import require_redis
 from tasks.runtime import ServicesFactory, WorkerRuntime, WorkerStopped
 from tasks.scheduler import TURN_TASK, broker_key_prefix
 
@@ -58,17 +58,6 @@ def worker_of(app: Celery) -> Any:
     """The Celery ``WorkController`` that ran ``app`` in this process, if one was built
     (its ``exitcode`` is the worker's: ``Celery.start`` returns None whatever it is)."""
     return app.conf.get(_WORKER_KEY)
-
-
-def require_redis(settings: Settings) -> None:
-    """Production mode needs a real Redis: workers in other processes must share state."""
-    if settings.redis.embedded:
-        raise ConfigError(
-            "Celery workers need a Redis server shared by every process, "
-            "but redis.url is empty (embedded mode)",
-            hint="set CARAMBA_REDIS__URL=redis://127.0.0.1:6379/0 (or [redis] url in "
-            "config.toml), or use `caramba run` for embedded mode",
-        )
 
 
 def broker_url(settings: Settings) -> str:

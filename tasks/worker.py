@@ -30,11 +30,10 @@ from celery.exceptions import CPendingDeprecationWarning
 from core.config import Settings, load_settings
 from core.errors import CarambaError
 from core.state.reach import redis_problem
-from tasks.app import make_app, require_redis, worker_of
+from tasks.app import make_app, worker_of
+from tasks.production import configure_logging, require_redis
 
 log = logging.getLogger(__name__)
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(processName)s[%(process)d] %(name)s: %(message)s"
 
 
 def worker_argv(
@@ -130,13 +129,6 @@ def watch_parent(parent_pid: int, interval_s: float = 1.0) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="caramba-parent-watch", daemon=True).start()
-
-
-def configure_logging(loglevel: str) -> None:
-    logging.basicConfig(level=loglevel.upper(), format=LOG_FORMAT, force=True)
-    # One line per HTTP call to the model is noise at INFO.
-    for noisy in ("httpx", "LiteLLM", "litellm"):
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
