@@ -46,8 +46,9 @@ async def redo_followups(svc: Services, job: TurnJob, jobs: list[str], legacy: s
     worker died before scheduling them). The save script keeps them with the turn as a
     record (``core.state.turn_script``); the start script of a late copy finds those whose
     turn was never delivered. Both steps are idempotent: a duplicate turn is dropped."""
-    if legacy is not None:
-        return await _redo_legacy(svc, job, FollowUps.model_validate_json(legacy))
+    old = None if legacy is None else FollowUps.model_validate_json(legacy)
+    if old is not None and old.seq == job.seq:
+        return await _redo_legacy(svc, job, old)
     if not jobs:
         return False
     await submit_jobs(svc, job.run_id, parse_jobs(f"{job.seq}|{' '.join(jobs)}", job.seq))
@@ -56,8 +57,6 @@ async def redo_followups(svc: Services, job: TurnJob, jobs: list[str], legacy: s
 
 
 async def _redo_legacy(svc: Services, job: TurnJob, followups: FollowUps) -> bool:
-    if followups.seq != job.seq:
-        return False
     run_id, agent_id = job.run_id, job.agent_id
     for child in followups.children:
         await svc.scheduler.submit(TurnJob(run_id=run_id, agent_id=child, seq=0))

@@ -47,7 +47,7 @@ class TotalsChange:
 
 
 _READ = f"""
-local a = redis.call('HMGET', KEYS[1], 'seq', '{TOKEN_FIELD}', 'followups')
+local a = redis.call('HMGET', KEYS[1], 'seq', '{TOKEN_FIELD}', 'followup_jobs')
 return {{a[1], a[2], a[3], redis.call('GET', KEYS[2]), redis.call('HGETALL', KEYS[3])}}
 """
 

@@ -6,10 +6,11 @@ then, in the same script, what follows a save (:class:`AfterSave`):
   mail came meanwhile): a claim is taken for a waiting agent whose wake-up nobody claimed,
   as ``Bus.claim_wake`` does, and becomes a turn to schedule;
 - the follow-ups' record: every turn the save asks to schedule (its new agents' first
-  turns, the claimed wake-ups, its own next turn), kept in the agent's hash as
-  ``"<seq>|<agent>:<seq> …"`` so that a delivery finding the turn saved by a worker that
-  died before scheduling them schedules those never started (``core.agent.wake``); the
-  record is cleared later, riding on this process's next script (:class:`Clears`);
+  turns, the claimed wake-ups, its own next turn), kept in the agent's hash
+  (``followup_jobs``) as ``"<seq>|<agent>:<seq> …"``, so that a delivery finding the turn
+  saved by a worker that died before scheduling them schedules those never started
+  (``core.agent.wake``); the record is cleared later, riding on this process's next
+  script (:class:`Clears`);
 - the release of the turn's lease (when it still holds this delivery's token).
 
 A save sent again after its reply was lost finds its own token and answers
@@ -85,9 +86,9 @@ local function clear_done(i)
   local n = tonumber(ARGV[i])
   for k = 1, n do
     local key, seq = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
-    local rec = redis.call('HGET', key, 'followups')
+    local rec = redis.call('HGET', key, 'followup_jobs')
     if rec and string.sub(rec, 1, #seq + 1) == seq .. '|' then
-      redis.call('HDEL', key, 'followups')
+      redis.call('HDEL', key, 'followup_jobs')
     end
   end
   return i + 2 * n + 1
@@ -129,7 +130,7 @@ end
 local seq = redis.call('HGET', KEYS[1], 'seq')
 if (not seq) or tonumber(seq) ~= tonumber(ARGV[1]) then
   if redis.call('HGET', KEYS[1], 'commit_token') == ARGV[2] then
-    return {2, redis.call('HGET', KEYS[1], 'followups')}
+    return {2, redis.call('HGET', KEYS[1], 'followup_jobs')}
   end
   release()
   return {0, false}
@@ -185,10 +186,12 @@ if #unread > 0 and has_unread() then claim(self_id) end
 local record = false
 if #jobs > 0 then
   record = ARGV[1] .. '|' .. table.concat(jobs, ' ')
-  redis.call('HSET', KEYS[1], 'followups', record)
+  redis.call('HSET', KEYS[1], 'followup_jobs', record)
 else
-  redis.call('HDEL', KEYS[1], 'followups')
+  redis.call('HDEL', KEYS[1], 'followup_jobs')
 end
+-- (a record of the older, JSON form, by a worker before this one: obsolete now)
+redis.call('HDEL', KEYS[1], 'followups')
 release()
 redis.call('HSET', KEYS[1], 'commit_token', ARGV[2])
 if err then return redis.error_reply(err) end

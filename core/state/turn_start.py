@@ -34,7 +34,8 @@ if leased and redis.call('GET', KEYS[2]) ~= ARGV[2]
   and not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then
   return {0}
 end
-local f = redis.call('HMGET', KEYS[1], 'state', 'seq', 'status', 'team', 'spec', 'followups')
+local f = redis.call(
+  'HMGET', KEYS[1], 'state', 'seq', 'status', 'team', 'spec', 'followup_jobs', 'followups')
 local field = ARGV[4]
 local head = redis.call('GET', KEYS[3])
 local deliveries = redis.call('HINCRBY', KEYS[4], field, 1)
@@ -93,7 +94,7 @@ if current then
 else
   if leased then redis.call('DEL', KEYS[2]) end
   local rec = f[6]
-  if rec and string.sub(rec, 1, 1) == '{' then legacy = rec end
+  legacy = f[7]
   if f[1] and ARGV[11] == '1' and tonumber(f[2]) == seq + 1 and rec
     and string.sub(rec, 1, #ARGV[1] + 1) == ARGV[1] .. '|' then
     for job in string.gmatch(string.sub(rec, #ARGV[1] + 2), '%S+') do

@@ -155,7 +155,7 @@ async def test_a_scripted_save_whose_reply_was_lost_still_schedules_what_follows
     # copy's start): a late copy of the turn redoes nothing.
     assert await run_turn(svc, recorder.jobs[0]) is TurnOutcome.DROPPED
     assert len(recorder.jobs) == 3
-    assert await client.hget(svc.store.keys.agent(run_id, root.id), "followups") is None
+    assert await client.hget(svc.store.keys.agent(run_id, root.id), "followup_jobs") is None
 
 
 async def test_a_final_save_whose_reply_was_lost_still_tells_the_parent(

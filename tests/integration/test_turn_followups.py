@@ -43,4 +43,22 @@ async def test_a_wake_up_claimed_by_a_save_whose_worker_died_is_scheduled_once(
     assert recorder.jobs.count(woken) == 1, "the claimed wake-up is scheduled"
     assert await run_turn(svc, job) is TurnOutcome.DROPPED  # and again: nothing more
     assert recorder.jobs.count(woken) == 1
-    assert await real_redis.hget(svc.store.keys.agent(run_id, member_id), "followups") is None
+    assert await real_redis.hget(svc.store.keys.agent(run_id, member_id), "followup_jobs") is None
+
+
+async def test_a_record_an_older_worker_wrote_is_redone(
+    make_services: Any, real_redis: Any
+) -> None:
+    member = (Reply(calls=(call("calculate", {"expression": "6*7"}),)),)
+    svc, recorder, run_id, _root_id, member_id = await _team(make_services, real_redis, member)
+    job = TurnJob(run_id=run_id, agent_id=member_id, seq=0)
+    assert await run_turn(svc, job) is TurnOutcome.CONTINUED
+    # As a worker before job lists left it when it died after the save (JSON).
+    akey = svc.store.keys.agent(run_id, member_id)
+    await real_redis.hset(akey, "followups", '{"seq": 0, "next_seq": 1}')
+    recorder.jobs.clear()
+
+    assert await run_turn(svc, job) is TurnOutcome.DROPPED
+
+    assert recorder.jobs == [TurnJob(run_id=run_id, agent_id=member_id, seq=1)]
+    assert await real_redis.hget(akey, "followups") is None
