@@ -40,6 +40,12 @@ URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
 MODEL = os.environ.get("CARAMBA_BENCH_MODEL", "hosted_vllm/fake-model")
 # "" = the configured default (llm.client); "litellm" or "openai_compat" to choose.
 CLIENT = os.environ.get("CARAMBA_BENCH_CLIENT", "")
+# Celery mode: "on" runs the host's call keeper beside the worker (production's default,
+# `caramba worker`) and counts both processes' CPU; by default the worker calls the model
+# itself (llm.keeper off), like inline mode and bench/throughput.py. (A worker with the
+# keeper on and none alive, as this bench had it before, pays the keeper's hand-over
+# round trips for nothing: a state production never stays in.)
+KEEPER = os.environ.get("CARAMBA_BENCH_KEEPER", "off") == "on"
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -248,17 +254,22 @@ async def celery(base_url: str, slots: int) -> None:
         llm__model=MODEL,
         llm__api_base=base_url,
         limits__stall_repeats="50",
+        llm__keeper="true" if KEEPER else "false",
         **({"llm__client": CLIENT} if CLIENT else {}),
     )
     worker = Process.worker(env, "peers-worker", concurrency=slots)
+    measured = [worker]
+    if KEEPER:
+        measured.append(Process([sys.executable, "-m", "core.process.keeper_main"], env, "keeper"))
     redis = Redis.from_url(URL, decode_responses=True)
     conf = settings(prefix, base_url, queue, slots)
-    print(f"BENCH_CLIENT {client_used(conf)}", flush=True)
+    print(f"BENCH_CLIENT {client_used(conf)}{', keeper' if KEEPER else ''}", flush=True)
     app = make_app(conf)
     publisher = CeleryScheduler(app, conf)
     svc = build_services(conf, publisher, llm=ScriptedModel(), redis=redis)
     try:
-        worker.wait_for(" ready.", timeout=120)
+        for proc in measured:
+            proc.wait_for(" ready.", timeout=120)
         waiter = PollWaiter(redis, prefix)
         gate = asyncio.Semaphore(50)  # fewer than the Redis pool's connections (64)
 
@@ -272,13 +283,16 @@ async def celery(base_url: str, slots: int) -> None:
         await common.measure(
             one,
             lambda: one("Orchestrator"),
-            cpu=lambda: _proc_cpu_s(worker.pid),
-            rss=lambda: _proc_peak_mb(worker.pid),
+            cpu=lambda: sum(_proc_cpu_s(p.pid) for p in measured),
+            rss=lambda: _proc_peak_mb(worker.pid),  # per worker process
         )
+        if KEEPER and "turns' calls go to the call keeper" not in worker.output():
+            raise RuntimeError("CARAMBA_BENCH_KEEPER=on, but the worker saw no keeper")
     finally:
         await publisher.aclose()
         app.close()
-        worker.cleanup()
+        for proc in measured:
+            proc.cleanup()
         await _clean(redis, prefix)
 
 
