@@ -9,13 +9,11 @@ import json
 
 import pytest
 
-from core.llm.base import LLMRequest
-from core.llm.scripted import Reply, ScriptedModel, call
+from core.llm.scripted import ScriptedModel
 from core.types.run import RunStatus
 from tests.fakes.discord_api import FakeDiscord
 from tests.integration.test_discord_bot import Harness, harness
-from tests.integration.test_slack_http import asking_design, responder, scripted
-from tests.planning_helpers import design
+from tests.integration.test_slack_http import asking_design, waiting_for
 
 pytestmark = pytest.mark.integration
 FLIGHTS = "Compare the three cheapest flights."
@@ -52,22 +50,6 @@ async def test_an_unauthorised_click_is_refused_in_private_naming_the_requester(
         run = await h.svc.store.get_run(run_id)
         assert run.status is RunStatus.PROPOSED
         assert h.fake.message(card["id"])["components"], "the card keeps its buttons"
-
-
-def waiting_for(wanted: dict[str, str]) -> ScriptedModel:
-    """The usual plan, with parents that finish only once a child's result came: the run
-    must not end (its root finishing at once) before the edited agent has had its turn."""
-
-    def answer(request: LLMRequest) -> Reply:
-        child = wanted.get(request.agent_name or "")
-        seen = json.dumps([m.content for m in request.messages])
-        if child is not None and f"{child} says" not in seen:
-            return Reply(calls=(call("wait_for_messages", {}),))
-        return responder(request)
-
-    model = scripted(design())
-    model.responder = answer
-    return model
 
 
 async def test_edit_picks_an_agent_refuses_a_bad_model_and_changes_the_agent_that_runs(

@@ -63,6 +63,23 @@ def scripted(plan: dict[str, Any] | None) -> ScriptedModel:
     return m
 
 
+def waiting_for(wanted: dict[str, str]) -> ScriptedModel:
+    """The usual plan, with parents (``wanted``: parent → child) that finish only once
+    that child's result came: a test about one agent's turn must not see the run end (its
+    root finishing at once) before that agent's first turn."""
+
+    def answer(request: Any) -> Reply:
+        child = wanted.get(request.agent_name or "")
+        seen = json.dumps([m.content for m in request.messages])
+        if child is not None and f"{child} says" not in seen:
+            return Reply(calls=(call("wait_for_messages", {}),))
+        return responder(request)
+
+    model = scripted(design())
+    model.responder = answer
+    return model
+
+
 def asking_design() -> dict[str, Any]:
     """The usual design, with an orchestrator that may ask people questions."""
     d = design()
@@ -158,12 +175,16 @@ class Harness:
 
 @contextlib.asynccontextmanager
 async def harness(
-    make_services: Any, redis: Any, plan: dict[str, Any] | str | None = "default"
+    make_services: Any,
+    redis: Any,
+    plan: dict[str, Any] | str | None = "default",
+    model: ScriptedModel | None = None,
 ) -> AsyncIterator[Harness]:
     slack = await FakeSlackAPI().start()
     s = quick_library(planning_settings(), tempfile.mkdtemp(prefix="caramba-lib-"))
     s = s.model_copy(update={"slack": s.slack.model_copy(update={"api_url": slack.url})})
-    svc = make_services(s, scripted(design() if plan == "default" else plan), redis=redis)
+    model = model or scripted(design() if plan == "default" else plan)
+    svc = make_services(s, model, redis=redis)
     try:
         async with serve_bot(svc, slack) as h:
             yield h
@@ -374,7 +395,8 @@ def form_values(form: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 
 async def test_an_edit_changes_the_agent_that_runs(make_services, real_redis) -> None:
-    async with harness(make_services, real_redis) as h:
+    model = waiting_for({"Orchestrator": "Lead A", "Lead A": "Scout A"})
+    async with harness(make_services, real_redis, model=model) as h:
         await h.mention("Compare flights to Berlin.")
         _, run_id = await h.card()
         await h.click("caramba_edit_open", run_id, ANA, "1700000000.000200")
