@@ -64,7 +64,10 @@ class OpenAICompatClient:
         return found
 
     def _payload(self, request: LLMRequest) -> dict[str, Any]:
-        return {**chat_body(request, self.settings), "model": wire_model(request.model)}
+        return {
+            **chat_body(request, self.settings, shared_tools=True),
+            "model": wire_model(request.model),
+        }
 
     async def _attempt(self, target: _Target, payload: dict[str, Any]) -> dict[str, Any]:
         try:

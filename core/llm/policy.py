@@ -6,6 +6,7 @@ Pure: no I/O; may call ``core.llm.base``, ``core.llm.failures`` and ``core.confi
 from __future__ import annotations
 
 import asyncio
+import copy
 import random
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -17,8 +18,10 @@ from core.llm.failures import CallFailure
 T = TypeVar("T")
 
 
-def chat_body(request: LLMRequest, s: LLMSettings) -> dict[str, Any]:
-    """The OpenAI chat-completions fields of ``request`` (the model name as given)."""
+def chat_body(request: LLMRequest, s: LLMSettings, *, shared_tools: bool = False) -> dict[str, Any]:
+    """The OpenAI chat-completions fields of ``request`` (the model name as given). The
+    tools' schemas are shared by every request (``Tool.openai_schema``): they are copied
+    unless ``shared_tools`` says the caller only serialises them (litellm may change them)."""
     body: dict[str, Any] = {
         "model": request.model,
         "messages": [m.to_openai() for m in request.messages],
@@ -26,7 +29,7 @@ def chat_body(request: LLMRequest, s: LLMSettings) -> dict[str, Any]:
         "temperature": s.temperature,
     }
     if request.tools:
-        body["tools"] = list(request.tools)
+        body["tools"] = list(request.tools) if shared_tools else copy.deepcopy(list(request.tools))
     if request.response_format is not None:
         body["response_format"] = request.response_format
     if request.stream:

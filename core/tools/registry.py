@@ -50,21 +50,20 @@ class Tool:
     parameters: dict[str, Any] | None = None
     # Built once: generating a JSON schema costs more than the rest of a turn's CPU.
     _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
+    _openai: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         given = self.parameters
         schema = copy.deepcopy(given) if given is not None else json_schema(self.args_model)
         object.__setattr__(self, "_schema", schema)
+        function = {"name": self.name, "description": self.description, "parameters": schema}
+        object.__setattr__(self, "_openai", {"type": "function", "function": function})
 
     def openai_schema(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": copy.deepcopy(self._schema),
-            },
-        }
+        """The tool as the OpenAI API takes it, built once and shared by every request
+        (deep-copying it each turn cost more than the rest of the request): read it, never
+        change it (``core.llm.policy.chat_body`` copies it for clients that might)."""
+        return self._openai
 
     def parameters_json(self) -> str:
         return json.dumps(self._schema, separators=(",", ":"))
