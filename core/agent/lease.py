@@ -81,11 +81,11 @@ async def turn_lease(svc: Services, job: TurnJob) -> AsyncIterator[Held | None]:
     if held.released:
         yield held
         return
-    renew = asyncio.create_task(_renew(held, ms), name=f"turn-lease-{job.agent_id}-{job.seq}")
+    renew = _Renewal(held, ms)
     try:
         yield held
     finally:
-        renew.cancel()
+        renew.stop()
         if not held.released:
             # Only this delivery's own lease: one that lapsed and was taken stays taken.
             with contextlib.suppress(Exception):
@@ -102,12 +102,34 @@ async def unleased(svc: Services, job: TurnJob) -> Held:
     return Held(started, TurnLease(svc.store, job.run_id, job.agent_id, job.seq, ""), True)
 
 
-async def _renew(held: Held, ms: int) -> None:
-    while True:
-        await asyncio.sleep(LEASE_S / 3)
-        if held.released:
-            return
+class _Renewal:
+    """Renews ``held`` every ``LEASE_S / 3`` until stopped or released: a timer on the
+    loop, and a task only when one is due (most turns end before: no task per turn)."""
+
+    def __init__(self, held: Held, ms: int) -> None:
+        self.held, self.ms = held, ms
+        self.loop = asyncio.get_running_loop()
+        self.task: asyncio.Task[None] | None = None
+        self.stopped = False
+        self.timer = self.loop.call_later(LEASE_S / 3, self._due)
+
+    def _due(self) -> None:
+        if not (self.stopped or self.held.released):
+            name = f"turn-lease-{self.held.lease.key}"
+            self.task = self.loop.create_task(self._renew(), name=name)
+
+    async def _renew(self) -> None:
         try:
-            await held.lease.renew(ms)
+            await self.held.lease.renew(self.ms)
         except Exception as exc:
-            log.warning("renewing the turn lease %s failed (%s); retrying", held.lease.key, exc)
+            log.warning(
+                "renewing the turn lease %s failed (%s); retrying", self.held.lease.key, exc
+            )
+        if not self.stopped:
+            self.timer = self.loop.call_later(LEASE_S / 3, self._due)
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.timer.cancel()
+        if self.task is not None:
+            self.task.cancel()
