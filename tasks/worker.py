@@ -49,9 +49,12 @@ def worker_argv(
         f"--loglevel={loglevel}",
         f"--hostname={node}",
         # Gossip and mingle make every worker talk to every other one at start-up and
-        # after; turns need neither (all shared state is in Redis).
+        # after; turns need neither (all shared state is in Redis). Nor do they need the
+        # heartbeat events (one publish every 2 s, for monitors): liveness is the turn
+        # ledger's leases (tasks.ledger).
         "--without-gossip",
         "--without-mingle",
+        "--without-heartbeat",
     ]
 
 
