@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.errors import UsageError
+from core.errors import RunError, UsageError
 from core.state.store import Store
 from core.state.turns import PipelineWrite
 from core.types.agent import AgentState, AgentStatus
 from core.types.events import RunEvent
+from core.types.run import RunState
 
 _FOLLOWUPS = "followups"
 
@@ -70,3 +71,44 @@ async def create_all(store: Store, run_id: str, agents: Sequence[NewAgent]) -> N
                 write(pipe)
             store.events.add(pipe, run_id, a.events)
         await pipe.execute()
+
+
+# KEYS: the run's agents, their names, the run's record, its agent slots. ARGV: the new
+# agent's name, its slot ('' to take none), the run's cap. Reply: name taken (1/0), the
+# run's record, the slot's outcome (1 taken or not asked for, 0 the run is full).
+_ROOM = """
+local named = redis.call('HGET', KEYS[2], ARGV[1])
+local taken = redis.call('SISMEMBER', KEYS[1], ARGV[1]) == 1 or (named and named ~= '')
+local run = redis.call('GET', KEYS[3])
+if taken or ARGV[2] == '' then return {taken and 1 or 0, run, 1} end
+local added = redis.call('SADD', KEYS[4], ARGV[2])
+if added == 1 and redis.call('SCARD', KEYS[4]) > tonumber(ARGV[3]) then
+  redis.call('SREM', KEYS[4], ARGV[2])
+  return {0, run, 0}
+end
+return {0, run, 1}
+"""
+
+
+@dataclass(frozen=True)
+class Room:
+    """What a new agent's creation found: whether its name is taken, the run's record,
+    and whether its slot was taken (False: the run is full)."""
+
+    name_taken: bool
+    run: RunState
+    slot_taken: bool
+
+
+async def room_for(store: Store, run_id: str, name: str, slot: str, per_run: int) -> Room:
+    """In one round trip: whether an agent of the run has ``name`` as its name or id, the
+    run's record, and, when the name is free and ``slot`` is given, one of the run's
+    ``per_run`` agent slots taken under that name (as ``Store.reserve_agent_slot``).
+    ``RunError`` when there is no such run (as ``Store.get_run``)."""
+    k = store.keys
+    keys = [k.agents(run_id), k.names(run_id), k.run(run_id), k.agent_slots(run_id)]
+    script = store.redis.register_script(_ROOM)
+    taken, run, slot_ok = await script(keys=keys, args=[name, slot, per_run])
+    if run is None:
+        raise RunError(f"unknown run {run_id}")
+    return Room(bool(int(taken)), RunState.model_validate_json(run), bool(int(slot_ok)))

@@ -15,14 +15,17 @@ from core.agent.context import ToolContext
 from core.agent.create import new_agent_state
 from core.agent.limits import limits_for
 from core.errors import ToolRetry
+from core.state.agents import room_for
 from core.tools.registry import tool
 from core.types.agent import AgentSpec, Budget
 from core.types.chat import Usage
+from core.types.run import RunState
 
 # Roles an agent may not create: the top of a cohort is designed by the planner.
 _NOT_CREATABLE = frozenset({"orchestrator", "ui", "solo"})
 # A new agent needs at least this many tokens to be worth creating.
 _MIN_TOKENS = 1000
+_NAME_TAKEN = "an agent named {name!r} already exists; choose another name"
 
 
 @tool(read_only=False, category="team")
@@ -54,14 +57,17 @@ async def create_agent(
     _check_role(ctx, role)
     _check_room(ctx)
     wanted = _check_tools(ctx, tools)
-    await _check_name(ctx, name)
-    if not 0.01 <= budget_share <= 0.9:
-        raise ToolRetry("budget_share must be between 0.01 and 0.9")
-    playbook = "" if pattern is None else _playbook(ctx, pattern, name, purpose)
-    grant = _grant(ctx, budget_share)
-    await _reserve_slot(ctx)
+    if any(s.spec.name == name for s in ctx.spawned):
+        raise ToolRetry(_NAME_TAKEN.format(name=name))
+    terms, refused = ("", Usage()), None
+    try:
+        terms = _terms(ctx, name, purpose, budget_share, pattern)
+    except ToolRetry as exc:  # said after the name's check, as ever
+        refused = exc
+    run = await _take_room(ctx, name, refused)
+    playbook, grant = terms
     spec = _spec(ctx, name, role, purpose, wanted, system_prompt, model, grant)
-    await _stage(ctx, spec, playbook, grant)
+    _stage(ctx, spec, playbook, grant, run)
     team = f", team {spec.team_id}" if spec.team_id else ""
     return (
         f"Created {name} (id {spec.id}, {role}{team}, {grant.completion_tokens} tokens, "
@@ -70,10 +76,39 @@ async def create_agent(
     )
 
 
-async def _stage(ctx: ToolContext, spec: AgentSpec, playbook: str, grant: Usage) -> None:
+def _terms(
+    ctx: ToolContext, name: str, purpose: str, share: float, pattern: str | None
+) -> tuple[str, Usage]:
+    """The new agent's playbook and budget, checked without Redis."""
+    if not 0.01 <= share <= 0.9:
+        raise ToolRetry("budget_share must be between 0.01 and 0.9")
+    playbook = "" if pattern is None else _playbook(ctx, pattern, name, purpose)
+    return playbook, _grant(ctx, share)
+
+
+async def _take_room(ctx: ToolContext, name: str, refused: ToolRetry | None) -> RunState:
+    """One round trip: the name checked against the run's agents, the run read and —
+    unless the terms were ``refused`` — one of the run's agent slots taken. The slot is
+    named after this turn and this creation, so a re-delivered turn finds the reservation
+    its earlier delivery made instead of taking another."""
+    me, per_run = ctx.state, ctx.settings.agents.per_run
+    slot = "" if refused else ctx.store.keys.agent_slot(me.spec.id, me.seq, len(ctx.spawned))
+    room = await room_for(ctx.store, ctx.run_id, name, slot, per_run)
+    if room.name_taken:
+        raise ToolRetry(_NAME_TAKEN.format(name=name))
+    if refused is not None:
+        raise refused
+    if not room.slot_taken:
+        raise ToolRetry(
+            f"the run already has {per_run} agents (the limit); reuse "
+            "existing agents via send_message"
+        )
+    return room.run
+
+
+def _stage(ctx: ToolContext, spec: AgentSpec, playbook: str, grant: Usage, run: RunState) -> None:
     """The new agent, ready for its first turn, joins the turn's staged agents (created
     in its save); its budget is set aside from its creator's."""
-    run = await ctx.store.get_run(ctx.run_id)
     me = ctx.state
     child = new_agent_state(
         ctx,
@@ -129,13 +164,6 @@ def _check_tools(ctx: ToolContext, tools: list[str] | None) -> list[str]:
     return wanted
 
 
-async def _check_name(ctx: ToolContext, name: str) -> None:
-    if await ctx.store.resolve_name(ctx.run_id, name) or any(
-        s.spec.name == name for s in ctx.spawned
-    ):
-        raise ToolRetry(f"an agent named {name!r} already exists; choose another name")
-
-
 def _grant(ctx: ToolContext, share: float) -> Usage:
     """The new agent's budget: ``share`` of what is left of its creator's. Carved out of
     the creator's remainder, so the caps of a whole subtree never add up to more than its
@@ -151,19 +179,6 @@ def _grant(ctx: ToolContext, share: float) -> Usage:
             "budget_share or finish the work yourself"
         )
     return Usage(completion_tokens=tokens, cost_usd=round(max(0.0, left_cost) * share, 6))
-
-
-async def _reserve_slot(ctx: ToolContext) -> None:
-    """Take one of the run's agent slots. The slot is named after this turn and this
-    creation, so a re-delivered turn finds the reservation its earlier delivery made
-    instead of taking another."""
-    me, per_run = ctx.state, ctx.settings.agents.per_run
-    slot = ctx.store.keys.agent_slot(me.spec.id, me.seq, len(ctx.spawned))
-    if not await ctx.store.reserve_agent_slot(ctx.run_id, slot, per_run):
-        raise ToolRetry(
-            f"the run already has {per_run} agents (the limit); reuse "
-            "existing agents via send_message"
-        )
 
 
 def _spec(

@@ -180,3 +180,26 @@ async def test_a_start_sent_again_after_its_reply_was_lost_holds_its_lease(
     assert first is not None and first.reply.current
     assert again is not None and again.reply.current, "its own lease: not another's"
     assert other is None, "another delivery waits"
+
+
+async def test_a_turn_that_creates_an_agent(make_services: Any, real_redis: Any) -> None:
+    """create_agent checks the name, reads the run and takes a slot in one round trip."""
+    helper = {"name": "H", "role": "member", "purpose": "help", "tools": ["calculate"]}
+    model = ScriptedModel().script("O", *[Reply(calls=(call("create_agent", helper),))] * 2)
+    svc = make_services(make_settings(), model, redis=real_redis, start=False)
+    svc.scheduler = recorder = RecordingScheduler()
+    tools = ("create_agent", "calculate", "finish")
+    runs = []
+    for _ in range(2):  # the first warms the scripts and the pool
+        root = AgentSpec(name="O", role="orchestrator", tools=tools)
+        runs.append((await start_run(svc, "help", root), root.id, recorder.jobs[-1]))
+    trips = RoundTrips(real_redis)
+    await _run(svc, trips, runs[0][2])
+
+    outcome, sent = await _run(svc, trips, runs[1][2])
+
+    assert outcome is TurnOutcome.CONTINUED
+    helper_id = await svc.store.resolve_name(runs[1][0], "H")
+    assert helper_id is not None
+    assert TurnJob(run_id=runs[1][0], agent_id=helper_id, seq=0) in recorder.jobs
+    assert len(sent) <= MAX_ROUND_TRIPS, sent
