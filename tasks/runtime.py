@@ -161,23 +161,25 @@ class WorkerRuntime:
         span = min(limits.chain_s, limits.turn_timeout_s / 3, limits.visibility_timeout_s / 3)
         chain = Chain(job.run_id, job.agent_id, limits.chain_turns, time.monotonic() + span)
         token = CURRENT.set(chain)
+        done: tuple[str, TurnJob] | None = None  # the chained turn that ran last
         try:
             outcome = await handle(svc, job)
-            while chain.next is not None:
-                task_id, nxt = chain.next
-                chain.next = None
+            while (nxt := await scheduler.advance(chain, done)) is not None:
+                done = None
                 chain.turns_left -= 1
                 try:
-                    outcome = await handle(svc, nxt)
+                    outcome = await handle(svc, nxt[1])
                 except Exception:
-                    log.exception("chained turn %s failed; handing it to the broker", nxt)
-                    await scheduler.hand_over(task_id, nxt)
+                    log.exception("chained turn %s failed; handing it to the broker", nxt[1])
+                    await scheduler.hand_over(*nxt)
                     break
-                await scheduler.settle(task_id, nxt)
+                done = nxt
+            else:
+                done = None
         finally:
             CURRENT.reset(token)
-            if chain.next is not None:  # stashed, then the chain ended (error, time-out)
-                await scheduler.hand_over(*chain.next)
+            if chain.deferred or done is not None:  # the chain ended early (error, time-out)
+                await scheduler.advance(chain, done, go_on=False)
         return outcome
 
     def settle(self, task_id: str, job: dict[str, object]) -> None:

@@ -23,7 +23,7 @@ from core.config import Settings
 from core.scheduler.base import TurnJob
 from core.state.keys import Keys
 from core.state.ledger import LedgerSets, SyncClient, broker_queue_length
-from tasks.chain import CURRENT
+from tasks.chain import CURRENT, Chain
 from tasks.ledger import Holdings, TurnLedger
 
 if TYPE_CHECKING:
@@ -79,16 +79,37 @@ class CeleryScheduler:
         self.published += 1
 
     async def submit(self, job: TurnJob) -> None:
-        loop = asyncio.get_running_loop()
         chain = CURRENT.get()
         if chain is not None and chain.accepts(job):
-            # The agent's next turn, run by the current task (see tasks.chain): held by
-            # this worker from the start, so that it survives this worker.
-            task_id = str(uuid.uuid4())
-            await loop.run_in_executor(self._executor, self.hold_sync, task_id, job)
-            chain.next = (task_id, job)
+            # Kept back until the turn returns (see tasks.chain): the task then runs one
+            # of these next and publishes the rest (:meth:`advance`).
+            chain.deferred.append(job)
             return
-        await loop.run_in_executor(self._executor, self.publish, job)
+        await asyncio.get_running_loop().run_in_executor(self._executor, self.publish, job)
+
+    async def advance(
+        self, chain: Chain, done: tuple[str, TurnJob] | None, *, go_on: bool = True
+    ) -> tuple[str, TurnJob] | None:
+        """After a turn of ``chain`` returned, in one trip to a publishing thread: hold the
+        turn the task runs next (if ``go_on`` and the chain allows one), publish the other
+        turns kept back, then settle ``done`` (the chained turn that just ran, if any).
+        The next turn's ledger task id and job, or None."""
+        nxt = chain.pick() if go_on else None
+        rest, chain.deferred = chain.deferred, []
+        if nxt is None and not rest and done is None:
+            return None
+        task_id = str(uuid.uuid4())
+
+        def run() -> None:
+            if nxt is not None:
+                self.hold_sync(task_id, nxt)
+            for job in rest:
+                self.publish(job)
+            if done is not None:
+                self.settle_sync(*done)
+
+        await asyncio.get_running_loop().run_in_executor(self._executor, run)
+        return None if nxt is None else (task_id, nxt)
 
     def hold_sync(self, task_id: str, job: TurnJob | dict[str, object]) -> None:
         """This worker runs the turn: its entry is held under this process's lease."""
