@@ -65,7 +65,13 @@ if current then
       for k = 1, #reply, 2 do pairs_of[#pairs_of + 1] = {reply[k], reply[k + 1]} end
       reply = pairs_of
     end
-    return reply
+    -- only the streams with entries: the reply is parsed by the client (3 empty ones cost
+    -- more than the rest of a turn's usual reply)
+    local kept = {}
+    for _, s in ipairs(type(reply) == 'table' and reply or {}) do
+      if type(s[2]) == 'table' and #s[2] > 0 then kept[#kept + 1] = s end
+    end
+    return kept
   end
   pending = read('0')
   if not saved then fresh = read('>') end
@@ -119,7 +125,8 @@ class StartReply(NamedTuple):
     failures: int
     usage: dict[str, str]
     saved: str | None
-    # XREADGROUP replies: the pending entries, then the new ones (None: not read).
+    # XREADGROUP replies, the streams without entries left out: the pending entries, then
+    # the new ones (None: not read).
     pending: Any
     fresh: Any
     # The senders of the mail: id → (spec JSON, status), None for one that is no agent.
