@@ -27,8 +27,5 @@ def require_redis(settings: Settings) -> None:
 def configure_logging(loglevel: str) -> None:
     logging.basicConfig(level=loglevel.upper(), format=LOG_FORMAT, force=True)
     # One line per HTTP call to the model is noise at INFO.
-    # So are Celery's two lines per task ("received", "succeeded in"): a turn's work is
-    # in the run's events, and the lines cost the worker CPU on every turn.
-    noisy = ("httpx", "LiteLLM", "litellm", "celery.worker.strategy", "celery.app.trace")
-    for name in noisy:
-        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
+    for noisy in ("httpx", "LiteLLM", "litellm"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
