@@ -178,7 +178,7 @@ class WorkerRuntime:
                 done = None
         finally:
             CURRENT.reset(token)
-            if chain.deferred or done is not None:  # the chain ended early (error, time-out)
+            if chain.next or chain.deferred or done:  # the chain ended early (error, time-out)
                 await scheduler.advance(chain, done, go_on=False)
         return outcome
 

@@ -79,37 +79,57 @@ class CeleryScheduler:
         self.published += 1
 
     async def submit(self, job: TurnJob) -> None:
+        loop = asyncio.get_running_loop()
         chain = CURRENT.get()
         if chain is not None and chain.accepts(job):
-            # Kept back until the turn returns (see tasks.chain): the task then runs one
-            # of these next and publishes the rest (:meth:`advance`).
-            chain.deferred.append(job)
+            # Handed back to the running task (see tasks.chain), in the ledger before this
+            # returns: the agent's next turn held by this worker, the others queued.
+            task_id = str(uuid.uuid4())
+            if chain.takes_as_next(job):
+                await loop.run_in_executor(self._executor, self.hold_sync, task_id, job)
+                chain.next = (task_id, job)
+            else:
+                member = TurnLedger.member(task_id, job)
+                await loop.run_in_executor(self._executor, self.ledger.record, member)
+                chain.deferred.append((task_id, job))
             return
-        await asyncio.get_running_loop().run_in_executor(self._executor, self.publish, job)
+        await loop.run_in_executor(self._executor, self.publish, job)
 
     async def advance(
         self, chain: Chain, done: tuple[str, TurnJob] | None, *, go_on: bool = True
     ) -> tuple[str, TurnJob] | None:
-        """After a turn of ``chain`` returned, in one trip to a publishing thread: hold the
-        turn the task runs next (if ``go_on`` and the chain allows one), publish the other
-        turns kept back, then settle ``done`` (the chained turn that just ran, if any).
-        The next turn's ledger task id and job, or None."""
-        nxt = chain.pick() if go_on else None
+        """After a turn of ``chain`` returned, in one trip to a publishing thread: the turn
+        the task runs next (the agent's own, held already, or the first other one, held
+        now), the other turns handed back published, then ``done`` (the chained turn that
+        just ran, if any) settled. Not ``go_on`` (the chain ended early): the held turn
+        goes back to the broker too. The next turn's ledger task id and job, or None."""
+        held, chain.next = chain.next, None
+        chosen = chain.pick() if held is None and go_on else None
+        back = None if go_on else held
         rest, chain.deferred = chain.deferred, []
-        if nxt is None and not rest and done is None:
+        if held is None and chosen is None and not rest and done is None:
             return None
-        task_id = str(uuid.uuid4())
 
         def run() -> None:
-            if nxt is not None:
-                self.hold_sync(task_id, nxt)
-            for job in rest:
-                self.publish(job)
+            if back is not None:
+                self.release_sync(*back)
+                rest.insert(0, back)
+            for task_id, job in rest:
+                self.send_recorded(task_id, job)
             if done is not None:
                 self.settle_sync(*done)
+            # Last: if anything before fails, the chosen turn stays queued in the ledger,
+            # whose sweep publishes it again (held, it would be renewed and never run).
+            if chosen is not None:
+                self.hold_sync(*chosen)
 
-        await asyncio.get_running_loop().run_in_executor(self._executor, run)
-        return None if nxt is None else (task_id, nxt)
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._executor, run)
+        except BaseException:
+            if go_on and held is not None:
+                chain.next = held  # for the task's clean-up to give back to the broker
+            raise
+        return (held or chosen) if go_on else None
 
     def hold_sync(self, task_id: str, job: TurnJob | dict[str, object]) -> None:
         """This worker runs the turn: its entry is held under this process's lease."""
