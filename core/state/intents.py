@@ -56,11 +56,14 @@ class IntentQueue:
 
     async def _take(self, consumer: str, idle_ms: int, count: int) -> list[Entry]:
         stream = self.keys.intents()
-        claimed: Any = await self.redis.xautoclaim(
-            stream, GROUP, consumer, min_idle_time=idle_ms, start_id="0-0", count=count
-        )
+        # Both in one round trip (the background loop takes intents on every tick).
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.xautoclaim(
+                stream, GROUP, consumer, min_idle_time=idle_ms, start_id="0-0", count=count
+            )
+            pipe.xreadgroup(GROUP, consumer, {stream: ">"}, count=count)
+            claimed, fresh = await pipe.execute()
         entries: list[Entry] = list(claimed[1]) if claimed else []
-        fresh: Any = await self.redis.xreadgroup(GROUP, consumer, {stream: ">"}, count=count)
         for _stream, items in fresh or ():
             entries.extend(items)
         return entries
