@@ -8,6 +8,7 @@ call the Redis client and ``core.state.keys``/``records``. The store holds one a
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from redis.asyncio import Redis
@@ -23,10 +24,20 @@ class WatchdogState:
     def __init__(self, redis: Redis, keys: Keys) -> None:
         self.redis = redis
         self.keys = keys
+        # Until then (monotonic) this process's own claim holds the round: a claim asked
+        # for meanwhile is refused without a round trip (Redis would refuse it too, as the
+        # key lives at least as long: its time-out started after this clock was read).
+        self._held_until = 0.0
 
     async def claim_round(self, ttl_ms: int) -> bool:
         """True for the one process that checks the runs this round."""
-        return bool(await self.redis.set(self.keys.watchdog(), "1", nx=True, px=ttl_ms))
+        now = time.monotonic()
+        if now < self._held_until:
+            return False
+        claimed = bool(await self.redis.set(self.keys.watchdog(), "1", nx=True, px=ttl_ms))
+        if claimed:
+            self._held_until = now + ttl_ms / 1000
+        return claimed
 
     async def active_runs(self, count: int) -> list[str]:
         """Up to ``count`` runs under way, at random."""
