@@ -152,7 +152,7 @@ class WorkerRuntime:
                 self._lock.notify_all()
 
     async def _chained(self, svc: Services, job: TurnJob) -> TurnOutcome:
-        """Run ``job``, then the agent's next turns as long as the chain allows."""
+        """Run ``job``, then the turns it schedules next as long as the chain allows."""
         limits, scheduler = self.settings.celery, self._scheduler
         if not limits.chain_turns or scheduler is None:
             return await handle(svc, job)
@@ -161,25 +161,24 @@ class WorkerRuntime:
         span = min(limits.chain_s, limits.turn_timeout_s / 3, limits.visibility_timeout_s / 3)
         chain = Chain(job.run_id, job.agent_id, limits.chain_turns, time.monotonic() + span)
         token = CURRENT.set(chain)
-        done: tuple[str, TurnJob] | None = None  # the chained turn that ran last
         try:
             outcome = await handle(svc, job)
-            while (nxt := await scheduler.advance(chain, done)) is not None:
-                done = None
+            while chain.next is not None:
+                task_id, nxt = chain.next
+                chain.next = None
                 chain.turns_left -= 1
+                chain.agent_id = nxt.agent_id
                 try:
-                    outcome = await handle(svc, nxt[1])
+                    outcome = await handle(svc, nxt)
                 except Exception:
-                    log.exception("chained turn %s failed; handing it to the broker", nxt[1])
-                    await scheduler.hand_over(*nxt)
+                    log.exception("chained turn %s failed; handing it to the broker", nxt)
+                    await scheduler.hand_over(task_id, nxt)
                     break
-                done = nxt
-            else:
-                done = None
+                await scheduler.settle(task_id, nxt)
         finally:
             CURRENT.reset(token)
-            if chain.next or chain.deferred or done:  # the chain ended early (error, time-out)
-                await scheduler.advance(chain, done, go_on=False)
+            if chain.next is not None:  # stashed, then the chain ended (error, time-out)
+                await scheduler.hand_over(*chain.next)
         return outcome
 
     def settle(self, task_id: str, job: dict[str, object]) -> None:

@@ -23,7 +23,7 @@ from core.config import Settings
 from core.scheduler.base import TurnJob
 from core.state.keys import Keys
 from core.state.ledger import LedgerSets, SyncClient, broker_queue_length
-from tasks.chain import CURRENT, Chain
+from tasks.chain import CURRENT
 from tasks.ledger import Holdings, TurnLedger
 
 if TYPE_CHECKING:
@@ -82,54 +82,13 @@ class CeleryScheduler:
         loop = asyncio.get_running_loop()
         chain = CURRENT.get()
         if chain is not None and chain.accepts(job):
-            # Handed back to the running task (see tasks.chain), in the ledger before this
-            # returns: the agent's next turn held by this worker, the others queued.
+            # The next turn of the task (see tasks.chain): held by this worker from the
+            # start, so that it survives this worker.
             task_id = str(uuid.uuid4())
-            if chain.takes_as_next(job):
-                await loop.run_in_executor(self._executor, self.hold_sync, task_id, job)
-                chain.next = (task_id, job)
-            else:
-                member = TurnLedger.member(task_id, job)
-                await loop.run_in_executor(self._executor, self.ledger.record, member)
-                chain.deferred.append((task_id, job))
+            await loop.run_in_executor(self._executor, self.hold_sync, task_id, job)
+            chain.next = (task_id, job)
             return
         await loop.run_in_executor(self._executor, self.publish, job)
-
-    async def advance(
-        self, chain: Chain, done: tuple[str, TurnJob] | None, *, go_on: bool = True
-    ) -> tuple[str, TurnJob] | None:
-        """After a turn of ``chain`` returned, in one trip to a publishing thread: the turn
-        the task runs next (the agent's own, held already, or the first other one, held
-        now), the other turns handed back published, then ``done`` (the chained turn that
-        just ran, if any) settled. Not ``go_on`` (the chain ended early): the held turn
-        goes back to the broker too. The next turn's ledger task id and job, or None."""
-        held, chain.next = chain.next, None
-        chosen = chain.pick() if held is None and go_on else None
-        back = None if go_on else held
-        rest, chain.deferred = chain.deferred, []
-        if held is None and chosen is None and not rest and done is None:
-            return None
-
-        def run() -> None:
-            if back is not None:
-                self.release_sync(*back)
-                rest.insert(0, back)
-            for task_id, job in rest:
-                self.send_recorded(task_id, job)
-            if done is not None:
-                self.settle_sync(*done)
-            # Last: if anything before fails, the chosen turn stays queued in the ledger,
-            # whose sweep publishes it again (held, it would be renewed and never run).
-            if chosen is not None:
-                self.hold_sync(*chosen)
-
-        try:
-            await asyncio.get_running_loop().run_in_executor(self._executor, run)
-        except BaseException:
-            if go_on and held is not None:
-                chain.next = held  # for the task's clean-up to give back to the broker
-            raise
-        return (held or chosen) if go_on else None
 
     def hold_sync(self, task_id: str, job: TurnJob | dict[str, object]) -> None:
         """This worker runs the turn: its entry is held under this process's lease."""
