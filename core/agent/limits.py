@@ -129,7 +129,24 @@ def prompt_chars(messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]
     """The size of a request's prompt in characters (cheap enough for every turn)."""
     chars = sum(len(m.content or "") for m in messages)
     chars += sum(len(c.arguments or "") + len(c.name) for m in messages for c in m.tool_calls)
-    return chars + sum(len(json.dumps(t)) for t in tools)
+    return chars + sum(_tool_chars(t) for t in tools)
+
+
+# A tool's size by its "function" part, which every request shares (``Tool.openai_schema``:
+# built once, never changed), kept with it so that its id is not another's later.
+_TOOL_CHARS: dict[int, tuple[object, int]] = {}
+_TOOL_CHARS_MAX = 1024
+
+
+def _tool_chars(tool: dict[str, Any]) -> int:
+    function = tool.get("function")
+    known = _TOOL_CHARS.get(id(function))
+    if known is not None and known[0] is function and len(tool) == 2:
+        return known[1]
+    chars = len(json.dumps(tool))
+    if function is not None and len(tool) == 2 and len(_TOOL_CHARS) < _TOOL_CHARS_MAX:
+        _TOOL_CHARS[id(function)] = (function, chars)
+    return chars
 
 
 def estimate_prompt(chars: int, sample: tuple[int, int] | None) -> int:
