@@ -28,6 +28,7 @@ from tests.fakes.llm_server import (
     ThreadedFakeLLMServer,
 )
 from tests.fakes.unruly_llm import serve
+from tests.integration.test_unruly_models import run
 
 pytestmark = pytest.mark.integration
 
@@ -152,29 +153,9 @@ async def test_connection_refused_is_no_server() -> None:
 
 def test_a_whole_run_through_the_default_client(tmp_path: Path) -> None:
     server = serve("obedient", delay_s=2.0)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CARAMBA_")}
-    env.update(
-        COLUMNS="120",
-        CARAMBA_REDIS__URL="",
-        CARAMBA_LLM__MODEL="openai/obedient",
-        CARAMBA_LLM__API_BASE=server.base_url,
-        CARAMBA_LLM__API_KEY_ENV="",
-        CARAMBA_LIBRARY__EMBEDDER="hashing",
-        CARAMBA_LIBRARY__INDEX_DIR=str(tmp_path / "library"),
-        CARAMBA_WORKSPACE__DIR=str(tmp_path / "workspaces"),
-    )
-    caramba = str(Path(sys.executable).parent / "caramba")
     task = "Work out 6*7 and explain the result in one sentence"
     try:
-        done = subprocess.run(
-            [caramba, "run", "--yes", task],
-            stdin=subprocess.DEVNULL,
-            env=env,
-            cwd=PROJECT_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
+        done = run(server, tmp_path, task, model="openai/obedient")
     finally:
         server.stop()
     out = done.stdout + done.stderr

@@ -52,12 +52,14 @@ def run(
     task: str,
     models: dict[str, str] | None = None,
     client: str = "openai_compat",
+    model: str = "openai/unruly",
 ) -> subprocess.CompletedProcess[str]:
+    """``caramba run --yes task`` against ``server``, offline, in ``home``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CARAMBA_")}
     env.update(
         COLUMNS="120",
         CARAMBA_REDIS__URL="",
-        CARAMBA_LLM__MODEL="openai/unruly",
+        CARAMBA_LLM__MODEL=model,
         CARAMBA_LLM__API_BASE=server.base_url,
         CARAMBA_LLM__API_KEY_ENV="",
         CARAMBA_LLM__CLIENT=client,
