@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 
-from core.config import Settings
+from core.config import LLMSettings, Settings
 from core.errors import CarambaError
 from core.llm.gateway import import_litellm
+from core.llm.routes import is_direct
+from core.llm.setup import key_variables, missing_key
 from core.process.doctor_discord import check_discord
 from core.process.doctor_images import check_images
 from core.process.doctor_keeper import check_keeper
@@ -135,15 +137,13 @@ def _check_model(settings: Settings) -> list[Check]:
     if llm.api_base:
         out.append(Check("api key", Level.OK, "custom api_base; no provider key required"))
         return out
-    litellm = import_litellm()
     missing: list[str] = []
-    for model in {llm.model, *llm.models.values()}:
-        try:
-            report = litellm.validate_environment(model=model)
-        except Exception as exc:
-            out.append(Check("api key", Level.WARN, f"cannot tell what {model} needs: {exc}"))
-            continue
-        missing += [k for k in report.get("missing_keys", []) if k not in missing]
+    for model in dict.fromkeys((llm.model, *llm.models.values())):
+        problem = _missing_key(llm, model)
+        if isinstance(problem, str):
+            out.append(Check("api key", Level.WARN, problem))
+        elif problem is not None:
+            missing += [v for v in problem if v not in missing]
     if missing:
         out.append(
             Check(
@@ -157,3 +157,17 @@ def _check_model(settings: Settings) -> list[Check]:
     else:
         out.append(Check("api key", Level.OK, "provider keys present"))
     return out
+
+
+def _missing_key(llm: LLMSettings, model: str) -> tuple[str, ...] | str | None:
+    """The variables one of which ``model`` needs and none is set; a sentence when that cannot
+    be told; None when its key is there. The same check a call makes first (litellm is asked
+    only for a provider that check does not know, and only for a model litellm calls)."""
+    if not is_direct(llm, model) and not key_variables(llm, model):
+        try:
+            report = import_litellm().validate_environment(model=model)
+        except Exception as exc:
+            return f"cannot tell what {model} needs: {exc}"
+        return tuple(report.get("missing_keys") or ()) or None
+    problem = missing_key(llm, model)
+    return None if problem is None else key_variables(llm, model)
