@@ -12,9 +12,12 @@ from core.types.events import RunEvent
 
 async def collect(svc: Services, run_id: str, timeout_s: float = 10) -> list[RunEvent]:
     """Every event of a run, up to and including run_finished."""
-    return [e async for e in follow_events(
-        svc.store, run_id, blocking=not svc.settings.redis.embedded, timeout_s=timeout_s
-    )]
+    return [
+        e
+        async for e in follow_events(
+            svc.store, run_id, blocking=not svc.settings.redis.embedded, timeout_s=timeout_s
+        )
+    ]
 
 
 def kinds(events: list[RunEvent]) -> list[str]:

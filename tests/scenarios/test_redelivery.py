@@ -131,11 +131,15 @@ async def test_a_message_read_by_many_redeliveries_is_still_consumed(
     while the turn itself was retried (up to 5 times) and saved without it; its reader
     then waited for ever. Redelivery is not the message's failure."""
     settings = make_settings(limits={"max_deliveries": 5})
-    model = ScriptedModel().script(
-        "O",
-        Reply(calls=(call("create_agent", {"name": "A", "role": "member", "purpose": "a"}),)),
-        Reply(calls=(call("wait_for_messages"),)),
-    ).script("A", Reply(calls=(call("finish", {"result": "the answer is 42"}),)))
+    model = (
+        ScriptedModel()
+        .script(
+            "O",
+            Reply(calls=(call("create_agent", {"name": "A", "role": "member", "purpose": "a"}),)),
+            Reply(calls=(call("wait_for_messages"),)),
+        )
+        .script("A", Reply(calls=(call("finish", {"result": "the answer is 42"}),)))
+    )
     svc = make_services(settings, model, redis=any_redis, start=False)
     svc.scheduler = recorder = RecordingScheduler()
     root = AgentSpec(name="O", role="orchestrator", tools=("create_agent", "wait_for_messages"))

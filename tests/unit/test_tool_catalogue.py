@@ -72,8 +72,17 @@ def test_the_planner_sees_the_catalogue_by_category_with_flags() -> None:
         tool_docs=entries,
         patterns=["fan_out"],
         base_tools=["finish"],
-        caps={k: 1 for k in ("max_depth", "children_per_agent", "per_run", "tokens_per_run",
-                             "tokens_per_agent", "cost_per_run_usd")},
+        caps={
+            k: 1
+            for k in (
+                "max_depth",
+                "children_per_agent",
+                "per_run",
+                "tokens_per_run",
+                "tokens_per_agent",
+                "cost_per_run_usd",
+            )
+        },
         library_cohorts=[],
         library_agents=[],
         attached=[],
