@@ -263,3 +263,13 @@ class Keys:
         ``{queue}\\x06\\x16{p}`` (priorities 3, 6, 9 with the default steps)."""
         base = self.celery_broker() + queue
         return [base + suffix for suffix in ("", "\x06\x163", "\x06\x166", "\x06\x169")]
+
+    # -- forms an MCP server asks people to fill in (elicitation) -----------------------
+
+    def forms(self, run_id: str) -> str:
+        """Hash form id → open form (JSON) an MCP tool call waits on (``core.state.forms``)."""
+        return f"{self.prefix}:run:{run_id}:forms"
+
+    def form_answer(self, run_id: str, form_id: str) -> str:
+        """The answer to an open form, written as it is claimed, read by the waiting call."""
+        return f"{self.prefix}:run:{run_id}:form-answer:{form_id}"
