@@ -22,6 +22,8 @@ from core.types.events import (
     BudgetReached,
     ChatPosted,
     ErrorRaised,
+    FormAsked,
+    FormClosed,
     LLMCalled,
     MessageSent,
     Notified,
@@ -77,10 +79,16 @@ class Trace:
             case QuestionClosed():
                 by = f"answered by {escape(named(event.by) if event.by else '?')}"
                 return [f"  [yellow]✓ question {'no answer in time' if event.timed_out else by}[/]"]
+            case FormClosed():
+                by = escape(named(event.by) if event.by else "?")
+                said = "no answer in time" if event.timed_out else f"{event.action} by {by}"
+                return [f"  [yellow]✓ form {said}[/]"]
             case RunStatusChanged():
                 said = f"  [dim]run is {event.status.value} ({escape(named(event.by))})[/]"
                 return [said] if self.verbose else []
-            case QuestionAsked() | ChatPosted() | Notified() | BudgetReached() | RunFinished():
+            case QuestionAsked() | FormAsked() | ChatPosted() | Notified():
+                return []  # in the thread
+            case BudgetReached() | RunFinished():
                 return []  # in the thread
             case _:
                 assert_never(event)

@@ -13,6 +13,8 @@ from core.types.events import (
     BudgetReached,
     ChatPosted,
     ErrorRaised,
+    FormAsked,
+    FormClosed,
     LLMCalled,
     MessageSent,
     Notified,
@@ -108,6 +110,13 @@ def timeline_line(
             answerer = names.get(event.by or "", str(event.by))
             text = "the question timed out" if event.timed_out else f"{answerer} answered"
             return line(text, detail=event.answer or "", tag="question")
+        case FormAsked():
+            asked = "to open a link" if event.url else "to fill in a form"
+            return line(f"{event.server} asked {asked}: {event.message}", tag="question")
+        case FormClosed():
+            answerer = names.get(event.by or "", str(event.by))
+            text = "the form timed out" if event.timed_out else f"{answerer} chose {event.action}"
+            return line(text, tag="question")
         case BudgetReached():
             return line(f"paused at its {event.what} budget", tag="error", detail=event.detail)
         case RunStatusChanged():

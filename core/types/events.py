@@ -8,6 +8,7 @@ from pydantic import Field, TypeAdapter
 
 from core.types._base import Frozen, now
 from core.types.agent import EndReason
+from core.types.forms import FormField
 from core.types.run import RunStatus
 
 
@@ -127,6 +128,30 @@ class QuestionClosed(_EventBase):
     timed_out: bool = False
 
 
+class FormAsked(_EventBase):
+    """An MCP server asks the run's people to fill in a form (``fields``) or to open a
+    link (``url``) while agent ``agent_id``'s tool call waits (``core.tools.elicit``)."""
+
+    kind: Literal["form_asked"] = "form_asked"
+    form_id: str
+    server: str
+    message: str
+    fields: tuple[FormField, ...] = ()
+    url: str | None = None
+    timeout_s: float
+
+
+class FormClosed(_EventBase):
+    """The form was answered (``action``: accept, decline, cancel; ``by``: who) or
+    given up at its time-out."""
+
+    kind: Literal["form_closed"] = "form_closed"
+    form_id: str
+    action: Literal["accept", "decline", "cancel"]
+    by: str | None = None
+    timed_out: bool = False
+
+
 class BudgetReached(_EventBase):
     """The run hit its budget or deadline and is paused: extend it or stop it."""
 
@@ -165,6 +190,8 @@ RunEvent = Annotated[
     | Notified
     | QuestionAsked
     | QuestionClosed
+    | FormAsked
+    | FormClosed
     | BudgetReached
     | RunStatusChanged,
     Field(discriminator="kind"),
