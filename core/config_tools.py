@@ -122,6 +122,9 @@ class McpServer(_Section):
 class McpSettings(_Section):
     connect_timeout_s: float = Field(20.0, gt=0)
     call_timeout_s: float = Field(60.0, gt=0)
+    # How long a tool call waits for a person to answer a form its server asks for
+    # (elicitation) before it tells the server the form was cancelled.
+    elicitation_timeout_s: float = Field(600.0, gt=0)
     servers: dict[str, McpServer] = Field(default_factory=dict)
 
 
