@@ -121,14 +121,51 @@ class McpServer(_Section):
 
 class McpSettings(_Section):
     connect_timeout_s: float = Field(20.0, gt=0)
+    # A call's idle limit: it fails after this long without an answer or a progress
+    # notification (each one starts the limit again), and after call_cap_s in all.
     call_timeout_s: float = Field(60.0, gt=0)
     # How long a tool call waits for a person to answer a form its server asks for
     # (elicitation) before it tells the server the form was cancelled.
     elicitation_timeout_s: float = Field(600.0, gt=0)
+    call_cap_s: float = Field(600.0, gt=0)
+    # A server down at start is tried again in the background: after retry_s, then twice
+    # as long each time, at most retry_max_s apart; its tools appear once it is up.
+    retry_s: float = Field(5.0, gt=0)
+    retry_max_s: float = Field(300.0, gt=0)
+    # How often a task-augmented call's task is polled (unless the server asks for less).
+    task_poll_s: float = Field(1.0, gt=0)
+    # Images a tool returns, at most this big, are shown to a vision-capable model.
+    image_max_bytes: int = Field(4 * _MB, ge=1024)
     servers: dict[str, McpServer] = Field(default_factory=dict)
 
 
+class ToolApprovalSettings(_Section):
+    """Which tool calls wait for a person's click in the run's thread before they run
+    (``[tools.approval]``; core/tools/approval.py decides, docs/approvals.md)."""
+
+    # Tool names, categories (files, code, web, images, mcp, people, …) and MCP servers
+    # whose every call asks.
+    tools: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    servers: tuple[str, ...] = ()
+    # By what an MCP server says of its tool (absent hints count as the spec's defaults:
+    # destructive and open-world unless the tool is read-only): destructive ones ask by
+    # default; open-world ones (they reach the internet) and every tool that is not
+    # read-only (built-in ones too) only if switched on.
+    destructive: bool = True
+    open_world: bool = False
+    not_read_only: bool = False
+    # Tool names that never ask (wins over everything above).
+    never: tuple[str, ...] = ()
+    # Nobody decided within this time: the call is not run and the agent reads so.
+    timeout_s: float = Field(86_400, gt=0)
+    # How much of the call's arguments approvers are shown (secrets masked).
+    arguments_chars: int = Field(1500, ge=100)
+
+
 class ToolsSettings(_Section):
-    """Tool names or categories (files, code, web, images, mcp, …) switched off."""
+    """Tool names or categories (files, code, web, images, mcp, …) switched off, and which
+    calls need a person's approval."""
 
     disabled: tuple[str, ...] = ()
+    approval: ToolApprovalSettings = ToolApprovalSettings()

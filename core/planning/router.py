@@ -20,6 +20,7 @@ from core.planning.errors import PlanningError
 from core.planning.models import planning_model
 from core.planning.structured import Meter, ask_structured
 from core.prompts import PromptLibrary
+from core.tools.approval import direct_safe
 from core.tools.registry import ToolRegistry
 from core.types.agent import AgentSpec
 from core.types.chat import ChatMessage
@@ -61,16 +62,19 @@ def decided_in(text: str) -> RouteDecision | None:
 
 
 def direct_tool_names(settings: Settings, registry: ToolRegistry) -> tuple[str, ...]:
-    """The registry's read-only tools, plus finish.
+    """The registry's tools that are safe with nobody's approval, plus finish: read-only,
+    closed-world (no internet, no outside system: an MCP tool that does not say it is
+    read-only and closed-world is left out) and asking nobody (``core.tools.approval``).
 
     The society's base tools (roster, wait_for_messages) are left out although read-only:
     a lone UI agent has nobody to list or wait for.
     """
     society = set(settings.agents.base_tools) - {"finish"}
+    policy = settings.tools.approval
     names = [
         n
         for n in registry.names()
-        if (t := registry.get(n)) is not None and t.read_only and n not in society
+        if (t := registry.get(n)) is not None and direct_safe(policy, t) and n not in society
     ]
     return tuple(dict.fromkeys([*names, "finish"]))
 

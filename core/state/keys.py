@@ -141,6 +141,12 @@ class Keys:
         """Hash question id → open question (JSON) of an agent waiting for a person."""
         return f"{self.prefix}:run:{run_id}:questions"
 
+    def approvals(self, run_id: str) -> str:
+        """Hash of the run's tool calls waiting for (or given) a person's approval:
+        ``<id>`` → the request, ``decision:<id>``, ``started:<id>``, ``result:<id>``,
+        ``grant:<tool>`` (``core.state.approvals``)."""
+        return f"{self.prefix}:run:{run_id}:approvals"
+
     def runs_index(self) -> str:
         return f"{self.prefix}:runs"
 

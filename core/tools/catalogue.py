@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from core.config_tools import ToolApprovalSettings
+from core.tools.approval import asks_words, needs_approval
 from core.tools.registry import Tool, ToolRegistry
 
 
@@ -47,15 +49,20 @@ def risk_of(registry: ToolRegistry, name: str) -> list[str]:
 _INSIDE = frozenset({"core", "team"})
 
 
-def agent_risks(registry: ToolRegistry, names: Iterable[str]) -> tuple[str, ...]:
+def agent_risks(
+    registry: ToolRegistry, names: Iterable[str], policy: ToolApprovalSettings | None = None
+) -> tuple[str, ...]:
     """For an agent's tools, the ones approvers should notice: ``"run_code: runs code
-    (sandboxed), changes things"``, in the agent's order."""
+    (sandboxed), changes things"``, in the agent's order; with ``policy``, the tools
+    whose calls wait for a person say so (``asks a person before each call``)."""
     out = []
     for name in names:
         t = registry.get(name)
         if t is not None and t.category in _INSIDE:
             continue
         risks = risk_of(registry, name)
+        if t is not None and policy is not None and needs_approval(policy, t):
+            risks = [*risks, asks_words(policy, t)]
         if risks:
             out.append(f"{name}: {', '.join(risks)}")
     return tuple(out)

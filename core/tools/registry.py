@@ -45,6 +45,10 @@ class Tool:
     network: bool = False
     runs_code: bool = False
     server: str = ""
+    # What an MCP server says of its tool (``destructiveHint``, ``openWorldHint``):
+    # it may delete or overwrite things; it reaches outside systems (the internet).
+    destructive: bool = False
+    open_world: bool = False
     # A JSON schema given as is (an MCP server's tool): ``fn`` then gets the model's
     # arguments as one dict, and the schema is the only description of them.
     parameters: dict[str, Any] | None = None
@@ -79,12 +83,12 @@ class Tool:
         out = []
         if self.runs_code:
             out.append("runs code (sandboxed)")
-        if self.network:
+        if self.network or self.open_world:
             out.append("uses the internet")
         if self.server:
             out.append(f"MCP server {self.server}")
         if not self.read_only:
-            out.append("changes things")
+            out.append("may delete or overwrite things" if self.destructive else "changes things")
         return out
 
 

@@ -52,6 +52,15 @@ def is_read_only(server: McpServer, tool: McpTool) -> bool:
     return bool(tool.annotations is not None and tool.annotations.read_only_hint)
 
 
+def hints(server: McpServer, tool: McpTool) -> tuple[bool, bool]:
+    """``(destructive, open_world)`` from the tool's annotations, a hint left out counting
+    as the MCP spec's default (true); a read-only tool destroys nothing."""
+    notes = tool.annotations
+    destructive = notes is None or notes.destructive_hint is None or notes.destructive_hint
+    open_world = notes is None or notes.open_world_hint is None or notes.open_world_hint
+    return (not is_read_only(server, tool) and bool(destructive)), bool(open_world)
+
+
 def mcp_tool(conn: McpConnection, tool: McpTool) -> Tool:
     """The registry's :class:`Tool` calling ``tool`` on ``conn``'s server."""
     server, remote = conn.name, tool.name
@@ -70,6 +79,7 @@ def mcp_tool(conn: McpConnection, tool: McpTool) -> Tool:
         return await result_text(ctx, server, remote, result)
 
     schema = tool.input_schema or {"type": "object", "properties": {}}
+    destructive, open_world = hints(conn.server, tool)
     title = tool.title or (tool.annotations.title if tool.annotations else None) or remote
     return Tool(
         name=tool_name(server, remote),
@@ -81,6 +91,8 @@ def mcp_tool(conn: McpConnection, tool: McpTool) -> Tool:
         category=CATEGORY,
         network=conn.server.transport == "http",
         server=server,
+        destructive=destructive,
+        open_world=open_world,
         parameters=schema,
     )
 
