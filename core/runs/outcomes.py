@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from core.runs.edits import EditProblem
 from core.types.agent import AgentSpec
+from core.types.forms import FormField
 from core.types.run import RunState
 
 
@@ -117,3 +118,23 @@ class Editable:
 
 
 Rating = Rated | AlreadyRated | NotRated
+
+
+@dataclass(frozen=True)
+class ToFill:
+    """A form an MCP server asks for, which the person may answer (what a Fill in button
+    opens): ``fields`` to render, or ``url`` to open (URL mode)."""
+
+    form_id: str
+    server: str
+    message: str
+    fields: tuple[FormField, ...]
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class FormInvalid:
+    """Nothing was sent: what was typed does not fit the form (``problems``: plain
+    words, each naming its field); show them and let the person correct it."""
+
+    problems: tuple[str, ...]
