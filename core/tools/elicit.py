@@ -99,10 +99,10 @@ def asked_event(form: OpenForm, timeout_s: float) -> FormAsked:
     )
 
 
-async def wait_for_answer(store: Store, form: OpenForm, poll_s: float = POLL_S) -> FormReply:
+async def wait_for_answer(store: Store, form: OpenForm, poll_s: float | None = None) -> FormReply:
     """The answer to ``form`` once a person gave it; cancel at its deadline or when the
     run has ended (the form closed then, so a late click is told it is too late)."""
-    looks = 0
+    looks, poll_s = 0, POLL_S if poll_s is None else poll_s
     while True:
         found = await forms.reply_of(store, form.run_id, form.id)
         if found is not None:
