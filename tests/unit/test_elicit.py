@@ -21,7 +21,7 @@ from core.tools.elicit import ElicitAnswer, ElicitRequest, elicit
 from core.types import AgentSpec
 from core.types.agent import AgentState
 from core.types.events import FormAsked, FormClosed
-from core.types.forms import check, fields_of
+from core.types.forms import Typed, check, fields_of
 from core.types.people import Person
 from tests.conftest import make_settings
 
@@ -70,14 +70,15 @@ def test_fields_follow_the_schema_shapes() -> None:
 
 def test_check_gives_content_or_plain_words() -> None:
     fields = fields_of(SCHEMA)
-    typed = {"name": " Ana ", "age": "42", "score": "1.5", "agree": True, "colour": "red",
-             "size": "l", "tags": ["x"], "pets": ["cat", "dog"], "email": ""}  # fmt: skip
+    typed: dict[str, Typed] = {"name": " Ana ", "age": "42", "score": "1.5", "agree": True,
+                               "colour": "red", "size": "l", "tags": ["x"],
+                               "pets": ["cat", "dog"], "email": ""}  # fmt: skip
     content, problems = check(fields, typed)
     assert problems == []
     assert content == {"name": "Ana", "age": 42, "score": 1.5, "agree": True, "colour": "red",
                        "size": "l", "tags": ["x"], "pets": ["cat", "dog"]}  # fmt: skip
-    bad = {"name": "A", "email": "nope", "age": "200", "score": "many", "colour": "blue",
-           "tags": ["x", "y"]}  # fmt: skip
+    bad: dict[str, Typed] = {"name": "A", "email": "nope", "age": "200", "score": "many",
+                             "colour": "blue", "tags": ["x", "y"]}  # fmt: skip
     _, problems = check(fields, bad)
     assert problems == [
         "Your name needs at least 2 characters.",
