@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from core.runs.edits import EditProblem
 from core.types.agent import AgentSpec
-from core.types.forms import FormField
+from core.types.forms import FormField, Problem
 from core.types.run import RunState
 
 
@@ -134,7 +134,11 @@ class ToFill:
 
 @dataclass(frozen=True)
 class FormInvalid:
-    """Nothing was sent: what was typed does not fit the form (``problems``: plain
-    words, each naming its field); show them and let the person correct it."""
+    """Nothing was sent: what was typed does not fit the form (``problems``: each with
+    its field and plain words naming it); show them and let the person correct it."""
 
-    problems: tuple[str, ...]
+    problems: tuple[Problem, ...]
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return tuple(p.text for p in self.problems)

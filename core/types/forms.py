@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import date, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from core.types._base import Frozen
 
@@ -21,6 +21,13 @@ FieldKind = Literal["text", "number", "integer", "boolean", "choice", "choices"]
 Typed = str | bool | list[str] | None
 Value = str | int | float | bool | list[str]
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+class Problem(NamedTuple):
+    """What is wrong with field ``field``, in plain words naming it."""
+
+    field: str
+    text: str
 
 
 class Option(Frozen):
@@ -161,22 +168,22 @@ def _empty(raw: Typed) -> bool:
 
 def check(
     fields: tuple[FormField, ...], typed: Mapping[str, Typed]
-) -> tuple[dict[str, Value], list[str]]:
+) -> tuple[dict[str, Value], list[Problem]]:
     """What a person typed, as the server's content, and the problems in plain words
     (each naming its field); the content counts only when there are none."""
     content: dict[str, Value] = {}
-    problems: list[str] = []
+    problems: list[Problem] = []
     for f in fields:
         raw = typed.get(f.name)
         if isinstance(raw, str):
             raw = raw.strip()
         if _empty(raw) and f.kind != "boolean":
             if f.required:
-                problems.append(f"{f.label} is required.")
+                problems.append(Problem(f.name, f"{f.label} is required."))
             continue
         value, problem = _one(f, raw)
         if problem:
-            problems.append(problem)
+            problems.append(Problem(f.name, problem))
         elif value is not None:
             content[f.name] = value
     return content, problems

@@ -80,7 +80,7 @@ def test_check_gives_content_or_plain_words() -> None:
     bad: dict[str, Typed] = {"name": "A", "email": "nope", "age": "200", "score": "many",
                              "colour": "blue", "tags": ["x", "y"]}  # fmt: skip
     _, problems = check(fields, bad)
-    assert problems == [
+    assert [p.text for p in problems] == [
         "Your name needs at least 2 characters.",
         "email must be an email address.",
         "age must be at most 150.",
@@ -89,8 +89,8 @@ def test_check_gives_content_or_plain_words() -> None:
         "tags: pick at most 1.",
     ]
     _, missing = check(fields, {"age": "x1"})
-    assert missing == ["Your name is required.", "age must be a whole number.",
-                       "colour is required."]  # fmt: skip
+    assert [(p.field, p.text) for p in missing] == [("name", "Your name is required."),
+        ("age", "age must be a whole number."), ("colour", "colour is required.")]  # fmt: skip
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ async def test_the_requester_fills_in_the_form_once(svc: Services) -> None:
     assert isinstance(opened, ToFill) and opened.message == "Your details?"
 
     wrong = await people.answer_form(svc, ctx.run_id, asked.form_id, ALICE, "accept", {"age": "0"})
-    assert isinstance(wrong, FormInvalid) and "age must be at least 1." in wrong.problems
+    assert isinstance(wrong, FormInvalid) and "age must be at least 1." in wrong.lines
     typed = {"name": "Ana", "age": "7", "colour": "green"}
     done = await people.answer_form(svc, ctx.run_id, asked.form_id, ALICE, "accept", typed)
     assert isinstance(done, Done) and done.line == "Sent by Alice to shop."
