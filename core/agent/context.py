@@ -42,6 +42,9 @@ class ToolContext:
         self.question: str | None = None
         # Set by the ``finish`` tool: the agent's final result.
         self.finish_result: str | None = None
+        # Images tools returned this turn (file path, data URL): they join the thread with
+        # the results, for a model that sees images (``core.tools.mcp.results``).
+        self.images: list[tuple[str, str]] = []
 
     @property
     def settings(self) -> Settings:

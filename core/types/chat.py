@@ -23,6 +23,9 @@ class ChatMessage(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    # Images a tool returned with this result (data URLs), shown to a model that sees
+    # images after the results (``core.llm.vision``); left out of the JSON when none.
+    images: tuple[str, ...] = Field(default=(), exclude_if=lambda v: not v)
 
     def to_openai(self) -> dict[str, Any]:
         """The wire shape litellm and OpenAI-compatible servers take."""

@@ -34,6 +34,9 @@ async def run(turn: Turn, ready: Ready, called: Called) -> Ran:
         state.recent_calls = state.recent_calls[-repeats:]
     for one, (ok, content) in zip(calls, await _execute_all(turn, ready, calls), strict=True):
         _record(turn, one, ok, content)
+    if calls and turn.io.ctx.images:  # images tools returned, for a model that sees them
+        turn.state.thread[-1].images = tuple(url for _, url in turn.io.ctx.images)
+        turn.io.ctx.images.clear()
     await faults.point(svc, "after_tools")
     return Ran(stalled, text_end)
 
