@@ -89,6 +89,8 @@ class AgentState(BaseModel):
     children: list[str] = Field(default_factory=list)
     # The id of the question it asked a person and still waits on (ask_user).
     open_question: str | None = None
+    # The id of its tool call waiting for a person's approval (core.agent.approvals).
+    open_approval: str | None = None
     result: str | None = None
     end_reason: EndReason | None = None
     end_detail: str = ""

@@ -8,6 +8,7 @@ from pydantic import Field, TypeAdapter
 
 from core.types._base import Frozen, now
 from core.types.agent import EndReason
+from core.types.approvals import ApprovalDecision, ApprovalRequest
 from core.types.forms import FormField
 from core.types.run import RunStatus
 
@@ -152,6 +153,23 @@ class FormClosed(_EventBase):
     timed_out: bool = False
 
 
+class ApprovalAsked(_EventBase):
+    """An agent's tool call waits for a person's approval (``core.runs.people.
+    approve_action`` decides it); the request says what approvers are shown."""
+
+    kind: Literal["approval_asked"] = "approval_asked"
+    request: ApprovalRequest
+
+
+class ApprovalDecided(_EventBase):
+    """A person decided about a waiting tool call (or nobody did in time)."""
+
+    kind: Literal["approval_decided"] = "approval_decided"
+    approval_id: str
+    tool: str
+    decision: ApprovalDecision
+
+
 class BudgetReached(_EventBase):
     """The run hit its budget or deadline and is paused: extend it or stop it."""
 
@@ -192,6 +210,8 @@ RunEvent = Annotated[
     | QuestionClosed
     | FormAsked
     | FormClosed
+    | ApprovalAsked
+    | ApprovalDecided
     | BudgetReached
     | RunStatusChanged,
     Field(discriminator="kind"),
