@@ -135,7 +135,8 @@ class McpSettings(_Section):
     # How often a task-augmented call's task is polled (unless the server asks for less).
     task_poll_s: float = Field(1.0, gt=0)
     # Images a tool returns, at most this big, are shown to a vision-capable model.
-    image_max_bytes: int = Field(4 * _MB, ge=1024)
+    # (Kept in the agent's thread while it lives: keep this small.)
+    image_max_bytes: int = Field(1 * _MB, ge=1024)
     servers: dict[str, McpServer] = Field(default_factory=dict)
 
 

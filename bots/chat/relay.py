@@ -24,6 +24,7 @@ from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any
 
+from bots.chat.approvals import follow_approval
 from bots.chat.links import run_link
 from bots.chat.outbox import Entry
 from bots.chat.outputs import queue_outputs
@@ -49,6 +50,8 @@ from core.services import Services
 from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
+    ApprovalAsked,
+    ApprovalDecided,
     AgentFinished,
     BudgetReached,
     ChatPosted,
@@ -60,6 +63,7 @@ from core.types.events import (
     RunStarted,
     RunStatusChanged,
     ToolCalled,
+    ToolProgress,
 )
 from core.types.run import RunStatus
 
@@ -168,6 +172,12 @@ class ThreadRelay:
             case ToolCalled():
                 self._status(phase="running", tool_calls=line.tool_calls + 1)
                 self._status(who=self._who(event.agent_id), doing="used", tool=event.tool)
+            case ToolProgress():
+                done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total else "")
+                about = f" {event.message}" if event.message else ""
+                self._status(who=self._who(event.agent_id), doing="is using")
+                self._status(tool=f"{event.tool} ({done}){about}")
+                self.show_status()
             case AgentFinished():
                 who, reason = self._who(event.agent_id), event.reason.value
                 self._status(phase="running", finished=line.finished + 1)
@@ -193,6 +203,8 @@ class ThreadRelay:
                 self._status(cost_usd=event.cost_usd)
                 await self.post_outputs(event)
                 self.post_result(event)
+            case ApprovalAsked() | ApprovalDecided():
+                await follow_approval(self, event)
             case BudgetReached() | RunStatusChanged(status=RunStatus.RUNNING):
                 await follow_pause(self, event)
             case _:

@@ -25,6 +25,7 @@ from core.types.events import (
     RunStarted,
     RunStatusChanged,
     ToolCalled,
+    ToolProgress,
     TurnStarted,
 )
 from core.types.run import RunStatus
@@ -123,7 +124,7 @@ def timeline_line(
             # A status an agent caused (waiting for a person) names the agent.
             by = names.get(event.by, event.by)
             return line(f"the run is {event.status.value}", by=by, detail=event.note)
-        case TurnStarted() | LLMCalled() | ToolCalled():
+        case TurnStarted() | LLMCalled() | ToolCalled() | ToolProgress():
             return None
         case _:
             assert_never(event)

@@ -1,7 +1,8 @@
 """What every model client shares, whatever carries the call (litellm or our own aiohttp
 client): the chat-completions body a request becomes, and the retry policy — backoff
 with jitter, or the server's Retry-After, per :class:`~core.llm.failures.CallFailure`.
-Pure: no I/O; may call ``core.llm.base``, ``core.llm.failures`` and ``core.config``."""
+Pure: no I/O; may call ``core.llm.base``, ``core.llm.failures``, ``core.llm.vision`` and
+``core.config``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any, TypeVar
 from core.config import LLMSettings
 from core.llm.base import LLMRequest
 from core.llm.failures import CallFailure
+from core.llm.vision import wire_messages
 
 T = TypeVar("T")
 
@@ -24,7 +26,7 @@ def chat_body(request: LLMRequest, s: LLMSettings, *, shared_tools: bool = False
     unless ``shared_tools`` says the caller only serialises them (litellm may change them)."""
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": [m.to_openai() for m in request.messages],
+        "messages": wire_messages(request.messages, request.model),
         "max_tokens": request.max_tokens or s.max_output_tokens,
         "temperature": s.temperature,
     }

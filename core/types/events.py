@@ -60,6 +60,17 @@ class ToolCalled(_EventBase):
     result: str
 
 
+class ToolProgress(_EventBase):
+    """A tool call still at work reported how far it got (an MCP progress notification);
+    shown in the run's status line, not kept as a milestone."""
+
+    kind: Literal["tool_progress"] = "tool_progress"
+    tool: str
+    progress: float
+    total: float | None = None
+    message: str = ""
+
+
 class MessageSent(_EventBase):
     kind: Literal["message_sent"] = "message_sent"
     message_id: str
@@ -200,6 +211,7 @@ RunEvent = Annotated[
     | TurnStarted
     | LLMCalled
     | ToolCalled
+    | ToolProgress
     | MessageSent
     | AgentFinished
     | RunFinished

@@ -115,9 +115,10 @@ async def test_stdio_tools_calls_errors_and_timeouts(mcp_services: Any) -> None:
     assert again.content == "2"
 
     picture = await run_tool(svc, "fake__picture")
-    assert picture.ok and picture.content.startswith("a single pixel\n[image saved as mcp/fake/")
+    assert picture.ok
+    assert picture.content.startswith("a single pixel\n[image saved as outputs/fake-picture-")
     files = [f.path for f in await svc.workspace.files("run-mcp")]
-    assert len(files) == 1 and files[0].endswith(".png")
+    assert len(files) == 1 and files[0].startswith("outputs/") and files[0].endswith(".png")
     assert hub_of(svc).get("fake").connects == 1
 
 

@@ -17,10 +17,12 @@ import httpx2
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CONNECTION_CLOSED
+from mcp_types import CONNECTION_CLOSED, Implementation
 
 from core.config_tools import McpServer, McpSettings
 from core.errors import RunError
+
+CLIENT_INFO = Implementation(name="caramba", version="0.1")
 
 # The HTTP client's read timeout: a streamable HTTP server may hold a response stream
 # open; each call has its own time limit (``mcp.call_timeout_s``) besides.
@@ -52,10 +54,18 @@ def secrets(name: str, server: McpServer, environ: Mapping[str, str]) -> dict[st
 
 @contextlib.asynccontextmanager
 async def open_client(
-    name: str, server: McpServer, settings: McpSettings, environ: Mapping[str, str] | None = None
+    name: str,
+    server: McpServer,
+    settings: McpSettings,
+    environ: Mapping[str, str] | None = None,
+    *,
+    errlog: TextIO | None = None,
+    **callbacks: Any,
 ) -> AsyncIterator[Client]:
     """A connected SDK client (handshake done). Enter and exit it in the same task: the SDK
-    runs its transport in anyio task groups tied to the task that entered them."""
+    runs its transport in anyio task groups tied to the task that entered them.
+    ``errlog``: where a stdio server's stderr goes; ``callbacks``: the SDK ``Client``'s
+    (``elicitation_callback``, ``message_handler``), which also declare the capabilities."""
     env = os.environ if environ is None else environ
     secret = secrets(name, server, env)
     async with contextlib.AsyncExitStack() as stack:
@@ -67,7 +77,7 @@ async def open_client(
             )
             # The server's stderr goes to the process's own (a file descriptor), not to
             # whatever sys.stderr is now (a test runner's or a CLI runner's buffer has none).
-            transport = stdio_client(params, errlog=_server_log())
+            transport = stdio_client(params, errlog=errlog or _server_log())
         else:
 
             async def record(response: httpx2.Response) -> None:
@@ -81,7 +91,8 @@ async def open_client(
             )
             await stack.enter_async_context(http)
             transport = streamable_http_client(server.url, http_client=http)
-        client = Client(transport)
+        # No response cache: a listing is read again when the server says it changed.
+        client = Client(transport, client_info=CLIENT_INFO, cache=None, **callbacks)
         try:
             await stack.enter_async_context(client)
         except Exception as exc:
@@ -137,3 +148,10 @@ def leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+def said(exc: BaseException) -> str:
+    cause = leaf(exc)
+    if isinstance(cause, MCPError):
+        return cause.message
+    return f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any
 
 from mcp import Client, MCPError
 from mcp_types import (
@@ -21,15 +21,20 @@ from mcp_types import (
     INVALID_REQUEST,
     REQUEST_TIMEOUT,
     CallToolResult,
-    Tool,
+    ToolListChangedNotification,
 )
 
 from core.config_tools import McpServer, McpSettings
-from core.tools.mcp.connect import McpServerError, leaf, open_client
+from core.tools.mcp.connect import McpServerError, leaf, open_client, said
+from core.tools.mcp.inflight import Call, InFlight
+from core.tools.mcp.stderr import ServerLog
+from core.tools.mcp.tasks import call_as_task
+
+if TYPE_CHECKING:
+    from core.agent.context import ToolContext
 
 log = logging.getLogger(__name__)
 
-_MAX_PAGES = 100  # tools/list pages read at most (a server paging forever cannot hang us)
 _CLOSE_S = 10.0  # how long the owner task may take to close the session
 
 
@@ -52,6 +57,11 @@ class McpConnection:
         self._stop = asyncio.Event()
         self._lock = asyncio.Lock()
         self.connects = 0  # sessions opened so far (1 + reconnections)
+        self.inflight = InFlight(name)
+        self._log: ServerLog | None = None
+        # Called (in a task of its own) when the server says its tool list changed.
+        self.on_tools_changed: Callable[[], Coroutine[Any, Any, None]] | None = None
+        self._background: set[asyncio.Task[None]] = set()
 
     @property
     def connected(self) -> bool:
@@ -91,8 +101,18 @@ class McpConnection:
 
     async def _own(self, ready: asyncio.Future[Client], stop: asyncio.Event) -> None:
         """Enter the SDK's context managers, hand the client over, wait, exit: one task."""
+        if self.server.transport == "stdio" and self._log is None:
+            self._log = ServerLog(self.name)
         try:
-            async with open_client(self.name, self.server, self.settings, self._environ) as client:
+            async with open_client(
+                self.name,
+                self.server,
+                self.settings,
+                self._environ,
+                errlog=self._log.file if self._log is not None else None,
+                elicitation_callback=self.inflight.elicitation,
+                message_handler=self._on_message,
+            ) as client:
                 ready.set_result(client)
                 await stop.wait()
         except Exception as exc:
@@ -126,57 +146,51 @@ class McpConnection:
             await asyncio.wait({owner}, timeout=_CLOSE_S)
 
     async def aclose(self) -> None:
+        for task in list(self._background):
+            task.cancel()
         async with self._lock:
             await self._drop()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
-    async def _discard(self, client: Client) -> None:
+    async def _on_message(self, message: Any) -> None:
+        """The SDK's message handler: a changed tool list is read again, in a task of its
+        own (never in the session's receive path)."""
+        if isinstance(message, ToolListChangedNotification) and self.on_tools_changed:
+            task = asyncio.create_task(self.on_tools_changed(), name=f"mcp-relist-{self.name}")
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def discard(self, client: Client) -> None:
         """Drop the session ``client`` was part of, unless another call has already
         replaced it with a new one."""
         async with self._lock:
             if self._client is client or not self.connected:
                 await self._drop()
 
-    async def list_tools(self) -> list[Tool]:
-        """Every tool the server offers (all pages)."""
-        client = await self.client()
-        tools: list[Tool] = []
-        cursor: str | None = None
-        try:
-            async with asyncio.timeout(self.settings.call_timeout_s):
-                for _ in range(_MAX_PAGES):
-                    page = await client.list_tools(cursor=cursor)
-                    tools.extend(page.tools)
-                    cursor = page.next_cursor
-                    if cursor is None:
-                        break
-        except TimeoutError:
-            raise McpServerError(
-                self.name, f"MCP server {self.name!r} did not list its tools in time"
-            ) from None
-        except Exception as exc:
-            await self._discard(client)
-            raise McpServerError(
-                self.name, f"MCP server {self.name!r} could not list its tools: {_said(exc)}"
-            ) from exc
-        return tools
-
     async def call(
-        self, tool: str, arguments: dict[str, Any], *, repeatable: bool
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        repeatable: bool,
+        ctx: ToolContext | None = None,
+        shown_as: str = "",
+        as_task: bool = False,
     ) -> CallToolResult:
-        """Call ``tool``; a connection found closed is opened again, and the call repeated
-        only if ``repeatable`` (a read-only tool): a change is never made twice unasked."""
+        """Call ``tool`` for the turn of ``ctx`` (its people answer the server's questions;
+        its run's status shows the progress), as a task if ``as_task``. A connection found
+        closed is opened again, and the call repeated only if ``repeatable`` (a read-only
+        tool): a change is never made twice unasked."""
         for attempt in (1, 2):
             client = await self.client()
+            call = self._new_call(tool, ctx, shown_as or tool)
             try:
-                async with asyncio.timeout(self.settings.call_timeout_s):
-                    return await client.call_tool(tool, arguments)
+                with self.inflight.track(call):
+                    return await self._timed(client, call, arguments, as_task)
             except TimeoutError:
-                raise McpServerError(
-                    self.name,
-                    f"MCP server {self.name!r} did not answer {tool} within "
-                    f"{self.settings.call_timeout_s:g} s (mcp.call_timeout_s). It may be stuck "
-                    "or the work too big: try smaller work later, or go on without it.",
-                ) from None
+                raise McpServerError(self.name, self._too_long(call)) from None
             except MCPError as exc:
                 if exc.code == REQUEST_TIMEOUT:
                     raise McpServerError(
@@ -186,7 +200,7 @@ class McpConnection:
                     if exc.code in (INVALID_REQUEST, INTERNAL_ERROR):
                         # Maybe the session is gone (an HTTP server restarted, a proxy's
                         # error page): the next call starts a new one.
-                        await self._discard(client)
+                        await self.discard(client)
                     raise McpServerError(
                         self.name,
                         f"MCP server {self.name!r} refused the call to {tool}: {exc.message}",
@@ -198,9 +212,9 @@ class McpConnection:
                 raise McpServerError(
                     self.name,
                     f"MCP server {self.name!r} answered {tool} with something that cannot be "
-                    f"used ({_said(exc)}). Try other arguments, or go on another way.",
+                    f"used ({said(exc)}). Try other arguments, or go on another way.",
                 ) from exc
-            await self._discard(client)
+            await self.discard(client)
             if not (repeatable and attempt == 1):
                 raise McpServerError(self.name, await self._lost(tool, repeatable, lost))
             log.info(
@@ -208,9 +222,46 @@ class McpConnection:
             )
         raise AssertionError("unreachable")
 
+    def _new_call(self, tool: str, ctx: ToolContext | None, shown_as: str) -> Call:
+        now = asyncio.get_running_loop().time()
+        cap_at = now + max(self.settings.call_cap_s, self.settings.call_timeout_s)
+        return Call(tool, shown_as, ctx, self.settings.call_timeout_s, cap_at)
+
+    async def _timed(
+        self, client: Client, call: Call, arguments: dict[str, Any], as_task: bool
+    ) -> CallToolResult:
+        """The call under its limits: idle (started again by each progress notification)
+        and the hard cap."""
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            await self.inflight.progressed(call, progress, total, message)
+
+        async with asyncio.timeout(self.settings.call_timeout_s) as timer:
+            call.timer = timer
+            if as_task:
+                return await call_as_task(
+                    client, self.inflight, call, arguments, self.settings.task_poll_s
+                )
+            return await client.call_tool(call.tool, arguments, progress_callback=on_progress)
+
+    def _too_long(self, call: Call) -> str:
+        s = self.settings
+        if call.capped:
+            return (
+                f"MCP server {self.name!r} was still at work on {call.tool} after "
+                f"{s.call_cap_s:g} s, the most any call may take (mcp.call_cap_s). Try "
+                "smaller work, or go on without it."
+            )
+        quiet = "went quiet on" if call.progressed else "did not answer"
+        return (
+            f"MCP server {self.name!r} {quiet} {call.tool} within {s.call_timeout_s:g} s "
+            "(mcp.call_timeout_s). It may be stuck or the work too big: try smaller work "
+            "later, or go on without it."
+        )
+
     async def _lost(self, tool: str, repeatable: bool, exc: BaseException) -> str:
         """What to tell the model of a call the connection broke under."""
-        head = f"MCP server {self.name!r} closed the connection during {tool} ({_said(exc)})"
+        head = f"MCP server {self.name!r} closed the connection during {tool} ({said(exc)})"
         if repeatable:
             return f"{head}, twice. It seems to be failing: go on without its tools for now."
         try:  # is it back (a crash, restarted) or down? Ready for the next call either way.
@@ -221,10 +272,3 @@ class McpConnection:
             f"{head}; the server may have crashed. It may or may not have done it: check "
             "before calling it again."
         )
-
-
-def _said(exc: BaseException) -> str:
-    cause = leaf(exc)
-    if isinstance(cause, MCPError):
-        return cause.message
-    return f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__

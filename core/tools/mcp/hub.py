@@ -1,9 +1,11 @@
-"""The MCP servers of one process: a session per configured, enabled server."""
+"""The MCP servers of one process: a session per configured, enabled server, and the
+background work about them (a server down at start tried again)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
+from typing import Any
 
 from core.config_tools import McpSettings
 from core.tools.mcp.connection import McpConnection
@@ -20,10 +22,21 @@ class McpHub:
             for name, server in settings.servers.items()
             if server.enabled
         }
+        self._background: set[asyncio.Task[None]] = set()
 
     def get(self, name: str) -> McpConnection | None:
         return self.connections.get(name)
 
+    def spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``work`` in the background until it ends or the hub closes."""
+        task = asyncio.create_task(work, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     async def aclose(self) -> None:
-        """Close every session (each server's process ends, HTTP sessions are ended)."""
+        """Stop the background work; close every session (each server's process ends,
+        HTTP sessions are ended)."""
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         await asyncio.gather(*(c.aclose() for c in self.connections.values()))

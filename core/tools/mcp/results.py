@@ -1,5 +1,8 @@
-"""What an MCP tool's result becomes for the model: its text, and its images, audio and
-binary resources saved into the run's workspace (or described, if they cannot be)."""
+"""What an MCP tool's result becomes for the model: its structured content (preferred
+where the server gives it) or its text; images, audio and binary resources saved into the
+run's ``outputs/`` (so they reach the thread with the run's other files), images also
+shown to a vision-capable model (``ToolContext.images``); resource links named with the
+tool that reads them."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from mcp_types import (
     ImageContent,
     ResourceLink,
     TextContent,
+    TextResourceContents,
 )
 
 from core.agent.context import ToolContext
@@ -26,15 +30,28 @@ from core.errors import WorkspaceError
 from core.workspace.base import human_size
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+OUTPUTS = "outputs/"
+
+
+def reader_name(server: str) -> str:
+    """The registry name of a server's resource reader (``core.tools.mcp.resources``)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"{server}__read_resource")[:64]
 
 
 async def result_text(ctx: ToolContext, server: str, tool: str, result: CallToolResult) -> str:
-    """The result's content as text: text joined, binary content saved and described."""
+    """The result for the model: structured content as JSON if given (its text blocks
+    usually repeat it), else the text blocks; other content saved and described."""
+    structured = result.structured_content
+    has_text = any(isinstance(b, TextContent) for b in result.content)
+    if has_text and isinstance(structured, dict) and list(structured) == ["result"]:
+        structured = None  # a plain value wrapped (FastMCP): its text says it as simply
     parts: list[str] = []
+    if structured is not None:
+        parts.append(json.dumps(structured, ensure_ascii=False, default=str))
     for block in result.content:
-        parts.append(await _block_text(ctx, server, tool, block))
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False, default=str))
+        if structured is not None and isinstance(block, TextContent):
+            continue
+        parts.append(await block_text(ctx, server, tool, block))
     return "\n".join(parts) if parts else "(the tool returned nothing)"
 
 
@@ -44,37 +61,50 @@ def error_text(result: CallToolResult) -> str:
     return text or "no details given"
 
 
-async def _block_text(ctx: ToolContext, server: str, tool: str, block: ContentBlock) -> str:
+async def block_text(ctx: ToolContext, server: str, tool: str, block: ContentBlock) -> str:
     if isinstance(block, TextContent):
         return block.text
     if isinstance(block, ImageContent | AudioContent):
         kind = "image" if isinstance(block, ImageContent) else "audio"
-        return await _save(ctx, server, tool, kind, block.data, block.mime_type)
+        return await save(ctx, server, tool, kind, block.data, block.mime_type)
     if isinstance(block, EmbeddedResource):
-        res = block.resource
-        if isinstance(res, BlobResourceContents):
-            mime = res.mime_type or "application/octet-stream"
-            saved = await _save(ctx, server, tool, "resource", res.blob, mime)
-            return f"{saved} (resource {res.uri})"
-        return f"[resource {res.uri}]\n{res.text}"
+        return await contents_text(ctx, server, tool, block.resource)
     if isinstance(block, ResourceLink):
         about = f": {block.description}" if block.description else ""
-        return f"[link to resource {block.name} at {block.uri}{about}]"
+        return (
+            f"[link to resource {block.name} at {block.uri}{about}; read it with "
+            f"{reader_name(server)}]"
+        )
     return f"[{getattr(block, 'type', 'unknown')} content, not shown]"
 
 
-async def _save(ctx: ToolContext, server: str, tool: str, kind: str, data: str, mime: str) -> str:
-    """Save base64 ``data`` as a workspace file named by its content (a turn run again
-    writes the same file); a description of what happened either way."""
+async def contents_text(
+    ctx: ToolContext, server: str, tool: str, res: TextResourceContents | BlobResourceContents
+) -> str:
+    """A resource's contents: its text, or its bytes saved as a file."""
+    if isinstance(res, BlobResourceContents):
+        mime = res.mime_type or "application/octet-stream"
+        kind = "image" if mime.startswith("image/") else "resource"
+        saved = await save(ctx, server, tool, kind, res.blob, mime)
+        return f"{saved} (resource {res.uri})"
+    return f"[resource {res.uri}]\n{res.text}"
+
+
+async def save(ctx: ToolContext, server: str, tool: str, kind: str, data: str, mime: str) -> str:
+    """Save base64 ``data`` under the run's ``outputs/``, named by its content (a turn run
+    again writes the same file); an image small enough is also staged for the model. A
+    description of what happened either way."""
     try:
         raw = base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError):
         return f"[{kind} ({mime}) that could not be decoded]"
     ext = mimetypes.guess_extension(mime) or ".bin"
     digest = hashlib.sha256(raw).hexdigest()[:12]
-    path = f"mcp/{_UNSAFE.sub('_', server)}/{_UNSAFE.sub('_', tool)}-{digest}{ext}"
+    path = f"{OUTPUTS}{_UNSAFE.sub('_', server)}-{_UNSAFE.sub('_', tool)}-{digest}{ext}"
     try:
         await ctx.workspace.write(ctx.run_id, path, raw)
     except WorkspaceError as exc:
         return f"[{kind} ({mime}, {human_size(len(raw))}) not saved: {exc}]"
+    if kind == "image" and len(raw) <= ctx.settings.mcp.image_max_bytes:
+        ctx.images.append((path, f"data:{mime};base64,{data}"))
     return f"[{kind} saved as {path} ({mime}, {human_size(len(raw))})]"

@@ -1,28 +1,23 @@
 """MCP servers' tools in the registry: ``<server>__<tool>``, their schema as the server
 gives it, read-only from the tool's annotations or from config, every failure a tool
-error the model reads (never a crashed turn)."""
+error the model reads (never a crashed turn). ``core.tools.mcp.live`` keeps them in the
+registry."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import logging
 import re
 from typing import Any
 
 from mcp_types import Tool as McpTool
 
 from core.agent.context import ToolContext
-from core.config import Settings
 from core.config_tools import McpServer
 from core.errors import ToolRetry
 from core.tools.mcp.connect import McpServerError
 from core.tools.mcp.connection import McpConnection
-from core.tools.mcp.hub import McpHub
 from core.tools.mcp.results import error_text, result_text
-from core.tools.registry import RawArguments, Tool, ToolRegistry
-
-log = logging.getLogger(__name__)
+from core.tools.registry import RawArguments, Tool
 
 # What OpenAI allows as a function name: ^[a-zA-Z0-9_-]{1,64}$.
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9_-]")
@@ -61,14 +56,18 @@ def hints(server: McpServer, tool: McpTool) -> tuple[bool, bool]:
     return (not is_read_only(server, tool) and bool(destructive)), bool(open_world)
 
 
-def mcp_tool(conn: McpConnection, tool: McpTool) -> Tool:
-    """The registry's :class:`Tool` calling ``tool`` on ``conn``'s server."""
+def mcp_tool(conn: McpConnection, tool: McpTool, *, as_task: bool = False) -> Tool:
+    """The registry's :class:`Tool` calling ``tool`` on ``conn``'s server (as a task if
+    ``as_task``)."""
     server, remote = conn.name, tool.name
     read_only = is_read_only(conn.server, tool)
+    name = tool_name(server, remote)
 
     async def call(ctx: ToolContext, arguments: dict[str, Any]) -> str:
         try:
-            result = await conn.call(remote, arguments, repeatable=read_only)
+            result = await conn.call(
+                remote, arguments, repeatable=read_only, ctx=ctx, shown_as=name, as_task=as_task
+            )
         except McpServerError as exc:
             raise ToolRetry(str(exc)) from exc
         if result.is_error:
@@ -82,7 +81,7 @@ def mcp_tool(conn: McpConnection, tool: McpTool) -> Tool:
     destructive, open_world = hints(conn.server, tool)
     title = tool.title or (tool.annotations.title if tool.annotations else None) or remote
     return Tool(
-        name=tool_name(server, remote),
+        name=name,
         description=(tool.description or "").strip() or f"{title} (from MCP server {server}).",
         fn=call,
         args_model=RawArguments,
@@ -95,40 +94,3 @@ def mcp_tool(conn: McpConnection, tool: McpTool) -> Tool:
         open_world=open_world,
         parameters=schema,
     )
-
-
-async def add_mcp_tools(registry: ToolRegistry, settings: Settings, hub: McpHub) -> None:
-    """Connect every server of ``hub`` (at once) and register its tools; a server that
-    cannot start has its tools marked unavailable with the reason; the process goes on.
-    ``tools.disabled`` (names, ``mcp``, or a server's name) applies as to any tool."""
-    conns = list(hub.connections.values())
-    listings = await asyncio.gather(*(_listing(c) for c in conns))
-    off = set(settings.tools.disabled)
-    for conn, listing in zip(conns, listings, strict=True):
-        if isinstance(listing, str):
-            log.warning("%s", listing)
-            registry.mark_unavailable(unavailable_name(conn.name), listing)
-            continue
-        for remote in listing:
-            if remote.name in conn.server.exclude:
-                continue
-            t = mcp_tool(conn, remote)
-            if t.name in registry or t.name in registry.unavailable:
-                log.warning("MCP tool %s of server %r: name %s is taken; skipped",
-                            remote.name, conn.name, t.name)  # fmt: skip
-                continue
-            registry.register(t)
-            if conn.name in off:
-                registry.mark_unavailable(t.name, "switched off in config (tools.disabled)")
-    registry.disable(off)
-
-
-async def _listing(conn: McpConnection) -> list[McpTool] | str:
-    """The server's tools, or why there are none."""
-    try:
-        return await conn.list_tools()
-    except McpServerError as exc:
-        return str(exc)
-    except Exception as exc:  # a bug or surprise in one server must not stop the process
-        log.exception("MCP server %r: listing its tools failed", conn.name)
-        return f"MCP server {conn.name!r} could not list its tools: {type(exc).__name__}: {exc}"
