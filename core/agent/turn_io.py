@@ -13,12 +13,13 @@ from core.agent.create import created_event
 from core.agent.wake import submit_jobs, wake_agent
 from core.effects import intents, timers
 from core.services import Services
-from core.state import agents
+from core.state import agents, approvals
 from core.state.bus import Delivered, Outgoing, delivered
 from core.state.routing import Route
 from core.state.store import AfterSave, PipelineWrite
 from core.state.turn_start import StartReply
 from core.types.agent import AgentSpec, AgentState, AgentStatus
+from core.types.approvals import ApprovalRequest
 from core.types.chat import ChatMessage, Usage
 from core.types.events import ErrorRaised, MessageSent, RunEvent
 from core.types.messages import HumanReply, Message, ResultMessage
@@ -43,6 +44,10 @@ class TurnIO:
         self.seq = state.seq
         # A question this turn asked a person (ask_user), saved with the turn.
         self.question: questions.OpenQuestion | None = None
+        # A tool call of this turn waiting for a person's approval (core.agent.approvals),
+        # and the events of a decided one whose outcome this turn placed.
+        self.approval: ApprovalRequest | None = None
+        self.settled: list[RunEvent] = []
 
     @property
     def run_id(self) -> str:
@@ -136,7 +141,7 @@ class TurnIO:
         _ = Route  # routing rules always allow a child to reach its parent
 
     def events(self) -> list[RunEvent]:
-        events: list[RunEvent] = []
+        events: list[RunEvent] = list(self.settled)
         for child in self.ctx.spawned:
             events.append(created_event(self.svc, child))
         for out in self.ctx.outbox:
@@ -178,6 +183,8 @@ class TurnIO:
             writes.append(intents.save_write(svc, keyed))
         if self.question is not None:
             writes.append(questions.ask_write(svc, self.question))
+        if self.approval is not None and self.state.open_approval == self.approval.id:
+            writes.append(approvals.ask_write(svc.store, self.approval))
         return writes
 
     def after_save(self, lease: tuple[str, str] | None) -> AfterSave:
@@ -209,6 +216,10 @@ class TurnIO:
         if jobs:
             await submit_jobs(svc, run_id, jobs)
             svc.store.turns.done(run_id, self.state.spec.id, self.seq)
+        asked = self.approval
+        if asked is not None and self.state.open_approval == asked.id:
+            timer = timers.WakeAgent(id=asked.id, run_id=run_id, agent_id=asked.agent_id)
+            await timers.schedule(svc, timer, asked.deadline)
         if self.state.open_question and self.state.status.waiting:
             # (Re-)arm the time-out; the timer's id is the question's, so this is idempotent.
             q = self.question or await questions.get(svc, run_id, self.state.open_question)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from core.runs.edits import EditProblem
 from core.types.agent import AgentSpec
+from core.types.approvals import ApprovalDecision, ApprovalRequest
 from core.types.forms import FormField, Problem
 from core.types.run import RunState
 
@@ -142,3 +143,18 @@ class FormInvalid:
     @property
     def lines(self) -> tuple[str, ...]:
         return tuple(p.text for p in self.problems)
+
+
+@dataclass(frozen=True)
+class ActionDecided:
+    """A person decided about a tool call waiting for approval (``request``): ``said``
+    names them (``Denied by Alice: not that folder.``); the agent is woken to go on."""
+
+    run: RunState
+    request: ApprovalRequest
+    decision: ApprovalDecision
+    said: Said
+
+    @property
+    def line(self) -> str:
+        return self.said.line

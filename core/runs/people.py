@@ -13,6 +13,8 @@ inside and a typed outcome (``core.runs.outcomes``) that adapters only render.
 - :func:`open_form`, :func:`answer_form` — who may decide: a form an MCP server asks
   for (elicitation, ``core.runs.forms``), opened, then accepted (checked), declined or
   dismissed while its tool call waits.
+- :func:`approve_action` — who may decide, a run not ended yet, once per waiting tool
+  call (``core.agent.approvals``: concurrent clicks make one decision).
 - :func:`rate` — anybody, one vote per person and run (kept through ``core.state.people``).
 - :func:`names` — the names people were last seen under here (each action keeps the
   person's), for pages that hold only ids (the inspector, the web chat's who port).
@@ -22,16 +24,18 @@ into a :class:`~core.types.people.Person` and pass their ``who`` port to name an
 else; every line people read names people, never ids.
 
 May call: ``core.runs`` (approval, control, budget, requests, learning),
-``core.agent.questions``, ``core.state`` (through ``svc.store`` and
+``core.agent.questions``, ``core.agent.approvals``, ``core.state`` (through ``svc.store`` and
 ``core.state.people``). Never a chat platform.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from core.agent import approvals
 from core.agent.questions import answer_question, follow_up, open_questions
 from core.runs import approval, learning
 from core.runs import forms as form_rules
@@ -40,6 +44,7 @@ from core.runs.budget import extend_run, stop_run
 from core.runs.control import cancel_run
 from core.runs.edits import agents_of
 from core.runs.outcomes import (
+    ActionDecided,
     AlreadyRated,
     Delivered,
     Done,
@@ -58,6 +63,7 @@ from core.runs.outcomes import (
 from core.runs.pause_words import added, amount, extended, stopped
 from core.runs.requests import request_run
 from core.state.people import PeopleMarks
+from core.types.approvals import ApprovalDecision, Choice
 from core.types.files import AttachedFile
 from core.types.forms import Typed
 from core.types.people import AS_IS, Person, Who
@@ -278,6 +284,43 @@ async def answer_form(
     run = await svc.store.get_run(run_id)
     names = await _namer(who, person, run.requested_by)
     return await form_rules.answer(svc, run_id, form_id, person, action, typed, names)
+
+
+async def approve_action(
+    svc: Services,
+    run_id: str,
+    approval_id: str,
+    person: Person,
+    choice: Choice,
+    *,
+    reason: str = "",
+    who: Who = AS_IS,
+) -> ActionDecided | Refused:
+    """Decide about an agent's tool call waiting for approval: ``once`` (this call),
+    ``run`` (this call and the tool's later calls in the run) or ``deny`` (``reason``
+    is what the agent reads), if ``person`` may decide about the run (as for Approve on
+    the card) and nobody decided first; the agent is woken to go on."""
+    allowed = await _allowed(svc, run_id, person, who)
+    if isinstance(allowed, Refused):
+        return allowed
+    request = await approvals.request(svc, run_id, approval_id)
+    if request is None:
+        return Refused("No call of this run waits for that approval.", allowed)
+    made = ApprovalDecision(
+        choice=choice, by=person.id, name=person.name, note=reason.strip()[:500], at=time.time()
+    )
+    step = await approvals.decide(svc, run_id, approval_id, made)
+    if not step.ok:
+        return Refused(f"Not decided: {step.reason}.", step.run)
+    return ActionDecided(step.run, request, made, _action_said(made, person.name))
+
+
+def _action_said(made: ApprovalDecision, name: str) -> Said:
+    if made.choice == "deny":
+        return Said("Denied by ", name, f": {made.note}" if made.note else ".")
+    if made.choice == "run":
+        return Said("Approved for this run by ", name, ".")
+    return Said("Approved once by ", name, ".")
 
 
 async def rate(

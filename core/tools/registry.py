@@ -13,10 +13,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from core.agent.context import ToolContext
+from core.config_tools import ToolApprovalSettings
 from core.errors import ToolRetry
 from core.prompts import PromptLibrary
 from core.tools._coerce import NotAnObject, coerce, decode_arguments, lone_string
 from core.tools._schema import arguments_model, json_schema, parse_docstring
+from core.tools.approval import needs_approval
 from core.types.chat import ToolCall
 
 ToolFn = Callable[..., Awaitable[Any]]
@@ -184,6 +186,12 @@ class ToolRegistry:
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def asks(self, name: str, policy: ToolApprovalSettings) -> bool:
+        """Whether calls of tool ``name`` wait for a person's approval under ``policy``
+        (``core.tools.approval``; asked here by the turn, which sits below the tools)."""
+        t = self._tools.get(name)
+        return t is not None and needs_approval(policy, t)
 
     def unknown(self, names: Iterable[str]) -> list[str]:
         return [n for n in names if n not in self._tools]

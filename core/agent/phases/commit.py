@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import assert_never
 
-from core.agent import faults, limits, questions
+from core.agent import approvals, faults, limits, questions
 from core.agent.lifecycle import end_agent
 from core.agent.phases.current import Turn
 from core.agent.steps import Drop, Finish, Pause, RunAgain, Step, Wait
@@ -58,9 +58,10 @@ async def _save(turn: Turn, step: RunAgain | Wait) -> TurnOutcome:
     state = turn.state
     _advance(turn)
     asked = _ask(turn, step.question) if isinstance(step, Wait) else None
+    held = approvals.held_change(turn.io) if isinstance(step, Wait) else None
     state.status = (
         AgentStatus.WAITING_HUMAN
-        if asked is not None
+        if asked is not None or held is not None
         else AgentStatus.WAITING
         if isinstance(step, Wait)
         else AgentStatus.RUNNING
@@ -71,7 +72,7 @@ async def _save(turn: Turn, step: RunAgain | Wait) -> TurnOutcome:
         turn.expected,
         [*turn.events, *turn.io.events()],
         turn.usage,
-        run_change=chain(_pause(turn), asked),
+        run_change=chain(_pause(turn), asked, held),
         writes=turn.io.writes(),
         after=turn.io.after_save(_lease(turn)),
     )

@@ -12,7 +12,7 @@ import logging
 import time
 
 from core import telemetry
-from core.agent import limits, responses
+from core.agent import approvals, limits, responses
 from core.agent.lease import Held
 from core.agent.limits import limits_for
 from core.agent.phases.current import Ready, Turn
@@ -23,6 +23,7 @@ from core.agent.turn_io import TurnIO
 from core.agent.wake import redo_followups
 from core.scheduler.base import TurnJob
 from core.services import Services
+from core.state import agents
 from core.state.turn_start import StartReply
 from core.types.agent import AgentState, EndReason
 
@@ -92,7 +93,15 @@ async def _read_mail(turn: Turn) -> Step | None:
     # the script read the messages it read (pending), not newer ones, so the request is the
     # same and the answer is reused.
     assert turn.held is not None
-    arrived = await io.take_mail(turn.held.start.reply)
+    settled = False
+    if state.open_approval is not None:
+        allowed = [n for n in state.spec.tools if n in turn.svc.tools]
+        found = await approvals.settle(io, allowed)
+        if found is None:  # still waiting: the mail stays in the inbox until then
+            await agents.release_wake(turn.svc.store, io.run_id, state.spec.id)
+            return Drop("a tool call waits for a person's approval")
+        settled = found
+    arrived = await io.take_mail(turn.held.start.reply) + settled
     if state.open_question is not None:
         arrived += await io.close_question(state.open_question)
     if arrived:

@@ -19,6 +19,8 @@ def next_step(turn: Turn, ran: Ran) -> Step:
         return end
     if ctx.question is not None:
         return Wait(question=ctx.question)
+    if turn.io.approval is not None:
+        return Wait()  # a call waits for a person's approval (core.agent.approvals)
     return Wait() if ctx.wait else RunAgain()
 
 

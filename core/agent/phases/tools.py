@@ -1,6 +1,7 @@
 """Run tools: the calls the model asked for, run through the tool registry — together
 when every one of them is read-only (they only look things up), one after another in the
-model's order otherwise. Results join the thread and the events in the model's order,
+model's order otherwise; a call that needs a person's approval waits for one
+(``core.agent.approvals``). Results join the thread and the events in the model's order,
 whichever finished first. A reply that called no tool is handled here too
 (``core.agent.text_reply``). Returns :class:`~core.agent.phases.current.Ran`.
 
@@ -13,7 +14,7 @@ import asyncio
 from collections.abc import Sequence
 
 from core import telemetry
-from core.agent import faults, limits, text_reply
+from core.agent import approvals, faults, limits, text_reply
 from core.agent.phases.current import Called, Ran, Ready, Turn
 from core.agent.turn_io import clip
 from core.types.chat import ChatMessage, ToolCall
@@ -32,7 +33,9 @@ async def run(turn: Turn, ready: Ready, called: Called) -> Ran:
     for one in calls:
         stalled = limits.note_call(state.recent_calls, one, repeats) or stalled
         state.recent_calls = state.recent_calls[-repeats:]
-    for one, (ok, content) in zip(calls, await _execute_all(turn, ready, calls), strict=True):
+    text = called.response.content or ""
+    results = await _execute_all(turn, ready, calls, text)
+    for one, (ok, content) in zip(calls, results, strict=True):
         _record(turn, one, ok, content)
     if calls and turn.io.ctx.images:  # images tools returned, for a model that sees them
         turn.state.thread[-1].images = tuple(url for _, url in turn.io.ctx.images)
@@ -48,9 +51,18 @@ def all_read_only(turn: Turn, calls: Sequence[ToolCall], allowed: Sequence[str])
 
 
 async def _execute_all(
-    turn: Turn, ready: Ready, calls: Sequence[ToolCall]
+    turn: Turn, ready: Ready, calls: Sequence[ToolCall], text: str
 ) -> list[tuple[bool, str]]:
-    """Every call's (ok, content), in the model's order."""
+    """Every call's (ok, content), in the model's order. A call that needs a person's
+    approval does not run (``core.agent.approvals``): a note stands in its place, and
+    the calls after it are not run either."""
+    gated = await approvals.first_gated(turn.io, calls, ready.allowed)
+    if gated is not None:
+        done = [await _execute(turn, ready, c) for c in calls[:gated]]
+        waiting = calls[gated]
+        held = (True, approvals.hold(turn.io, waiting, gated, text))
+        rest = [(False, approvals.not_run(turn.io, waiting)) for _ in calls[gated + 1 :]]
+        return [*done, held, *rest]
     if len(calls) > 1 and all_read_only(turn, calls, ready.allowed):
         # A TaskGroup: should one raise, the others are cancelled, not left running.
         async with asyncio.TaskGroup() as group:
