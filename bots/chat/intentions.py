@@ -10,6 +10,7 @@ from typing import Literal
 
 from core.runs.approval import ProposalView
 from core.types._base import Frozen
+from core.types.forms import FormField
 from core.types.run import RunStatus
 
 
@@ -161,6 +162,40 @@ class Paused:
     kind: Literal["paused"] = "paused"
 
 
+@dataclass(frozen=True)
+class Form:
+    """MCP server ``server`` asks the run's people, during agent ``agent``'s tool call,
+    to fill in ``fields`` (a form: Fill in / Decline) or to open ``url`` (Done /
+    Decline); the call waits. Words: ``bots.chat.forms``."""
+
+    run_id: str
+    form_id: str
+    agent: str
+    server: str
+    message: str
+    fields: tuple[FormField, ...] = ()
+    url: str | None = None
+    kind: Literal["form"] = "form"
+
+
+@dataclass(frozen=True)
+class ToolApproval:
+    """Agent ``agent`` asks to call ``tool`` (``purpose``: what it does, in plain words;
+    ``risks``: what it may touch) with ``arguments`` (secrets masked) because of
+    ``reason``; it waits for Approve once / Approve for this run / Deny. ``approval_id``
+    names the request for the click. Words: ``bots.chat.approvals``."""
+
+    run_id: str
+    approval_id: str
+    agent: str
+    tool: str
+    purpose: str
+    arguments: str
+    reason: str = ""
+    risks: tuple[str, ...] = ()
+    kind: Literal["tool_approval"] = "tool_approval"
+
+
 Intention = (
     StatusLine
     | Card
@@ -172,4 +207,6 @@ Intention = (
     | Result
     | Artifacts
     | Paused
+    | Form
+    | ToolApproval
 )

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
-from bots.chat.intentions import Paused
+from bots.chat.approvals import ToolApproval
+from bots.chat.intentions import Form, Paused
 from bots.chat.pause import extend_label, spent
 from bots.chat.ports import (
     Artifacts,
@@ -34,6 +35,7 @@ from bots.chat.ports import (
 from bots.console.card import shorten
 from bots.console.person import named
 from bots.console.text import escape, printable
+from bots.console.tool_approvals import approval_lines
 from core.types.run import RunStatus
 
 # A milestone is one line under its agent's end (the trace says the agent finished).
@@ -83,6 +85,10 @@ class ConsoleRenderer:
                 return [Rendered(f"[bold]Files the agents made[/] ({len(files)}):")]
             case Paused():
                 return [Rendered(self.paused(intention))]
+            case Form():
+                return []  # asked by the run's console (bots.console.forms)
+            case ToolApproval():
+                return [Rendered(approval_lines(intention))]
             case _:
                 assert_never(intention)
 

@@ -6,6 +6,8 @@ of a reply in the run's Slack thread; the same core functions):
 * ``c`` or ``cancel`` cancels the run (``people.cancel``), as does a first Ctrl-C; a
   second Ctrl-C quits at once;
 * with an agent's question open, the line is its answer (``people.reply``);
+* with a tool call waiting for approval, ``o`` approves it once, ``r`` for the run,
+  ``d <why>`` denies it (``people.approve_action``); with no input left it is denied;
 * with the run paused at its budget, ``e`` extends it (by how much is asked next; enter
   takes the default, config [humans]) and ``s`` stops it (``people.extend``, ``stop``);
 * a line typed when nothing is asked is kept for the next thing that is: a question,
@@ -27,17 +29,23 @@ from collections.abc import Iterator
 
 from rich.console import Console
 
+from bots.console.forms import ConsoleForms
 from bots.console.lines import Lines
 from bots.console.paused import PausedBudget
 from bots.console.person import ConsoleWho, console_person
 from bots.console.text import escape
 from bots.console.thread import ConsoleThread
+from bots.console.tool_approvals import ToolApprovals
 from core.runs import people
 from core.runs.outcomes import NotDelivered, Refused
 from core.services import Services
 from core.state.event_hub import follow_events
 from core.types.events import (
+    ApprovalAsked,
+    ApprovalDecided,
     BudgetReached,
+    FormAsked,
+    FormClosed,
     QuestionAsked,
     QuestionClosed,
     RunEvent,
@@ -76,6 +84,8 @@ class RunConsole:
         self.run_id = ""
         self.questions: dict[str, QuestionAsked] = {}
         self.budget = PausedBudget(svc, self.person, self.say)
+        self.forms = ConsoleForms(svc, self.person, self.say)
+        self.approvals = ToolApprovals(svc, self.person, self.say)
         self.input_ended = False
         # Lines typed when nothing was asked, for the next thing that is.
         self.held: deque[str] = deque()
@@ -142,6 +152,10 @@ class RunConsole:
                     self.say("  [dim]no more input: the question waits for its time-out[/]")
             case QuestionClosed():
                 self.questions.pop(event.question_id, None)
+            case FormAsked():
+                self.forms.asked(event)
+            case FormClosed():
+                self.forms.closed(event)
             case BudgetReached():
                 self.budget.paused(event)
                 while self.held and self.budget.pause is not None:
@@ -149,6 +163,14 @@ class RunConsole:
                 if self.budget.pause is not None and self.input_ended:
                     self.say("  no more input: stopping the run at its budget")
                     await self.budget.stop()
+            case ApprovalAsked():
+                self.approvals.asked(event)
+                while self.held and self.approvals.open:
+                    await self.take(self.held.popleft())
+                if self.approvals.open and self.input_ended:
+                    await self._no_input_left()
+            case ApprovalDecided():
+                self.approvals.closed(event.approval_id)
             case RunStatusChanged() if event.status is RunStatus.RUNNING:
                 self.budget.pause = None  # extended (here or by someone else)
             case RunFinished():
@@ -179,6 +201,10 @@ class RunConsole:
             await self.cancel()
         elif self.budget.pause is not None:
             await self.budget.take(text)
+        elif self.forms.pending:
+            await self.forms.take(text)
+        elif self.approvals.open:
+            await self.approvals.take(text)
         elif not text and not (self.hold_empty and not self.questions):
             return
         elif self.questions:
@@ -202,9 +228,17 @@ class RunConsole:
 
     async def _input_end(self) -> None:
         self.input_ended = True
+        if self.approvals.open:
+            await self._no_input_left()
         if self.budget.pause is not None:
             self.say("  no more input: stopping the run at its budget")
             await self.budget.stop()
+
+    async def _no_input_left(self) -> None:
+        """Nobody is left at the console to approve: the waiting calls are denied."""
+        while self.approvals.open:
+            self.say("  no more input: denying the tool call")
+            await self.approvals.decide("deny", "nobody at the console could approve it")
 
     async def cancel(self) -> None:
         """Cancel the run through core; agents stop within one turn."""
@@ -250,7 +284,7 @@ class RunConsole:
 
     def _spin(self, on: bool) -> None:
         """The status line shows while the agents work and nobody is asked anything."""
-        on = on and not self.questions and self.budget.pause is None
+        on = on and not self.questions and self.budget.pause is None and not self.approvals.open
         self.thread.live.hold(not on)
 
     def say(self, text: str) -> None:

@@ -19,6 +19,8 @@ from bots.console.text import escape
 from core.types.events import (
     AgentCreated,
     AgentFinished,
+    ApprovalAsked,
+    ApprovalDecided,
     BudgetReached,
     ChatPosted,
     ErrorRaised,
@@ -86,7 +88,9 @@ class Trace:
             case RunStatusChanged():
                 said = f"  [dim]run is {event.status.value} ({escape(named(event.by))})[/]"
                 return [said] if self.verbose else []
-            case QuestionAsked() | FormAsked() | ChatPosted() | Notified():
+            case ApprovalDecided():
+                return [f"  [yellow]✓ {escape(event.tool)}: {escape(event.decision.said())}[/]"]
+            case QuestionAsked() | FormAsked() | ChatPosted() | Notified() | ApprovalAsked():
                 return []  # in the thread
             case BudgetReached() | RunFinished():
                 return []  # in the thread

@@ -28,10 +28,13 @@ from bots.discord.claims import ClaimingTree
 from bots.discord.context import DiscordContext
 from bots.discord.decisions import Decisions
 from bots.discord.feedback import Feedback
+from bots.discord.form_clicks import FormClicks
+from bots.discord.forms import FORM_ITEMS
 from bots.discord.front import Front
 from bots.discord.links import Links
 from bots.discord.renderer import DiscordRenderer
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS
+from bots.discord.tool_approvals import TOOL_ITEMS, ToolApprovals
 from bots.discord.transport import DiscordTransport
 from bots.discord.views import DYNAMIC_ITEMS
 from core.services import Services
@@ -83,6 +86,8 @@ class CarambaBot(discord.Client):
         # The persistent components' handlers (bots.discord.views.handlers finds them).
         self.handlers = Decisions(self.ctx)
         self.budget = BudgetDecisions(self.ctx)
+        self.forms = FormClicks(self.ctx)
+        self.tool_approvals = ToolApprovals(self.ctx)
         self.front = Front(self.ctx)
         self.feedback = Feedback(self.ctx)
         self._add_command()
@@ -113,7 +118,7 @@ class CarambaBot(discord.Client):
     async def setup_hook(self) -> None:
         """Before the gateway connects: the persistent components (cards posted before a
         restart keep working), the slash command, the runs earlier processes left."""
-        self.add_dynamic_items(*DYNAMIC_ITEMS, *BUDGET_ITEMS)
+        self.add_dynamic_items(*DYNAMIC_ITEMS, *BUDGET_ITEMS, *FORM_ITEMS, *TOOL_ITEMS)
         if self.sync:
             await self.sync_commands()
         resumed = await self.relays.start()

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
-from bots.chat.intentions import Paused
+from bots.chat.approvals import ToolApproval
+from bots.chat.intentions import Form, Paused
 from bots.chat.ports import (
     Artifacts,
     Card,
@@ -25,7 +26,9 @@ from bots.chat.ports import (
 )
 from bots.discord.budget import paused_message
 from bots.discord.card import proposal_embed
+from bots.discord.forms import form_message
 from bots.discord.text import MESSAGE_LIMIT, escape, split, truncate
+from bots.discord.tool_approvals import approval_message
 from core.types.run import RunStatus
 
 CARD_TEXT = "Here is my proposal: approve, edit or reject it."
@@ -99,6 +102,10 @@ class DiscordRenderer:
                 return [Rendered(f"📎 {n} file{'' if n == 1 else 's'} the agents made:")]
             case Paused():
                 return [paused_message(intention)]
+            case Form():
+                return [form_message(intention)]
+            case ToolApproval():
+                return [approval_message(intention)]
             case _:
                 assert_never(intention)
 

@@ -15,9 +15,11 @@ import discord
 
 from bots.chat.ports import Failure, Files, Payload, Place, TextFile
 from bots.discord.budget import pause_view
+from bots.discord.forms import form_view
 from bots.discord.inspector import with_link
 from bots.discord.links import Links
 from bots.discord.text import NO_PINGS
+from bots.discord.tool_approvals import approval_view
 from bots.discord.views import cancel_view, card_view
 from core.workspace.base import Workspace
 
@@ -35,6 +37,10 @@ def _view(payload: dict[str, Any]) -> discord.ui.View | None:
             return cancel_view(run_id)
         case "pause", _:
             return pause_view(payload)
+        case "form", _:
+            return form_view(payload)
+        case "tool_approval", _:
+            return approval_view(payload)
         case _:
             return None
 

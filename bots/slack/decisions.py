@@ -13,6 +13,7 @@ from slack_sdk.models.blocks import ContextBlock, MarkdownTextObject
 
 from bots.chat.links import run_link
 from bots.chat.ports import Place, Rendered
+from bots.slack.approvals import ApprovalButtons
 from bots.slack.blocks import (
     APPROVE,
     CANCEL,
@@ -52,6 +53,7 @@ class Decisions:
         app.action(EDIT)(self._on_edit)
         app.view(EDIT_VIEW)(self._on_edit_submit)
         self.budget = BudgetButtons(ctx, self._refuse)
+        self.tool_approvals = ApprovalButtons(ctx, self._refuse)
 
     async def _refuse(self, body: dict[str, Any], text: str) -> None:
         message = body["message"]

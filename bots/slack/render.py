@@ -9,7 +9,8 @@ from typing import Any, assert_never
 
 from slack_sdk.models.blocks import Block
 
-from bots.chat.intentions import Paused
+from bots.chat.approvals import ToolApproval
+from bots.chat.intentions import Form, Paused
 from bots.chat.ports import (
     Artifacts,
     Card,
@@ -23,9 +24,11 @@ from bots.chat.ports import (
     Result,
     StatusLine,
 )
+from bots.slack.approvals import approval_message
 from bots.slack.assistant import assistant_status
 from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, status_blocks
 from bots.slack.budget import paused_message
+from bots.slack.forms import form_message
 from bots.slack.inspector import with_link
 from bots.slack.stream import streamed_message
 from bots.slack.text import SECTION_LIMIT, escape, split
@@ -93,6 +96,10 @@ class SlackRenderer:
                 return []  # the files speak for themselves
             case Paused():
                 return [paused_message(intention)]
+            case Form():
+                return [form_message(intention)]
+            case ToolApproval():
+                return [approval_message(intention)]
             case _:
                 assert_never(intention)
 

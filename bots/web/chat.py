@@ -33,6 +33,7 @@ from bots.chat.ports import Adapter, Limits, Place
 from bots.chat.relays import Relays
 from bots.chat.store import ChatStore
 from bots.chat.threads import Threads
+from bots.web import chat_approvals
 from bots.web.access import Signer, run_path
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
@@ -79,6 +80,8 @@ class WebChat:
     threads: Threads = field(init=False)
     relays: Relays = field(init=False)
     who: WebNames = field(init=False)
+    # Who acts from this chat (the people room's person).
+    person: Person = WEB
 
     def __post_init__(self) -> None:
         self.who = WebNames(self.svc)
@@ -131,6 +134,8 @@ class WebChat:
             return done.reason if isinstance(done, Refused) else done.line
         if action in ("up", "down"):
             return (await people.rate(svc, run_id, WEB, up=action == "up")).line
+        if action.startswith(chat_approvals.PREFIX):
+            return await chat_approvals.act(self, run_id, action, text)
         if action == "say" and text.strip():
             said = await people.reply(svc, run_id, text, WEB)
             return None if isinstance(said, Delivered) else said.hint

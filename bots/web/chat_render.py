@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, assert_never
 
-from bots.chat.intentions import Paused
+from bots.chat.approvals import ToolApproval, headline
+from bots.chat.intentions import Form, Paused
 from bots.chat.pause import STOP_LABEL, extend_label, pause_text
 from bots.chat.ports import (
     Artifacts,
@@ -23,6 +24,8 @@ from bots.chat.ports import (
     Result,
     StatusLine,
 )
+from bots.web.chat_approvals import approval_payload
+from bots.web.form_render import form_message
 from core.types.run import RunStatus
 
 # One message shows at most this much; longer texts go in several.
@@ -72,6 +75,10 @@ class WebRenderer:
                 buttons = {"extend": extend_label(intention), "stop": STOP_LABEL}
                 payload = {"kind": "paused", "run": run_id, **buttons}
                 return [Rendered(pause_text(intention), payload)]
+            case Form():
+                return [form_message(intention)]
+            case ToolApproval():
+                return [Rendered(headline(intention), approval_payload(intention))]
             case _:
                 assert_never(intention)
 

@@ -10,6 +10,8 @@ from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
     AgentFinished,
+    ApprovalAsked,
+    ApprovalDecided,
     BudgetReached,
     ChatPosted,
     ErrorRaised,
@@ -118,6 +120,17 @@ def timeline_line(
             answerer = names.get(event.by or "", str(event.by))
             text = "the form timed out" if event.timed_out else f"{answerer} chose {event.action}"
             return line(text, tag="question")
+        case ApprovalAsked():
+            r = event.request
+            why = f"why: {r.reason}\n" if r.reason else ""
+            text = f"asked to use {r.tool} (waits for a person's approval)"
+            return line(text, tag="question", detail=f"{why}arguments: {short(r.arguments)}")
+        case ApprovalDecided():
+            # Who decided, when (the row's time) and what: every decision is shown.
+            made = event.decision
+            by = names.get(made.by, made.name) if made.by else "nobody"
+            tag = "ok" if made.approved else "error"
+            return line(f"{event.tool}: {made.said()}", by=by, tag=tag)
         case BudgetReached():
             return line(f"paused at its {event.what} budget", tag="error", detail=event.detail)
         case RunStatusChanged():
