@@ -25,6 +25,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from bots.chat.approvals import follow_approval
+from bots.chat.forms import follow_form
 from bots.chat.links import run_link
 from bots.chat.outbox import Entry
 from bots.chat.outputs import queue_outputs
@@ -50,12 +51,14 @@ from core.services import Services
 from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
+    AgentFinished,
     ApprovalAsked,
     ApprovalDecided,
-    AgentFinished,
     BudgetReached,
     ChatPosted,
     ErrorRaised,
+    FormAsked,
+    FormClosed,
     Notified,
     QuestionAsked,
     RunEvent,
@@ -190,6 +193,8 @@ class ThreadRelay:
                 self.reply("error", Note(event.message, "warning"))
             case QuestionAsked():
                 self.reply("question", Question(self._who(event.agent_id), event.question))
+            case FormAsked() | FormClosed():
+                follow_form(self, event)
             case ChatPosted():
                 self.post_chat(ChatPost(self._who(event.agent_id), event.text, event.filename))
             case Notified():

@@ -28,6 +28,7 @@ from bots.slack.attachments import Attachments, refusal_text
 from bots.slack.context import SlackContext
 from bots.slack.decisions import Decisions
 from bots.slack.feedback import add_feedback_listeners
+from bots.slack.form_clicks import FormButtons
 from bots.slack.mentions import People, from_bot, task_text
 from bots.slack.secrets import SlackSecrets
 from bots.slack.slash import SlashCommand
@@ -83,6 +84,7 @@ class SlackBot:
         )
         self.decisions = Decisions(self.context)
         add_feedback_listeners(self.context)
+        self.forms = FormButtons(self.context)
         SlashCommand(self.context, self.people, self.take_request)
 
     # -- background work ---------------------------------------------------------------

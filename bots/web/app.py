@@ -24,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 from bots.web.access import Signer, run_path
 from bots.web.chat import WebChat, chat_routes
 from bots.web.chat_edit import edit_routes
+from bots.web.forms import form_routes
 from bots.web.guard import NEEDS_OPERATOR, HostGuard, allowed_hosts, is_local
 from bots.web.live import Live
 from bots.web.runs import list_runs
@@ -174,7 +175,9 @@ def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
     chat_routes_ = [
         Route(path, endpoint, methods=methods)
         for path, endpoint, methods in (
-            [*chat_routes(chat, page), *edit_routes(chat, page)] if chat is not None else []
+            [*chat_routes(chat, page), *edit_routes(chat, page), *form_routes(chat)]
+            if chat is not None
+            else []
         )
     ]
     app = Starlette(
