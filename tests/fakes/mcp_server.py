@@ -14,14 +14,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 from mcp import MCPError
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import (
+    AcceptedElicitation,
+    Context,
+    Elicit,
+    ElicitationResult,
+    MCPServer,
+    Resolve,
+)
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import INVALID_PARAMS, ImageContent, TextContent, ToolAnnotations
+from mcp.types import INVALID_PARAMS, ImageContent, ResourceLink, TextContent, ToolAnnotations
+from pydantic import BaseModel
 
 # A 1×1 transparent PNG.
 PIXEL_PNG = base64.b64decode(
@@ -84,6 +93,63 @@ def picture() -> list[Any]:
         TextContent(text="a single pixel"),
         ImageContent(data=data, mime_type="image/png"),
     ]
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+async def steps(count: int, every: float, ctx: Context) -> str:
+    """Work ``count`` steps of ``every`` seconds, reporting progress after each."""
+    for done in range(1, count + 1):
+        await asyncio.sleep(every)
+        await ctx.report_progress(done, count, f"step {done}")
+    return f"{count} steps done"
+
+
+@server.tool()
+async def grow(called: str, ctx: Context) -> str:
+    """Add a tool ``called`` so (it says hello) and tell the client the list changed."""
+
+    def hello() -> str:
+        return f"hello from {called}"
+
+    server.add_tool(hello, name=called, description=f"Say hello from {called}.")
+    await ctx.notify_tools_changed()  # 2026 connections: their change stream
+    with contextlib.suppress(Exception):  # older ones: a notification
+        await ctx.session.send_tool_list_changed()
+    return f"{called} added"
+
+
+class Name(BaseModel):
+    name: str
+
+
+def _ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+@server.tool()
+def greet(answer: Annotated[ElicitationResult[Name], Resolve(_ask_name)]) -> str:
+    """Ask the person their name (a form), then greet them."""
+    if isinstance(answer, AcceptedElicitation):
+        return f"Hello, {answer.data.name}!"
+    return f"No name given ({answer.action})."
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def link() -> list[Any]:
+    """A link to the readme resource."""
+    return [ResourceLink(name="readme", uri="notes://readme", description="the readme")]
+
+
+@server.resource("notes://readme", mime_type="text/markdown")
+def readme() -> str:
+    """The readme."""
+    return "# Readme\nThe fake server's notes."
+
+
+@server.resource("notes://pixel", mime_type="image/png")
+def pixel() -> bytes:
+    """A one-pixel PNG."""
+    return PIXEL_PNG
 
 
 def _require_header(app: Any, name: str, value: str) -> Any:

@@ -23,6 +23,7 @@ from mcp_types import (
     CallToolResult,
     ToolListChangedNotification,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from core.config_tools import McpServer, McpSettings
 from core.tools.mcp.connect import McpServerError, leaf, open_client, said
@@ -114,7 +115,12 @@ class McpConnection:
                 message_handler=self._on_message,
             ) as client:
                 ready.set_result(client)
-                await stop.wait()
+                watcher = asyncio.create_task(self._watch(client), name=f"mcp-watch-{self.name}")
+                try:
+                    await stop.wait()
+                finally:
+                    watcher.cancel()
+                    await asyncio.gather(watcher, return_exceptions=True)
         except Exception as exc:
             if not ready.done():
                 ready.set_exception(exc)
@@ -129,6 +135,21 @@ class McpConnection:
         finally:
             if not ready.done():
                 ready.cancel()
+
+    async def _watch(self, client: Client) -> None:
+        """On a 2026 connection, changes come on a ``subscriptions/listen`` stream (older
+        servers send ``notifications/tools/list_changed``, see :meth:`_on_message`)."""
+        tools = client.server_capabilities.tools
+        if client.protocol_version not in MODERN_PROTOCOL_VERSIONS or not (
+            tools and tools.list_changed
+        ):
+            return
+        try:
+            async with client.listen(tools_list_changed=True) as events:
+                async for _ in events:
+                    await self._on_message(ToolListChangedNotification())
+        except Exception as exc:  # the session ending ends the stream
+            log.debug("MCP server %r: change stream ended (%s)", self.name, said(exc))
 
     async def _drop(self, cancel: bool = False) -> None:
         """Close the session (if any) in its owner task; the next call connects again.

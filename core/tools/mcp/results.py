@@ -42,9 +42,8 @@ async def result_text(ctx: ToolContext, server: str, tool: str, result: CallTool
     """The result for the model: structured content as JSON if given (its text blocks
     usually repeat it), else the text blocks; other content saved and described."""
     structured = result.structured_content
-    has_text = any(isinstance(b, TextContent) for b in result.content)
-    if has_text and isinstance(structured, dict) and list(structured) == ["result"]:
-        structured = None  # a plain value wrapped (FastMCP): its text says it as simply
+    if result.content and isinstance(structured, dict) and list(structured) == ["result"]:
+        structured = None  # a plain value wrapped (FastMCP): its content says it as simply
     parts: list[str] = []
     if structured is not None:
         parts.append(json.dumps(structured, ensure_ascii=False, default=str))
