@@ -38,6 +38,23 @@ if v and tonumber(v) == tonumber(ARGV[1]) then return redis.call('DEL', KEYS[1])
 return 0
 """
 
+# An agent's id (ARGV[1] is its id or its name), spec and status, in one round trip:
+# KEYS[1] the run's agent ids, KEYS[2] its names; ARGV[2] the run's agent key without the
+# id (the agent's key is only known once its name is resolved).
+_LOOKUP = """
+local id = ARGV[1]
+if redis.call('SISMEMBER', KEYS[1], id) == 0 then
+  id = redis.call('HGET', KEYS[2], id)
+  if not id then return false end
+end
+local found = redis.call('HMGET', ARGV[2] .. id, 'spec', 'status')
+if not found[1] then return false end
+return {id, found[1], found[2]}
+"""
+
+# How many agents' routing facts a process remembers.
+_KNOWN_MAX = 4096
+
 
 @dataclass(frozen=True)
 class Delivered:
@@ -63,6 +80,9 @@ class Bus:
         self.keys = keys
         self.settings = settings
         self._release = store.redis.register_script(_RELEASE_IF)
+        self._lookup = store.redis.register_script(_LOOKUP)
+        # (run, name or id) → the agent's spec, for routing (see ``_remember``).
+        self._known: dict[tuple[str, str], AgentSpec] = {}
 
     # --- streams an agent reads -------------------------------------------------------
 
@@ -96,13 +116,37 @@ class Bus:
         if keyword is not None:
             label = {"team": "your team", "all": "everyone"}.get(keyword.kind, "you")
             return keyword, label
-        agent_id = await self.store.resolve_name(run_id, to.strip())
-        found = await self.store.load_spec(run_id, agent_id) if agent_id else None
-        if found is None:
-            raise RouteRefused(
-                f'There is no agent "{to}" in this run (see roster()).', allowed_targets(sender)
-            )
-        return check_direct(sender, found[0]), "you"
+        name = to.strip()
+        recipient = self._known.get((run_id, name))
+        if recipient is None:
+            found = await self.lookup(run_id, name)
+            if found is None:
+                raise RouteRefused(
+                    f'There is no agent "{to}" in this run (see roster()).',
+                    allowed_targets(sender),
+                )
+            recipient = self._remember(run_id, name, found[0])
+        return check_direct(sender, recipient), "you"
+
+    def _remember(self, run_id: str, name: str, spec: AgentSpec) -> AgentSpec:
+        """What routing reads of an agent (its id, name, parent and team) never changes
+        once it exists, and names are unique in a run: the next message to it needs no
+        round trip. Bounded: the oldest entries go first."""
+        if len(self._known) >= _KNOWN_MAX:
+            for key in list(self._known)[: _KNOWN_MAX // 4]:
+                del self._known[key]
+        self._known[(run_id, name)] = spec
+        return spec
+
+    async def lookup(self, run_id: str, name_or_id: str) -> tuple[AgentSpec, AgentStatus] | None:
+        """The agent named (or with the id) ``name_or_id``: its spec and status, in one
+        round trip (was three: the id, the name, the spec)."""
+        keys = [self.keys.agents(run_id), self.keys.names(run_id)]
+        agent_key = self.keys.agent(run_id, "")
+        found: Any = await self._lookup(keys=keys, args=[name_or_id, agent_key])
+        if not found:
+            return None
+        return AgentSpec.model_validate_json(found[1]), AgentStatus(str(found[2]))
 
     async def outgoing(self, run_id: str, route: Route, message: Message) -> Outgoing:
         if route.kind == "agent":

@@ -203,3 +203,23 @@ async def test_a_turn_that_creates_an_agent(make_services: Any, real_redis: Any)
     assert helper_id is not None
     assert TurnJob(run_id=runs[1][0], agent_id=helper_id, seq=0) in recorder.jobs
     assert len(sent) <= MAX_ROUND_TRIPS, sent
+
+
+async def test_a_message_to_an_agent_by_name(make_services: Any, real_redis: Any) -> None:
+    """The name is resolved with the recipient's spec in one script, and not again for
+    the next message to the same agent (what routing reads of an agent never changes)."""
+    to_parent = Reply(calls=(call("send_message", {"to": "O", "body": "on it"}),))
+    svc, _recorder, run_id, _root_id, member_id = await _team(
+        make_services, real_redis, (to_parent, to_parent)
+    )
+    trips = RoundTrips(real_redis)
+
+    scripts = []
+    for seq in (0, 1):
+        job = TurnJob(run_id=run_id, agent_id=member_id, seq=seq)
+        outcome, sent = await _run(svc, trips, job)
+        assert outcome is TurnOutcome.CONTINUED, sent
+        assert not {"SISMEMBER", "HGET", "HMGET"} & set(sent), "no lookup command by command"
+        assert len(sent) <= MAX_ROUND_TRIPS, sent
+        scripts.append(sent.count("EVALSHA"))
+    assert scripts == [3, 2], "start, lookup, save; then start and save"
