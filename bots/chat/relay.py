@@ -176,10 +176,11 @@ class ThreadRelay:
                 self._status(phase="running", tool_calls=line.tool_calls + 1)
                 self._status(who=self._who(event.agent_id), doing="used", tool=event.tool)
             case ToolProgress():
-                done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total else "")
-                about = f" {event.message}" if event.message else ""
+                count = f"{event.progress:g}" + (f"/{event.total:g}" if event.total else "")
+                shown = count if event.progress or event.total else ""
+                about = " · ".join(x for x in (shown, event.message) if x)
                 self._status(who=self._who(event.agent_id), doing="is using")
-                self._status(tool=f"{event.tool} ({done}){about}")
+                self._status(tool=f"{event.tool} ({about})" if about else event.tool)
                 self.show_status()
             case AgentFinished():
                 who, reason = self._who(event.agent_id), event.reason.value

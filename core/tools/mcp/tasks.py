@@ -60,23 +60,45 @@ async def call_as_task(
     created = CreateTaskResult.model_validate(await _request(client, "tools/call", params))
     task: Task = created.task
     call.task_id = task.task_id
+    state = [task]
     try:
-        while task.status not in _DONE and task.status != "input_required":
-            await asyncio.sleep(max(poll_s, (task.poll_interval or 0) / 1000))
-            seen = (task.status, task.status_message)
-            task = GetTaskResult.model_validate(
-                await _request(client, "tasks/get", {"taskId": task.task_id})
-            )
-            if (task.status, task.status_message) != seen:
-                await inflight.progressed(call, 0, None, task.status_message or task.status)
+        await _watch(client, inflight, call, state, poll_s, until_asked=True)
         # Blocks until the task ends; a question the server asks on the way arrives
-        # through it (the elicitation callback, related to this task).
-        raw = await _request(client, "tasks/result", {"taskId": task.task_id})
-        task = task.model_copy(update={"status": "completed"})
+        # through it (the elicitation callback, related to this task). Meanwhile its
+        # status is still watched: a change keeps the call alive.
+        watcher = asyncio.create_task(_watch(client, inflight, call, state, poll_s))
+        try:
+            raw = await _request(client, "tasks/result", {"taskId": task.task_id})
+        finally:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
+        state[0] = state[0].model_copy(update={"status": "completed"})
         return CallToolResult.model_validate(raw)
     finally:
-        if task.status not in _DONE:
+        if state[0].status not in _DONE:
             await _cancel(client, task.task_id)
+
+
+async def _watch(
+    client: Client,
+    inflight: InFlight,
+    call: Call,
+    state: list[Task],
+    poll_s: float,
+    *,
+    until_asked: bool = False,
+) -> None:
+    """Poll the task (``state[0]``) until it ends (or asks for input, ``until_asked``);
+    a status that changes is progress."""
+    task = state[0]
+    while task.status not in _DONE and not (until_asked and task.status == "input_required"):
+        await asyncio.sleep(max(poll_s, (task.poll_interval or 0) / 1000))
+        seen = (task.status, task.status_message)
+        task = state[0] = GetTaskResult.model_validate(
+            await _request(client, "tasks/get", {"taskId": task.task_id})
+        )
+        if (task.status, task.status_message) != seen:
+            await inflight.progressed(call, 0, None, task.status_message or task.status)
 
 
 async def _cancel(client: Client, task_id: str) -> None:
