@@ -114,7 +114,7 @@ async def test_a_tool_with_a_given_schema_gets_the_arguments_as_one_dict() -> No
 async def test_results_become_text_and_workspace_files(tmp_path: Path) -> None:
     workspace = LocalWorkspace(tmp_path, WorkspaceCaps(10_000, 100_000, 10))
     ctx = ToolContext(
-        SimpleNamespace(workspace=workspace),  # type: ignore[arg-type]
+        SimpleNamespace(workspace=workspace, settings=make_settings()),  # type: ignore[arg-type]
         AgentState(spec=AgentSpec(name="a"), run_id="run1"),
     )
     png = b"\x89PNG\r\n\x1a\n" + b"0" * 100
@@ -128,14 +128,16 @@ async def test_results_become_text_and_workspace_files(tmp_path: Path) -> None:
     )
     text = await result_text(ctx, "files", "get", result)
     saved = [f.path for f in await workspace.files("run1")]
-    assert len(saved) == 1 and re.fullmatch(r"mcp/files/get-[0-9a-f]{12}\.png", saved[0])
+    # Under outputs/ (the run's files for the thread), and staged for a model that sees.
+    assert len(saved) == 1 and re.fullmatch(r"outputs/files-get-[0-9a-f]{12}\.png", saved[0])
+    assert [path for path, _ in ctx.images] == saved
     assert await workspace.read("run1", saved[0]) == png
     assert text.splitlines() == [
         "Here it is.",
         f"[image saved as {saved[0]} (image/png, 108 B)]",
         "[resource file:///a.txt]",
         "hello",
-        "[link to resource big.csv at file:///big.csv]",
+        "[link to resource big.csv at file:///big.csv; read it with files__read_resource]",
     ]
     too_big = CallToolResult(
         content=[ImageContent(data=base64.b64encode(b"1" * 20_000).decode(), mime_type="image/png")]
