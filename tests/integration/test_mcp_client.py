@@ -197,3 +197,17 @@ async def test_an_image_reaches_the_model_and_the_runs_outputs(mcp_services: Any
         assert "[image saved as outputs/fake-picture-" in tool_reply["content"]
         sent, _ = pick(files, Limits(message_chars=3000))
         assert [f.path for f in sent] and sent[0].path.startswith("outputs/fake-picture-")
+
+
+async def test_doctor_says_what_a_server_wrote_when_it_does_not_start() -> None:
+    from core.process.doctor_mcp import check_mcp
+    from core.process.doctor_types import Level
+
+    crash = "import sys; print('config file /etc/nowhere.json not found', file=sys.stderr)"
+    (fake, broken) = await check_mcp(
+        with_mcp(servers={"fake": stdio(), "broken": stdio(args=["-c", crash])})
+    )
+    assert fake.level is Level.OK and fake.detail.startswith("13 tools (add, crash")
+    assert broken.level is Level.FAIL
+    assert "exited or closed the connection while starting" in broken.detail
+    assert "It wrote: config file /etc/nowhere.json not found" in broken.detail

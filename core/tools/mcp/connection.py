@@ -166,6 +166,10 @@ class McpConnection:
             owner.cancel()
             await asyncio.wait({owner}, timeout=_CLOSE_S)
 
+    def stderr_tail(self) -> list[str]:
+        """The last lines a stdio server wrote to its stderr (for ``caramba doctor``)."""
+        return list(self._log.tail) if self._log is not None else []
+
     async def aclose(self) -> None:
         for task in list(self._background):
             task.cancel()

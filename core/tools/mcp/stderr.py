@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections import deque
 from typing import TextIO
 
 log = logging.getLogger("core.tools.mcp.server")
@@ -22,6 +23,8 @@ class ServerLog:
 
     def __init__(self, server: str) -> None:
         self.server = server
+        # Its last lines, for ``caramba doctor`` to show when the server does not start.
+        self.tail: deque[str] = deque(maxlen=5)
         read_fd, write_fd = os.pipe()
         os.set_inheritable(write_fd, True)
         self.file: TextIO = os.fdopen(write_fd, "w")
@@ -35,6 +38,7 @@ class ServerLog:
             for raw in pipe:
                 line = raw.decode("utf-8", "replace").rstrip()
                 if line:
+                    self.tail.append(line[:_LINE_CHARS])
                     log.info("MCP server %r: %s", self.server, line[:_LINE_CHARS])
 
     def close(self) -> None:
