@@ -90,18 +90,14 @@ async def test_progress_extends_a_long_running_operation(
     mcp_services: Any, everything: dict[str, Any]
 ) -> None:
     svc = await mcp_services(mcp_settings(call_timeout_s=1.5, everything=everything))
-    done = await run_tool(
-        svc, "everything__trigger-long-running-operation", duration=4, steps=8
-    )
+    done = await run_tool(svc, "everything__trigger-long-running-operation", duration=4, steps=8)
     assert done.ok, done.content
     assert "Long running operation completed. Duration: 4 seconds, Steps: 8." in done.content
     events = [e for _, e in await svc.store.events.read("run-mcp") if isinstance(e, ToolProgress)]
     assert events and events[0].total == 8
 
 
-async def test_images_resources_and_links(
-    mcp_services: Any, everything: dict[str, Any]
-) -> None:
+async def test_images_resources_and_links(mcp_services: Any, everything: dict[str, Any]) -> None:
     from core.agent.context import ToolContext
     from core.types import AgentSpec
     from core.types.agent import AgentState
@@ -144,3 +140,31 @@ async def test_a_url_elicitation_reaches_the_run(
     result = await run_tool(svc, "everything__trigger-url-elicitation", url=url)
     assert asked and asked[0].url is not None and asked[0].schema is None, result.content
     assert asked[0].server == "everything"
+
+
+async def test_one_http_server_shared_by_two_worker_processes(
+    mcp_services: Any, everything: dict[str, Any]
+) -> None:
+    """server-everything started once over streamable HTTP; two processes' services (as two
+    workers would hold them) each open their own session to it."""
+    import os
+
+    from tests.integration.processes import Process, free_port
+
+    port = free_port()
+    env = {**os.environ, "PORT": str(port)}
+    server = Process([everything["command"], "streamableHttp"], env, "mcp-everything-http")
+    try:
+        server.wait_for(f"listening on port {port}", timeout=30)
+        shared = {"transport": "http", "url": f"http://127.0.0.1:{port}/mcp"}
+        first = await mcp_services(mcp_settings(everything=shared))
+        second = await mcp_services(mcp_settings(everything=shared))
+        for svc in (first, second):
+            tool = svc.tools.get("everything__get-sum")
+            assert tool is not None and tool.network
+            assert (await run_tool(svc, "everything__get-sum", a=2, b=3)).content == (
+                "The sum of 2 and 3 is 5."
+            )
+    finally:
+        server.kill()
+        server.cleanup()
