@@ -23,6 +23,7 @@ from mcp.server.mcpserver import (
     MCPServer,
     Resolve,
 )
+from mcp.types import ToolAnnotations
 from mcp_types import ElicitRequest, ElicitRequestURLParams, ElicitResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
@@ -41,7 +42,8 @@ def _ask_booking() -> Elicit[Booking]:
     return Elicit("Who is the table for?", Booking)
 
 
-@server.tool()
+# Read-only and closed-world (it only asks): the direct path may offer it with no card.
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
 def book_table(answer: Annotated[ElicitationResult[Booking], Resolve(_ask_booking)]) -> str:
     """Book a table: asks the person for the booking's details."""
     if isinstance(answer, AcceptedElicitation):
