@@ -21,7 +21,6 @@ from bots.chat.approvals import (
     REASON_LABEL,
     RUN_LABEL,
     ToolApproval,
-    approval_text,
     decided_text,
 )
 from bots.chat.ports import Place, Rendered
@@ -44,8 +43,16 @@ _LABELS: dict[str, tuple[str, discord.ButtonStyle]] = {
 
 
 def approval_message(a: ToolApproval) -> Rendered:
-    """The request; the transport adds the buttons (``buttons``: ``tool_approval``)."""
-    text = truncate(escape(approval_text(a)), MESSAGE_LIMIT)
+    """The request; the transport adds the buttons (``buttons``: ``tool_approval``). The
+    arguments go in a code block (shown as written; the transport allows no pings)."""
+    risks = f" ({escape(', '.join(a.risks))})" if a.risks else ""
+    head = f"🔐 **{escape(a.agent)}** wants to use `{a.tool}`: {escape(a.purpose)}{risks}"
+    why = f"\n**Why:** {escape(a.reason)}" if a.reason else ""
+    args = a.arguments.replace("```", "ʼʼʼ")
+    budget = MESSAGE_LIMIT - len(head) - len(why) - 40
+    if len(args) > budget:
+        args = args[: max(budget, 0)] + "…"
+    text = f"{head}{why}\n```json\n{args}\n```"
     return Rendered(text, {"buttons": "tool_approval", "run": a.run_id, "approval": a.approval_id})
 
 

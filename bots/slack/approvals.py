@@ -120,13 +120,19 @@ class ApprovalButtons:
         meta = {"run": run_id, "approval": approval_id, "channel": place.channel,
                 "thread": place.thread, "ts": _ts(body)}  # fmt: skip
         await self.ctx.client.views_open(trigger_id=body["trigger_id"], view=deny_form(meta))
+        # The agent reads the denier's name: ask Slack for it while the form is open.
+        self.ctx.spawn(self._learn(body["user"]["id"]))
+
+    async def _learn(self, user: str) -> None:
+        await self.ctx.people.name(user)
 
     async def _on_deny_submit(
         self, ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]
     ) -> None:
         meta = json.loads(view["private_metadata"])
         reason = view["state"]["values"].get("reason", {}).get("text", {}).get("value") or ""
-        person = self.ctx.people.known(body["user"]["id"])
+        # Slack wants the answer within 3 s: the name is known by now, else waited for briefly.
+        person = await self.ctx.people.person(body["user"]["id"], wait_s=1.0)
         outcome = await people.approve_action(
             self.ctx.svc, meta["run"], meta["approval"], person, "deny", reason=reason,
             who=MENTIONS,

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from core.agent.turn_io import TurnIO
 from core.agent.wake import wake_agent
 from core.services import Services
+from core.state import agents, questions
 from core.state import approvals as book
-from core.state import questions
 from core.state.store import RunChange, TransitionResult, transition
 from core.types.approvals import ApprovalDecision, ApprovalRequest, shown_arguments
 from core.types.chat import ChatMessage, ToolCall
@@ -207,6 +207,15 @@ async def settle(io: TurnIO, allowed: Sequence[str]) -> bool | None:
         )
     )
     return True
+
+
+async def still_waiting(io: TurnIO) -> None:
+    """Woken while the call still waits (mail came): release the wake-up claim; if a
+    decision came meanwhile (its wake-up found the claim held), wake the agent again."""
+    await agents.release_wake(io.svc.store, io.run_id, io.state.spec.id)
+    aid = io.state.open_approval
+    if aid is not None and await book.decision(io.svc.store, io.run_id, aid) is not None:
+        await wake_agent(io.svc, io.run_id, io.state.spec.id)
 
 
 async def _outcome(

@@ -23,7 +23,6 @@ from core.agent.turn_io import TurnIO
 from core.agent.wake import redo_followups
 from core.scheduler.base import TurnJob
 from core.services import Services
-from core.state import agents
 from core.state.turn_start import StartReply
 from core.types.agent import AgentState, EndReason
 
@@ -98,7 +97,7 @@ async def _read_mail(turn: Turn) -> Step | None:
         allowed = [n for n in state.spec.tools if n in turn.svc.tools]
         found = await approvals.settle(io, allowed)
         if found is None:  # still waiting: the mail stays in the inbox until then
-            await agents.release_wake(turn.svc.store, io.run_id, state.spec.id)
+            await approvals.still_waiting(io)
             return Drop("a tool call waits for a person's approval")
         settled = found
     arrived = await io.take_mail(turn.held.start.reply) + settled
