@@ -39,6 +39,11 @@ def _filled(component: Json, values: dict[str, Any], ids: itertools.count[int]) 
         out |= {"custom_id": custom_id, "value": value}
     elif kind in limits.SELECTS:
         out |= {"custom_id": custom_id, "values": list(values.get(custom_id, []))}
+    elif kind == limits.CHECKBOX:
+        out |= {
+            "custom_id": custom_id,
+            "value": bool(values.get(custom_id, component.get("default"))),
+        }
     return out
 
 

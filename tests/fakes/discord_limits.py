@@ -13,6 +13,7 @@ FILE_SIZE_LIMIT = 10 * 1024 * 1024  # a guild without boosts
 MAX_FILES = 10
 COMPONENTS_V2 = 1 << 15
 BUTTON, STRING_SELECT, TEXT_INPUT, ACTION_ROW, LABEL = 2, 3, 4, 1, 18
+CHECKBOX = 23  # in a modal, inside a label
 SELECTS = {3, 5, 6, 7, 8}
 LINK_STYLE = 5
 
