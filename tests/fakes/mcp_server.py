@@ -47,7 +47,8 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-@server.tool()
+# Adds a note, destroys nothing: no approval asked by default ([tools.approval]).
+@server.tool(annotations=ToolAnnotations(destructive_hint=False))
 def remember(note: str) -> str:
     """Remember a note for later; returns how many notes are kept."""
     notes.append(note)
