@@ -20,6 +20,7 @@ import json
 import time
 from collections.abc import Sequence
 
+from core.agent import faults
 from core.agent.turn_io import TurnIO
 from core.agent.wake import wake_agent
 from core.services import Services
@@ -237,6 +238,7 @@ async def _outcome(
     limit = svc.settings.limits.tool_result_chars
     result = await svc.tools.execute(io.ctx, call, list(allowed), svc.prompts, limit)
     await book.keep_result(svc.store, io.run_id, request.id, result.content)
+    await faults.point(svc, "approved_call_kept")
     return result.ok, result.content
 
 

@@ -5,7 +5,8 @@ Redis DECR. A test arms a point by setting its counter (:func:`key`) to N: the n
 processes (or passes) that reach it are killed on the spot, exactly like ``kill -9``.
 Points in the turn: ``after_llm`` (the model answered, nothing saved), ``after_tools``
 (tools ran, nothing saved), ``after_commit`` (saved, next turn not yet scheduled, intents
-not yet processed).
+not yet processed); ``approved_call_kept`` (a call a person approved ran and its result
+was kept, the turn not yet saved: ``core.agent.approvals``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from core.services import Services
 
 ENABLED = os.environ.get("CARAMBA_FAULTS", "") == "1"
-POINTS = ("after_llm", "after_tools", "after_commit")
+POINTS = ("after_llm", "after_tools", "after_commit", "approved_call_kept")
 
 log = logging.getLogger(__name__)
 
