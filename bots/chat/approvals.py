@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from bots.chat.intentions import Note, ToolApproval
 from core.types.approvals import ApprovalRequest
-from core.types.events import ApprovalAsked, ApprovalDecided
+from core.types.events import ApprovalAsked, ApprovalDecided, RunEvent
 
 if TYPE_CHECKING:
     from bots.chat.relay import ThreadRelay
@@ -60,15 +60,16 @@ def decided_text(said: str) -> str:
     return f"{mark} {said}"
 
 
-async def follow_approval(relay: ThreadRelay, event: ApprovalAsked | ApprovalDecided) -> None:
+async def follow_approval(relay: ThreadRelay, event: RunEvent) -> None:
     """The relay's part: the request with its buttons; a line when nobody decided in time
-    (a person's decision is shown by the adapter that took the click)."""
+    (a person's decision is shown by the adapter that took the click); other events are
+    not an approval's."""
     if isinstance(event, ApprovalAsked):
         agent = relay._who(event.agent_id)
         relay._status(phase="running", who=agent, doing="waits for approval of")
         relay._status(tool=event.request.tool)
         relay.show_status(force=True)
         relay.reply("tool approval", tool_approval(event.request, agent))
-    elif event.decision.choice == "expired":
+    elif isinstance(event, ApprovalDecided) and event.decision.choice == "expired":
         note = f"⌛ Nobody decided about {event.tool} in time: it was not run."
         relay.reply("approval expired", Note(note))

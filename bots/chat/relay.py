@@ -52,8 +52,6 @@ from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
     AgentFinished,
-    ApprovalAsked,
-    ApprovalDecided,
     BudgetReached,
     ChatPosted,
     ErrorRaised,
@@ -209,12 +207,10 @@ class ThreadRelay:
                 self._status(cost_usd=event.cost_usd)
                 await self.post_outputs(event)
                 self.post_result(event)
-            case ApprovalAsked() | ApprovalDecided():
-                await follow_approval(self, event)
             case BudgetReached() | RunStatusChanged(status=RunStatus.RUNNING):
                 await follow_pause(self, event)
-            case _:
-                pass
+            case _:  # a tool call waiting for approval, or nothing shown
+                await follow_approval(self, event)
 
     def is_milestone(self, event: AgentFinished, agents: int) -> bool:
         """Whether an agent's end is worth a reply of its own: in a run of several

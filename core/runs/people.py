@@ -23,21 +23,19 @@ Adapters (Slack, Discord, the web chat, the console) translate a platform's payl
 into a :class:`~core.types.people.Person` and pass their ``who`` port to name anybody
 else; every line people read names people, never ids.
 
-May call: ``core.runs`` (approval, control, budget, requests, learning),
-``core.agent.questions``, ``core.agent.approvals``, ``core.state`` (through ``svc.store`` and
+May call: ``core.runs`` (approval, control, budget, requests, learning, tool_calls),
+``core.agent.questions``, ``core.state`` (through ``svc.store`` and
 ``core.state.people``). Never a chat platform.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from core.agent import approvals
 from core.agent.questions import answer_question, follow_up, open_questions
-from core.runs import approval, learning
+from core.runs import approval, learning, tool_calls
 from core.runs import forms as form_rules
 from core.runs.approval import Approve, Decision, Reject, decided_by, may_decide
 from core.runs.budget import extend_run, stop_run
@@ -63,7 +61,7 @@ from core.runs.outcomes import (
 from core.runs.pause_words import added, amount, extended, stopped
 from core.runs.requests import request_run
 from core.state.people import PeopleMarks
-from core.types.approvals import ApprovalDecision, Choice
+from core.types.approvals import Choice
 from core.types.files import AttachedFile
 from core.types.forms import Typed
 from core.types.people import AS_IS, Person, Who
@@ -299,28 +297,11 @@ async def approve_action(
     """Decide about an agent's tool call waiting for approval: ``once`` (this call),
     ``run`` (this call and the tool's later calls in the run) or ``deny`` (``reason``
     is what the agent reads), if ``person`` may decide about the run (as for Approve on
-    the card) and nobody decided first; the agent is woken to go on."""
+    the card) and nobody decided first (``core.runs.tool_calls``)."""
     allowed = await _allowed(svc, run_id, person, who)
     if isinstance(allowed, Refused):
         return allowed
-    request = await approvals.request(svc, run_id, approval_id)
-    if request is None:
-        return Refused("No call of this run waits for that approval.", allowed)
-    made = ApprovalDecision(
-        choice=choice, by=person.id, name=person.name, note=reason.strip()[:500], at=time.time()
-    )
-    step = await approvals.decide(svc, run_id, approval_id, made)
-    if not step.ok:
-        return Refused(f"Not decided: {step.reason}.", step.run)
-    return ActionDecided(step.run, request, made, _action_said(made, person.name))
-
-
-def _action_said(made: ApprovalDecision, name: str) -> Said:
-    if made.choice == "deny":
-        return Said("Denied by ", name, f": {made.note}" if made.note else ".")
-    if made.choice == "run":
-        return Said("Approved for this run by ", name, ".")
-    return Said("Approved once by ", name, ".")
+    return await tool_calls.decide(svc, allowed, approval_id, person, choice, reason)
 
 
 async def rate(
