@@ -82,7 +82,8 @@ async def test_stdio_tools_calls_errors_and_timeouts(mcp_services: Any) -> None:
     mcp = {t.name: t for t in svc.tools.tools() if t.server}
     assert set(mcp) == {
         "fake__add", "fake__remember", "fake__fail", "fake__refuse", "fake__slow",
-        "fake__whoami", "fake__picture",
+        "fake__whoami", "fake__picture", "fake__steps", "fake__grow", "fake__greet",
+        "fake__link", "fake__read_resource",
     }  # fmt: skip
     add, remember = mcp["fake__add"], mcp["fake__remember"]
     assert (add.read_only, add.network, add.server, add.category) == (True, False, "fake", "mcp")
@@ -281,7 +282,11 @@ async def test_a_celery_worker_offers_mcp_tools_to_its_turns(real_redis: Any) ->
     from tests.helpers import collect
     from tests.schedulers import celery_settings, celery_worker, worker_app
 
-    settings = celery_settings(mcp_settings(fake=stdio()), real_redis.test_prefix)
+    # remember changes things (a destructive tool by the spec's defaults): no approval
+    # asked here, this is about the worker's sessions (approvals: test_tool_approval).
+    mcp = {"connect_timeout_s": 10.0, "call_timeout_s": 5.0, "servers": {"fake": stdio()}}
+    no_asking = make_settings(mcp=mcp, tools={"approval": {"destructive": False}})
+    settings = celery_settings(no_asking, real_redis.test_prefix)
     model = ScriptedModel().script(
         "adder",
         Reply(calls=(call("fake__remember", {"note": "from a worker"}),)),

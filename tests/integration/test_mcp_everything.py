@@ -68,9 +68,9 @@ async def test_a_task_augmented_tool_completes(
         return ElicitAnswer("accept", {"interpretation": "snake"})
 
     monkeypatch.setattr("core.tools.mcp.inflight.elicit", person)
-    # Each stage takes 1 s: four of them outlast the 2 s idle limit; status changes
+    # Each stage takes 1 s: four of them outlast the 2.5 s idle limit; status changes
     # count as progress.
-    svc = await mcp_services(mcp_settings(call_timeout_s=2.0, everything=everything))
+    svc = await mcp_services(mcp_settings(call_timeout_s=2.5, everything=everything))
     await until(lambda: "everything__simulate-research-query" in svc.tools)
     plain = await run_tool(svc, "everything__simulate-research-query", topic="tides")
     assert plain.ok, plain.content
@@ -110,10 +110,9 @@ async def test_images_resources_and_links(mcp_services: Any, everything: dict[st
     call = ToolCall(id="c1", name=name, arguments="{}")
     image = await svc.tools.execute(ctx, call, [name], svc.prompts, max_chars=4000)
     assert image.ok and "[image saved as outputs/everything-get-tiny-image-" in image.content
-    assert [path for path, _ in ctx.images] == [
-        f.path for f in await svc.workspace.files("run-mcp")
-    ]
-    assert ctx.images[0][1].startswith("data:image/png;base64,")
+    (path, url) = ctx.images[0]
+    assert path in [f.path for f in await svc.workspace.files("run-mcp")]
+    assert len(ctx.images) == 1 and url.startswith("data:image/png;base64,")
 
     doc = "demo://resource/static/document/architecture.md"
     read = await run_tool(svc, "everything__read_resource", uri=doc)

@@ -26,7 +26,6 @@ class ServerLog:
         # Its last lines, for ``caramba doctor`` to show when the server does not start.
         self.tail: deque[str] = deque(maxlen=5)
         read_fd, write_fd = os.pipe()
-        os.set_inheritable(write_fd, True)
         self.file: TextIO = os.fdopen(write_fd, "w")
         self._reader = threading.Thread(
             target=self._drain, args=(read_fd,), name=f"mcp-stderr-{server}", daemon=True
