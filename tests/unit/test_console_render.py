@@ -11,9 +11,12 @@ from rich.console import Console
 from bots.console.text import escape, printable
 from bots.console.thread import ConsoleThread
 from core.types.agent import EndReason
+from core.types.approvals import ApprovalDecision, ApprovalRequest
 from core.types.events import (
     AgentCreated,
     AgentFinished,
+    ApprovalAsked,
+    ApprovalDecided,
     BudgetReached,
     ChatPosted,
     ErrorRaised,
@@ -32,6 +35,18 @@ from core.types.events import (
 from core.types.run import RunStatus
 
 R, A = "run_1", "agt_1"
+REQUEST = ApprovalRequest(
+    id="a-1",
+    run_id=R,
+    agent_id=A,
+    agent_name="Ana [bot]",
+    call_id="c1",
+    tool="files__delete",
+    purpose="Delete a file.",
+    arguments='{"path": "old"}',
+    asked_at=0,
+    deadline=60,
+)
 SAMPLES: list[RunEvent] = [
     RunStarted(run_id=R, task="t"),
     AgentCreated(run_id=R, agent_id=A, name="Ana [bot]", role="solo", model="m"),
@@ -65,6 +80,14 @@ SAMPLES: list[RunEvent] = [
         extend_wall_clock_s=60,
     ),
     RunStatusChanged(run_id=R, status=RunStatus.WAITING_HUMAN, by="caramba"),
+    ApprovalAsked(run_id=R, agent_id=A, request=REQUEST),
+    ApprovalDecided(
+        run_id=R,
+        agent_id=A,
+        approval_id="a-1",
+        tool="files__delete",
+        decision=ApprovalDecision(choice="deny", by="U1", name="Bo", note="keep it"),
+    ),
     ErrorRaised(run_id=R, agent_id=A, message="boom", hint="fix it"),
     AgentFinished(run_id=R, agent_id=A, reason=EndReason.FINISHED, result="done"),
     RunFinished(run_id=R, status=RunStatus.COMPLETED, result="done"),
@@ -82,6 +105,7 @@ async def test_every_event_kind_is_printed() -> None:
         await thread(event)
     text = out.getvalue()
     assert "Ana [bot]" in text and "which?" in text and "paused" in text and "interim" in text
+    assert "files__delete: Denied by Bo: keep it" in text
 
 
 def test_control_characters_are_written_out_and_newlines_and_tabs_kept() -> None:

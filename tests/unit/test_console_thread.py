@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from bots.chat.intentions import Paused
+from bots.chat.intentions import Paused, ToolApproval
 from bots.chat.outbox import Entry
 from bots.chat.ports import (
     Artifacts,
@@ -109,6 +109,16 @@ def _samples(text: str = "") -> list[Intention]:
             limit_cost_usd=1.5,
             extend_cost_usd=2.0,
         ),
+        ToolApproval(
+            run_id=R,
+            approval_id="a-1",
+            agent=f"Ana{text}",
+            tool="files__delete",
+            purpose=f"Delete a file{text}.",
+            arguments=f'{{"path": "old{text}"}}',
+            reason=f"Cleaning up{text}",
+            risks=("may delete or overwrite things",),
+        ),
     ]
 
 
@@ -137,6 +147,8 @@ def test_every_intention_kind_is_rendered_and_drawn(monkeypatch: pytest.MonkeyPa
         "completed · 12 tokens · $0.0000",
         "Files the agents made (1):",
         "⏸ paused: the run spent $2.00 of $1.50 — extend by $2.00, or stop here",
+        "🔐 Ana wants to use files__delete: Delete a file. (may delete or overwrite things)",
+        "Why: Cleaning up",
     ):
         assert said in text, said
     status = ConsoleRenderer().render(_samples()[0])[0]
