@@ -147,3 +147,28 @@ async def test_results_become_text_and_workspace_files(tmp_path: Path) -> None:
     assert await result_text(ctx, "files", "get", CallToolResult(content=[])) == (
         "(the tool returned nothing)"
     )
+
+
+async def test_a_tool_that_requires_tasks_is_not_offered_by_a_server_without_them() -> None:
+    from mcp_types import ServerCapabilities, ToolExecution
+
+    from core.tools.mcp.live import LiveServer
+
+    client = SimpleNamespace(server_capabilities=ServerCapabilities())
+
+    async def connected() -> Any:
+        return client
+
+    conn = SimpleNamespace(name="srv", server=McpServer(command="x"), client=connected)
+    needs = McpTool(name="research", input_schema={"type": "object"},
+                    execution=ToolExecution(task_support="required"))  # fmt: skip
+    may = McpTool(name="quick", input_schema={"type": "object"},
+                  execution=ToolExecution(task_support="optional"))  # fmt: skip
+    registry = ToolRegistry()
+    live = LiveServer(registry, make_settings(), conn, SimpleNamespace())  # type: ignore[arg-type]
+    await live.apply([needs, may])
+    assert registry.names() == ["srv__quick"]  # optional: called the plain way here
+    assert registry.unavailable["srv__research"] == (
+        "MCP server srv says research must run as a task, but it does not offer tasks for "
+        "tool calls"
+    )
