@@ -36,6 +36,7 @@ from core.types.events import (
     RunStarted,
     RunStatusChanged,
     ToolCalled,
+    ToolProgress,
     TurnStarted,
 )
 
@@ -71,6 +72,10 @@ class Trace:
                 return self._said(event)
             case ToolCalled():
                 return [self._tool(event)]
+            case ToolProgress():  # at most about once a second per call
+                done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total else "")
+                about = escape(f"{event.tool} {done} {event.message}".strip())
+                return [f"  [dim]… {self._who(event.agent_id)}: {about}[/]"] if self.verbose else []
             case MessageSent():
                 to = escape(self.names.get(event.recipient, event.recipient))
                 return [f"  ✉ {self._who(event.agent_id)} → {to}: {escape(event.preview)}"]
