@@ -30,6 +30,7 @@ from core.types.events import (
     RunStarted,
     RunStatusChanged,
     ToolCalled,
+    ToolProgress,
     TurnStarted,
 )
 from core.types.run import RunStatus
@@ -64,6 +65,7 @@ SAMPLES: list[RunEvent] = [
         text="thinking",
     ),
     ToolCalled(run_id=R, agent_id=A, seq=0, tool="calculate", arguments="{}", ok=True, result="2"),
+    ToolProgress(run_id=R, agent_id=A, tool="srv__slow", progress=2, total=5, message="step 2"),
     MessageSent(run_id=R, agent_id=A, message_id="m", recipient="agt_2", preview="hi"),
     ChatPosted(run_id=R, agent_id=A, text="**interim**", filename="r.md"),
     Notified(run_id=R, agent_id=A, who="@ana", text="look"),
