@@ -211,3 +211,23 @@ async def test_doctor_says_what_a_server_wrote_when_it_does_not_start() -> None:
     assert broken.level is Level.FAIL
     assert "exited or closed the connection while starting" in broken.detail
     assert "It wrote: config file /etc/nowhere.json not found" in broken.detail
+
+
+async def test_progress_shows_in_the_runs_status_line() -> None:
+    from bots.chat.ports import Limits, Place
+    from bots.chat.relay import ThreadRelay
+    from bots.slack.render import SlackRenderer
+    from core.types.events import AgentCreated, RunStarted
+
+    relay = ThreadRelay(Place("C1", "1.1"), "r", SlackRenderer(), Limits(message_chars=3000))
+    await relay.on_event(RunStarted(run_id="r", task="t"))
+    await relay.on_event(AgentCreated(run_id="r", agent_id="a", name="Ana", role="x", model="m"))
+    relay.take()
+    relay.last_update = 0.0  # a second has passed since the last edit
+    progress = ToolProgress(
+        run_id="r", agent_id="a", tool="srv__render", progress=3, total=5, message="frames"
+    )
+    await relay.on_event(progress)
+    _, status = relay.take()
+    assert status is not None
+    assert status.text.startswith("Running: Ana is using `srv__render (3/5 · frames)`")
