@@ -15,6 +15,10 @@ from collections import deque
 from typing import TextIO
 
 log = logging.getLogger("core.tools.mcp.server")
+if log.level == logging.NOTSET:
+    # Kept at INFO even where the root logger shows warnings only (the console's log file,
+    # a worker's log): what a server says is what one reads when it fails.
+    log.setLevel(logging.INFO)
 _LINE_CHARS = 2000  # a line longer than this is cut in the log
 
 
