@@ -173,3 +173,13 @@ async def test_nobody_answers_in_time_so_the_server_reads_cancel(make_services: 
     assert isinstance(late, Refused)
     closed = [e for _, e in await svc.store.read_events(ctx.run_id) if isinstance(e, FormClosed)]
     assert [(c.action, c.timed_out) for c in closed] == [("cancel", True)]
+
+
+async def test_the_run_ending_cancels_the_form(svc: Services) -> None:
+    ctx = await _ctx(svc)
+    request = ElicitRequest(server="shop", message="Anything?", schema=SCHEMA, url=None)
+    waiting, asked = await _asked(svc, ctx, request)
+    assert isinstance(await people.cancel(svc, ctx.run_id, ALICE), Done)
+    assert await asyncio.wait_for(waiting, 5) == ElicitAnswer("cancel")
+    late = await people.answer_form(svc, ctx.run_id, asked.form_id, ALICE, "decline")
+    assert isinstance(late, Refused) and "closed" in late.reason
