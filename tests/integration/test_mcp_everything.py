@@ -167,3 +167,22 @@ async def test_one_http_server_shared_by_two_worker_processes(
     finally:
         server.kill()
         server.cleanup()
+
+
+async def test_a_task_given_up_is_cancelled_on_the_server(
+    mcp_services: Any, everything: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="core.tools.mcp.tasks")
+    # Four 1 s stages against a 2.5 s cap: the call is given up, the task cancelled.
+    settings = mcp_settings(call_timeout_s=2.0, everything=everything)
+    settings = settings.model_copy(
+        update={"mcp": settings.mcp.model_copy(update={"call_cap_s": 2.5})}
+    )
+    svc = await mcp_services(settings)
+    await until(lambda: "everything__simulate-research-query" in svc.tools)
+    given_up = await run_tool(svc, "everything__simulate-research-query", topic="tides")
+    assert not given_up.ok and "simulate-research-query" in given_up.content
+    await until(lambda: "cancelled" in caplog.text)
+    assert "MCP task" in caplog.text
