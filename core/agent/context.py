@@ -38,6 +38,9 @@ class ToolContext:
         self.spawned: list[AgentState] = []
         # Set by ``wait_for_messages``: end the turn and sleep until a message arrives.
         self.wait = False
+        # Set by ``wait_for_messages(all_children=True)``: the children whose results it
+        # waits for (one ending wakes it only once none of them is still at work).
+        self.wait_for: list[str] = []
         # Set by ``ask_user``: a question for a person; the agent waits for the answer.
         self.question: str | None = None
         # Set by the ``finish`` tool: the agent's final result.

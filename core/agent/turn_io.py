@@ -201,6 +201,7 @@ class TurnIO:
             wake=recipients,
             next_job=f"{spec.id}:{state.seq}" if running else "",
             unread=tuple(streams),
+            waits_for=tuple(self.ctx.wait_for) if state.status is AgentStatus.WAITING else (),
             wake_ttl_s=self.svc.settings.bus.wake_ttl_s,
         )
 

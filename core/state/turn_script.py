@@ -4,7 +4,10 @@ then, in the same script, what follows a save (:class:`AfterSave`):
 
 - the wake-up claims of the agents its messages went to (and its own, when it waits and
   mail came meanwhile): a claim is taken for a waiting agent whose wake-up nobody claimed,
-  as ``Bus.claim_wake`` does, and becomes a turn to schedule;
+  as ``Bus.claim_wake`` does, and becomes a turn to schedule — except for a parent that
+  waits for all its children (its hash's ``waits_for``) woken by one of them ending while
+  another still works: that result waits in its inbox, read with the last one (any
+  other message, a child's included, wakes it as before);
 - the follow-ups' record: every turn the save asks to schedule (its new agents' first
   turns, the claimed wake-ups, its own next turn), kept in the agent's hash
   (``followup_jobs``) as ``"<seq>|<agent>:<seq> …"``, so that a delivery finding the turn
@@ -61,6 +64,9 @@ class AfterSave:
     next_job: str = ""
     # The agent's streams, when it waits: mail that came meanwhile wakes it again.
     unread: tuple[str, ...] = ()
+    # The children it waits for, when it waits for all of them (``wait_for_messages``
+    # with ``all_children``): kept in its hash (``waits_for``) until its next save.
+    waits_for: tuple[str, ...] = ()
     wake_ttl_s: int = 60
 
 
@@ -97,9 +103,10 @@ end
 
 # KEYS[1] the agent's hash, KEYS[2] the turn's lease. ARGV: seq, token, then the after-save
 # part (lease token, wake TTL, agent key prefix, wake key prefix, own id, counted lists:
-# jobs, wake, next job, unread streams, clears), then each recorded command as its word
-# count and words. Like MULTI/EXEC, a command that fails does not stop the others; the
-# first error is returned. (The keys are not all declared: a single Redis, not a cluster.)
+# jobs, wake, next job, unread streams, children waited for, clears), then each recorded
+# command as its word count and words. Like MULTI/EXEC, a command that fails does not stop
+# the others; the first error is returned. (The keys are not all declared: a single Redis,
+# not a cluster.)
 COMMIT_SCRIPT = (
     CLEAR_LUA
     + """
@@ -120,6 +127,7 @@ local jobs = list()
 local wake = list()
 local next_job = list()
 local unread = list()
+local waits_for = list()
 i = clear_done(i)
 
 local function release()
@@ -144,9 +152,29 @@ while i <= n do
   i = i + count + 1
 end
 
+if #waits_for > 0 then
+  redis.call('HSET', KEYS[1], 'waits_for', table.concat(waits_for, ' '))
+else
+  redis.call('HDEL', KEYS[1], 'waits_for')
+end
+local self_status = redis.call('HGET', KEYS[1], 'status')
+local ending = self_status == 'finished' or self_status == 'failed'
+-- A parent waiting for all its children, this one among them ending: is another one
+-- still at work? (an agent with no status left counts as ended)
+local function others_working(children)
+  if not ending or not string.find(' ' .. children .. ' ', ' ' .. self_id .. ' ', 1, true) then
+    return false
+  end
+  for child in string.gmatch(children, '%S+') do
+    local status = redis.call('HGET', agent_prefix .. child, 'status')
+    if status and status ~= 'finished' and status ~= 'failed' then return true end
+  end
+  return false
+end
 local function claim(id)
-  local f = redis.call('HMGET', agent_prefix .. id, 'status', 'seq')
+  local f = redis.call('HMGET', agent_prefix .. id, 'status', 'seq', 'waits_for')
   if (f[1] == 'waiting' or f[1] == 'waiting_human')
+    and not (f[3] and others_working(f[3]))
     and redis.call('SET', wake_prefix .. id, f[2], 'NX', 'EX', ttl) then
     jobs[#jobs + 1] = id .. ':' .. f[2]
   end
@@ -226,7 +254,7 @@ def script_args(
     lease_token = after.lease[1] if after.lease is not None else ""
     argv: list[Any] = [expected_seq, token, lease_token, after.wake_ttl_s, *prefixes]
     nxt = [after.next_job] if after.next_job else []
-    for items in (after.jobs, after.wake, nxt, after.unread):
+    for items in (after.jobs, after.wake, nxt, after.unread, after.waits_for):
         argv += [len(items), *items]
     argv += clear_args(clears or [])
     for args, _options in command_stack:

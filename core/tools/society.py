@@ -82,8 +82,14 @@ async def roster(ctx: ToolContext) -> str:
 
 
 @tool(category="team")
-async def wait_for_messages(ctx: ToolContext) -> str:
-    """End this turn and sleep until a message (or a child's result) arrives."""
+async def wait_for_messages(ctx: ToolContext, all_children: bool = False) -> str:
+    """End this turn and sleep until a message (or a child's result) arrives.
+
+    Args:
+        all_children: Sleep until every child you created has finished: their results are
+            read together, in one turn (a message from anyone, a child's included, still
+            wakes you).
+    """
     if (
         ctx.state.spec.parent_id is None
         and not ctx.state.children
@@ -95,6 +101,10 @@ async def wait_for_messages(ctx: ToolContext) -> str:
             "Create agents first, or call finish."
         )
     ctx.wait = True
+    if all_children:
+        ctx.wait_for = [*ctx.state.children, *(new.spec.id for new in ctx.spawned)]
+        if ctx.wait_for:
+            return "Waiting: your next turn starts when all your children have finished."
     return "Waiting: your next turn starts when a message arrives."
 
 
