@@ -15,8 +15,18 @@ overhead_pct is what scheduling, Redis and Celery add to that path.
 ``bench inflight``: ``agents`` independent agents at once, 5 turns each (4 calculations,
 then finish), on one worker host (as many worker processes as cores).
 ideal_turns_per_s = agents / llm_s: every agent always has its model call in flight.
-cpu_ms_per_turn is the workers' CPU time per turn (the fake server and this process are
-not counted); rss_mb is the workers' resident memory at the end.
+The workers stop taking turns (Celery's remote control) while this process approves the
+runs, then all start at once: the clock runs from there (approving 1,000 runs from one
+process, beside the fake, took 12 of the 24 s measured before; ``approved_s`` says how
+long it takes). cpu_ms_per_turn is the workers' CPU time per turn (the fake server and
+this process are not counted); rss_mb is the workers' resident memory at the end.
+
+The host's cores bound the rate for any design: they also run the fake model (this
+process) and Redis, whose CPU per turn is printed too (fake_and_redis_cpu_ms_per_turn).
+cpu_bound_ratio is the ratio those CPU figures allow on this host (cores ÷ all the CPU a
+turn costs), workerless_ratio the one a worker using no CPU at all would reach. With 2
+cores, 1,000 agents at 500 ms ask for 2,000 turns a second: 1 ms of CPU per turn for
+everything, fake and Redis included (2026-11-27: they alone took 1.8 ms).
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import argparse
 import asyncio
 import os
 import re
+import resource
 import sys
 import time
 import uuid
@@ -56,6 +67,7 @@ MODEL = os.environ.get("CARAMBA_BENCH_MODEL", "hosted_vllm/fake-model")
 CLIENT = os.environ.get("CARAMBA_BENCH_CLIENT", "")
 _NAME = re.compile(r"You are (.+?), ")
 _TICK = os.sysconf("SC_CLK_TCK")
+_REDIS_PID = 0  # the Redis server's process (its CPU is reported beside the workers')
 
 
 def _name(body: dict[str, Any]) -> str:
@@ -82,7 +94,11 @@ def _results(body: dict[str, Any]) -> int:
 
 def respond(body: dict[str, Any]) -> FakeReply:
     name = _name(body)
-    wait: tuple[str, dict[str, Any]] = ("wait_for_messages", {})
+    # A parent sleeps until all its children have finished: their results come in one turn
+    # (without it, the first result woke it, and the model call that found the others
+    # still at work was one more 200 ms on the critical path, for the lead and again for
+    # the orchestrator: most of the overhead this bench measured).
+    wait: tuple[str, dict[str, Any]] = ("wait_for_messages", {"all_children": True})
     if name == "Orchestrator" or name.startswith("Lead"):
         if not _calls(body, "create_agent"):
             if name == "Orchestrator":
@@ -117,6 +133,16 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
+def _others_cpu_s() -> tuple[float, float]:
+    """This process's CPU (the fake model server and the bench) and the Redis server's."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    try:
+        redis_cpu = _cpu_s(_REDIS_PID)
+    except (OSError, ValueError):
+        redis_cpu = float("nan")
+    return own.ru_utime + own.ru_stime, redis_cpu
+
+
 def _rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -132,8 +158,26 @@ def client_settings(prefix: str, queue: str) -> Settings:
     )
 
 
-async def _wait_all(redis: Redis, prefix: str, run_ids: list[str], timeout_s: float) -> None:
+async def _wait_all(
+    redis: Redis,
+    prefix: str,
+    run_ids: list[str],
+    timeout_s: float,
+    calls: tuple[ThreadedFakeLLMServer, int] | None = None,
+) -> None:
+    """Until every run has ended. The bench must not take the workers' CPU or Redis's to
+    find out: with ``calls`` (the fake and how many model calls the runs make in all), it
+    first waits for the fake to have served them (no Redis at all), then reads the runs'
+    heads every 5 ms until they have ended (their last turns' saves come a moment after
+    their last calls). Before, it read all 1,000 heads every 0.5 s: about ten GETs per
+    turn in Redis and their parsing in this process, beside the fake."""
     deadline = time.monotonic() + timeout_s
+    if calls is not None:
+        server, wanted = calls
+        for _ in range(int(timeout_s * 100)):  # a list's length: nothing else is read
+            if len(server.requests) >= wanted:
+                break
+            await asyncio.sleep(0.01)
     pending = list(run_ids)
     while pending:
         async with redis.pipeline(transaction=False) as pipe:
@@ -147,8 +191,7 @@ async def _wait_all(redis: Redis, prefix: str, run_ids: list[str], timeout_s: fl
         ]
         if time.monotonic() > deadline:
             raise TimeoutError(f"{len(pending)} runs unfinished after {timeout_s} s")
-        # Polling must not steal the workers' CPU: cheap for one run, sparse for many.
-        await asyncio.sleep(0.02 if len(pending) < 10 else 0.5)
+        await asyncio.sleep(0.005)
 
 
 async def _phase(
@@ -159,7 +202,9 @@ async def _phase(
     processes: int,
     concurrency: int,
     timeout_s: float,
-) -> dict[str, float]:
+    calls_per_run: int = 0,
+    hold: bool = False,
+) -> dict[str, Any]:
     prefix, queue = f"bench-{uuid.uuid4().hex[:6]}", f"bench-{uuid.uuid4().hex[:6]}"
     env = worker_env(
         redis__url=URL,
@@ -198,11 +243,21 @@ async def _phase(
         )
         calls_before = len(server.requests)
         cpu_before = sum(_cpu_s(p.pid) for p in procs)
+        others_before = _others_cpu_s()
+        if hold:
+            await asyncio.to_thread(_consume, app, queue, False)
         t0 = time.perf_counter()
         await _bounded([approve_run(svc, r, "bench") for r in proposed])
-        await _wait_all(redis, prefix, list(proposed), timeout_s)
+        approved_s = time.perf_counter() - t0
+        if hold:  # every agent's first turn is queued: all start now
+            await asyncio.to_thread(_consume, app, queue, True)
+            t0 = time.perf_counter()
+        wanted = calls_before + calls_per_run * len(proposed)
+        waited = (server, wanted) if calls_per_run else None
+        await _wait_all(redis, prefix, list(proposed), timeout_s, waited)
         wall = time.perf_counter() - t0
         cpu = sum(_cpu_s(p.pid) for p in procs) - cpu_before
+        others = [b - a for a, b in zip(others_before, _others_cpu_s(), strict=True)]
         turns = len(server.requests) - calls_before
         by_role = Counter(_name(b).split(" ")[0] for b in server.requests[calls_before:])
         failed = 0
@@ -211,9 +266,12 @@ async def _phase(
             failed += '"status":"completed"' not in raw
         return {
             "wall_s": wall,
+            "approved_s": approved_s,
             "turns": turns,
             "cpu_ms_per_turn": cpu * 1000 / max(1, turns),
             "rss_mb": sum(_rss_mb(p.pid) for p in procs),
+            "bench_cpu_ms_per_turn": others[0] * 1000 / max(1, turns),
+            "redis_cpu_ms_per_turn": others[1] * 1000 / max(1, turns),
             "failed": failed,
             "turns_by_role": dict(by_role),
         }
@@ -226,6 +284,17 @@ async def _phase(
         for i in range(0, len(keys), 5000):
             await redis.delete(*keys[i : i + 5000])
         await redis.aclose()
+
+
+def _consume(app: Any, queue: str, on: bool) -> None:
+    """Have every worker stop (or start again) taking turns from ``queue`` (Celery's
+    remote control), and wait for their replies."""
+    if on:
+        replies = app.control.add_consumer(queue, reply=True, timeout=5)
+    else:
+        replies = app.control.cancel_consumer(queue, reply=True, timeout=5)
+    if not replies:
+        raise RuntimeError("no worker answered the remote control")
 
 
 async def _bounded(coros: list[Any], limit: int = 50) -> list[Any]:
@@ -256,11 +325,21 @@ def _orchestrator() -> AgentSpec:
 
 
 async def main(args: argparse.Namespace) -> None:
+    global _REDIS_PID
     cores = os.cpu_count() or 1
+    probe = Redis.from_url(URL)
+    _REDIS_PID = int((await probe.info("server"))["process_id"])
+    await probe.aclose()
     with ThreadedFakeLLMServer() as server:
         server.set_responder(respond)
+        # As `caramba worker` runs by default (celery.processes = 0): one process per core.
         cohort = await _phase(
-            server, llm_ms=200, roots=[_orchestrator()], processes=1, concurrency=50, timeout_s=120
+            server,
+            llm_ms=200,
+            roots=[_orchestrator()],
+            processes=args.cohort_processes or cores,
+            concurrency=50,
+            timeout_s=120,
         )
         ideal = 9 * 0.2
         cohort_line = (
@@ -277,15 +356,28 @@ async def main(args: argparse.Namespace) -> None:
             ]
             slots = -(-n // cores) + 10
             flight = await _phase(
-                server, llm_ms=500, roots=roots, processes=cores, concurrency=slots, timeout_s=600
+                server,
+                llm_ms=500,
+                roots=roots,
+                processes=cores,
+                concurrency=slots,
+                timeout_s=600,
+                calls_per_run=5,
+                hold=True,
             )
             print(f"inflight: {flight}")
             rate = flight["turns"] / flight["wall_s"]
             ideal_rate = n / 0.5
+            # What the host's cores allow: the fake model and Redis run on them too.
+            beside = flight["bench_cpu_ms_per_turn"] + flight["redis_cpu_ms_per_turn"]
+            cpu_bound = cores * 1000 / (flight["cpu_ms_per_turn"] + beside)
             inflight_line = (
                 f"bench inflight: agents={n} llm_ms=500 turns_per_s={rate:.0f} "
                 f"ideal_turns_per_s={ideal_rate:.0f} ratio={rate / ideal_rate:.2f} "
-                f"cpu_ms_per_turn={flight['cpu_ms_per_turn']:.2f} rss_mb={flight['rss_mb']:.0f}"
+                f"cpu_ms_per_turn={flight['cpu_ms_per_turn']:.2f} rss_mb={flight['rss_mb']:.0f} "
+                f"fake_and_redis_cpu_ms_per_turn={beside:.2f} "
+                f"cpu_bound_ratio={min(cpu_bound, ideal_rate) / ideal_rate:.2f} "
+                f"workerless_ratio={min(cores * 1000 / beside, ideal_rate) / ideal_rate:.2f}"
             )
     print(f"model: {MODEL} ({_client_used()}) against the OpenAI-compatible fake")
     print(cohort_line)
@@ -298,4 +390,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inflight-agents", type=int, default=1000)
     parser.add_argument("--skip-inflight", action="store_true")
+    parser.add_argument(
+        "--cohort-processes", type=int, default=0, help="worker processes (0: one per core)"
+    )
     asyncio.run(main(parser.parse_args()))
