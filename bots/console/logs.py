@@ -46,6 +46,8 @@ class FileLogs:
         root.addHandler(self._file)
         root.addHandler(self._counter)
         logging.captureWarnings(True)
+        # What MCP servers write to their stderr (core.tools.mcp.stderr) is kept here too.
+        logging.getLogger("core.tools.mcp.server").setLevel(logging.INFO)
         self.quiet_litellm()
         return self
 

@@ -14,11 +14,9 @@ import threading
 from collections import deque
 from typing import TextIO
 
+# At INFO: a worker's log shows them at its usual level; the console's log file keeps
+# them (bots.console.logs); `caramba doctor` shows a failed server's last lines.
 log = logging.getLogger("core.tools.mcp.server")
-if log.level == logging.NOTSET:
-    # Kept at INFO even where the root logger shows warnings only (the console's log file,
-    # a worker's log): what a server says is what one reads when it fails.
-    log.setLevel(logging.INFO)
 _LINE_CHARS = 2000  # a line longer than this is cut in the log
 
 
