@@ -261,8 +261,9 @@ def tools() -> None:
     from core.process.tools_start import all_tools
 
     # The MCP servers are started to list their tools, then stopped.
-    registry = asyncio.run(all_tools(_settings()))
-    console.print(tools_table(registry))
+    settings = _settings()
+    registry = asyncio.run(all_tools(settings))
+    console.print(tools_table(registry, settings.tools.approval))
     if registry.unavailable:
         console.print(
             "[dim]Unavailable tools are not offered to agents; the reason says what to "
