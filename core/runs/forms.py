@@ -1,5 +1,5 @@
-"""People answering the forms MCP servers ask for (elicitation): the rules behind
-``core.runs.people.open_form`` and ``answer_form``.
+"""People answering the forms MCP servers ask for (elicitation): :func:`open_form` and
+:func:`answer_form`, part of the people room (``core.runs.people`` exports them).
 
 Who may answer: whoever may decide about the run (the requester, ``[approval]
 approvers``, a platform's approver). The form must still be open (its call waits for
@@ -18,9 +18,10 @@ from core.runs.approval import may_decide
 from core.runs.outcomes import Done, FormInvalid, Refused, Said, ToFill
 from core.state import forms
 from core.state.forms import FormReply, OpenForm
+from core.state.people import PeopleMarks
 from core.types.events import FormClosed
 from core.types.forms import Typed, check, fields_of
-from core.types.people import Person
+from core.types.people import AS_IS, Person, Who
 
 if TYPE_CHECKING:
     from core.services import Services
@@ -48,26 +49,43 @@ async def _open(
     return form
 
 
-async def to_fill(
-    svc: Services, run_id: str, form_id: str, person: Person, names: Callable[[str], str]
+async def _names(svc: Services, run_id: str, person: Person, who: Who) -> Callable[[str], str]:
+    """Names for a refusal only ``person`` reads (the requester's, as ``who`` shows it);
+    the person's own name remembered, as every action of the people room does."""
+    await PeopleMarks(svc.store).remember(person.id, person.name)
+    requester = (await svc.store.get_run(run_id)).requested_by
+    names = {person.id: person.name}
+    if requester and requester not in names:
+        names[requester] = await who.name(requester)
+    return lambda user_id: names.get(user_id) or "someone"
+
+
+async def open_form(
+    svc: Services, run_id: str, form_id: str, person: Person, *, who: Who = AS_IS
 ) -> ToFill | Refused:
-    """What a Fill in button opens: the form's fields, if ``person`` may answer it."""
+    """What a Fill in button opens: the open form's fields, if ``person`` may answer it
+    (as for deciding about the run)."""
+    names = await _names(svc, run_id, person, who)
     form = await _open(svc, run_id, form_id, person, names)
     if isinstance(form, Refused):
         return form
     return ToFill(form.id, form.server, form.message, fields_of(form.requested), form.url)
 
 
-async def answer(
+async def answer_form(
     svc: Services,
     run_id: str,
     form_id: str,
     person: Person,
     action: Action,
-    typed: Mapping[str, Typed] | None,
-    names: Callable[[str], str],
+    typed: Mapping[str, Typed] | None = None,
+    *,
+    who: Who = AS_IS,
 ) -> Done | FormInvalid | Refused:
-    """``person``'s answer: accept (with what they typed, checked), decline or cancel."""
+    """``person``'s answer to the form: ``accept`` with what they ``typed`` (checked
+    against its fields; :class:`FormInvalid` says what to correct), ``decline`` or
+    ``cancel``; the waiting tool call hands it to its MCP server."""
+    names = await _names(svc, run_id, person, who)
     form = await _open(svc, run_id, form_id, person, names)
     if isinstance(form, Refused):
         return form

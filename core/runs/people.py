@@ -10,9 +10,8 @@ inside and a typed outcome (``core.runs.outcomes``) that adapters only render.
   requester, ``[approval] approvers``, ``Person.approver``), on a proposal only.
 - :func:`cancel` — who may decide, a run not ended yet.
 - :func:`extend`, :func:`stop` — who may decide, a run paused at its budget.
-- :func:`open_form`, :func:`answer_form` — who may decide: a form an MCP server asks
-  for (elicitation, ``core.runs.forms``), opened, then accepted (checked), declined or
-  dismissed while its tool call waits.
+- :func:`open_form`, :func:`answer_form` — who may decide: an MCP server's form
+  (``core.runs.forms``).
 - :func:`approve_action` — who may decide, a run not ended yet, once per waiting tool
   call (``core.agent.approvals``: concurrent clicks make one decision).
 - :func:`rate` — anybody, one vote per person and run (kept through ``core.state.people``).
@@ -31,23 +30,23 @@ May call: ``core.runs`` (approval, control, budget, requests, learning, tool_cal
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from core.agent.questions import answer_question, follow_up, open_questions
 from core.runs import approval, learning, tool_calls
-from core.runs import forms as form_rules
 from core.runs.approval import Approve, Decision, Reject, decided_by, may_decide
 from core.runs.budget import extend_run, stop_run
 from core.runs.control import cancel_run
 from core.runs.edits import agents_of
+from core.runs.forms import answer_form as answer_form
+from core.runs.forms import open_form as open_form
 from core.runs.outcomes import (
     ActionDecided,
     AlreadyRated,
     Delivered,
     Done,
     Editable,
-    FormInvalid,
     NotDelivered,
     NotRated,
     NotTaken,
@@ -56,14 +55,12 @@ from core.runs.outcomes import (
     Refused,
     Requested,
     Said,
-    ToFill,
 )
 from core.runs.pause_words import added, amount, extended, stopped
 from core.runs.requests import request_run
 from core.state.people import PeopleMarks
 from core.types.approvals import Choice
 from core.types.files import AttachedFile
-from core.types.forms import Typed
 from core.types.people import AS_IS, Person, Who
 from core.types.run import RunState, RunStatus
 
@@ -252,36 +249,6 @@ async def stop(svc: Services, run_id: str, person: Person, *, who: Who = AS_IS) 
     if not step.ok:
         return Refused(f"Not stopped: {step.reason}.", step.run)
     return Done(step.run, stopped(person.name))
-
-
-async def open_form(
-    svc: Services, run_id: str, form_id: str, person: Person, *, who: Who = AS_IS
-) -> ToFill | Refused:
-    """The fields of the open form ``form_id`` (what a Fill in button shows), if
-    ``person`` may answer it (as for deciding about the run)."""
-    await _marks(svc).remember(person.id, person.name)
-    run = await svc.store.get_run(run_id)
-    names = await _namer(who, person, run.requested_by)
-    return await form_rules.to_fill(svc, run_id, form_id, person, names)
-
-
-async def answer_form(
-    svc: Services,
-    run_id: str,
-    form_id: str,
-    person: Person,
-    action: form_rules.Action,
-    typed: Mapping[str, Typed] | None = None,
-    *,
-    who: Who = AS_IS,
-) -> Done | FormInvalid | Refused:
-    """``person``'s answer to the form: ``accept`` with what they ``typed`` (checked
-    against its fields; :class:`FormInvalid` says what to correct), ``decline`` or
-    ``cancel``; the waiting tool call hands it to its MCP server."""
-    await _marks(svc).remember(person.id, person.name)
-    run = await svc.store.get_run(run_id)
-    names = await _namer(who, person, run.requested_by)
-    return await form_rules.answer(svc, run_id, form_id, person, action, typed, names)
 
 
 async def approve_action(

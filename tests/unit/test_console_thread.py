@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from bots.chat.intentions import Paused, ToolApproval
+from bots.chat.intentions import Form, Paused, ToolApproval
 from bots.chat.outbox import Entry
 from bots.chat.ports import (
     Artifacts,
@@ -119,6 +119,8 @@ def _samples(text: str = "") -> list[Intention]:
             reason=f"Cleaning up{text}",
             risks=("may delete or overwrite things",),
         ),
+        # Asked field by field by the run's console (bots/console/forms.py), not drawn.
+        Form(run_id=R, form_id="form_1", agent=f"Ana{text}", server="shop", message=f"Who{text}?"),
     ]
 
 
