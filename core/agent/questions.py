@@ -15,6 +15,7 @@ import time
 from core.agent.wake import wake_agent
 from core.errors import UsageError
 from core.services import Services
+from core.state import approvals as approvals_book
 from core.state import questions as book
 from core.state.questions import OpenQuestion
 from core.state.store import PipelineWrite, RunChange, TransitionResult, transition
@@ -66,6 +67,7 @@ async def open_questions(svc: Services, run_id: str) -> list[OpenQuestion]:
 async def _closed(svc: Services, q: OpenQuestion, event: QuestionClosed) -> None:
     """Record the closing and, with no question left and no pause, the run runs again."""
     left = await book.count(svc.store, q.run_id)
+    left += await approvals_book.open_count(svc.store, q.run_id)  # calls waiting too
 
     def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
         if left or run.paused or run.status is not RunStatus.WAITING_HUMAN:

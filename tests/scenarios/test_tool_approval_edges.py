@@ -133,9 +133,7 @@ async def test_a_cancelled_run_s_call_is_never_decided_nor_run(make_services, an
     assert COUNT == []
 
 
-async def test_mail_that_came_meanwhile_is_read_after_the_outcome(
-    make_services, any_redis
-) -> None:
+async def test_mail_that_came_meanwhile_is_read_after_the_outcome(make_services, any_redis) -> None:
     model = counting(Reply(calls=(call("finish", {"result": "ok"}),)))
     svc = services(make_services, any_redis, model)
     run_id, aid, job = await waits(svc, model)
@@ -182,3 +180,28 @@ async def test_a_worker_killed_after_the_approval_runs_the_call_once(
         assert read == "counted 1"
     else:
         assert read is not None and read.startswith("[Outcome unknown]")
+
+
+async def test_a_question_answered_while_a_call_waits_keeps_the_run_waiting(
+    make_services, any_redis
+) -> None:
+    ask = call("ask_user", {"question": "Which room?"})
+    model = ScriptedModel().script(
+        "*",
+        Reply(calls=(ask, call("count_up", {}))),
+        Reply(calls=(call("finish", {"result": "ok"}),)),
+    )
+    svc = services(make_services, any_redis, model)
+    spec = AgentSpec(name="Counter", tools=("ask_user", "count_up", "finish"))
+    run_id = await start_run(svc, "count", spec)
+    assert await run_turn(svc, svc.scheduler.jobs.pop()) is TurnOutcome.WAITING  # type: ignore[attr-defined]
+    (waiting,) = await approvals.pending(svc, run_id)
+    assert (await people.reply(svc, run_id, "the big one", ALICE)).answered
+    assert (await svc.store.get_run(run_id)).status is RunStatus.WAITING_HUMAN
+    await people.approve_action(svc, run_id, waiting.id, ALICE, "once")
+    assert (await svc.store.get_run(run_id)).status is RunStatus.RUNNING
+    assert await run_turn(svc, TurnJob(run_id=run_id, agent_id=spec.id, seq=1)) is (
+        TurnOutcome.ENDED
+    )
+    read = "\n".join(m.content or "" for m in model.requests[-1].messages)
+    assert "counted 1" in read and "the big one" in read and COUNT == [1]
