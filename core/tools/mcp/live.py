@@ -33,15 +33,14 @@ async def add_mcp_tools(registry: ToolRegistry, settings: Settings, hub: McpHub)
     the background. ``tools.disabled`` (names, ``mcp``, or a server's name) applies as to
     any tool."""
     servers = [LiveServer(registry, settings, conn, hub) for conn in hub.connections.values()]
-    listings = await asyncio.gather(*(s.listing() for s in servers))
-    for live, listing in zip(servers, listings, strict=True):
+    for live in servers:  # before listing: a change said meanwhile is not missed
         live.conn.on_tools_changed = live.relist
-        if isinstance(listing, str):
-            log.warning("%s", listing)
-            registry.mark_unavailable(unavailable_name(live.conn.name), listing)
+    failures = await asyncio.gather(*(s.refresh() for s in servers))
+    for live, why in zip(servers, failures, strict=True):
+        if why is not None:
+            log.warning("%s", why)
+            registry.mark_unavailable(unavailable_name(live.conn.name), why)
             hub.spawn(live.retry(), f"mcp-retry-{live.conn.name}")
-        else:
-            await live.apply(listing)
     registry.disable(settings.tools.disabled)
 
 
@@ -66,14 +65,22 @@ class LiveServer:
             why = f"{type(exc).__name__}: {exc}"
             return f"MCP server {self.conn.name!r} could not list its tools: {why}"
 
+    async def refresh(self) -> str | None:
+        """List the server's tools and make the registry hold them (one refresh at a
+        time, so the newest listing wins); why not, if the server cannot list them."""
+        async with self._lock:
+            listing = await self.listing()
+            if isinstance(listing, str):
+                return listing
+            await self._apply(listing)
+        self.registry.disable(self.settings.tools.disabled)
+        return None
+
     async def relist(self) -> None:
         """The server said its tool list changed: read it again."""
-        listing = await self.listing()
-        if isinstance(listing, str):
-            log.warning("%s (after it said its tools changed)", listing)
-            return
-        await self.apply(listing)
-        self.registry.disable(self.settings.tools.disabled)
+        why = await self.refresh()
+        if why is not None:
+            log.warning("%s (after it said its tools changed)", why)
 
     async def retry(self) -> None:
         """Try a server that did not start again, with backoff, until it is up."""
@@ -81,35 +88,36 @@ class LiveServer:
         delay = mcp.retry_s
         while True:
             await asyncio.sleep(delay)
-            listing = await self.listing()
-            if not isinstance(listing, str):
-                await self.apply(listing)
-                self.registry.disable(self.settings.tools.disabled)
+            why = await self.refresh()
+            if why is None:
                 log.info("MCP server %r is up: %d tools", self.conn.name, len(self.names))
                 return
-            self.registry.mark_unavailable(unavailable_name(self.conn.name), listing)
+            self.registry.mark_unavailable(unavailable_name(self.conn.name), why)
             delay = min(delay * 2, mcp.retry_max_s)
 
     async def apply(self, listing: list[McpTool]) -> None:
         """Make the registry hold exactly the tools of ``listing`` for this server."""
         async with self._lock:
-            wanted = await self._tools(listing)
-            self.registry.unavailable.pop(unavailable_name(self.conn.name), None)
-            for gone in sorted(self.names - set(wanted)):
-                self.registry.mark_unavailable(
-                    gone, f"no longer offered by MCP server {self.conn.name}"
-                )
-            for name, t in wanted.items():
-                old = self.registry.get(name)
-                if old is not None and _same(old, t):
-                    continue
-                if old is not None:
-                    self.registry.mark_unavailable(name, "")  # replaced just below
-                self.registry.register(t)
-            self.names = set(wanted)
-            if self.conn.name in self.settings.tools.disabled:
-                for name in self.names:
-                    self.registry.mark_unavailable(name, "switched off in config (tools.disabled)")
+            await self._apply(listing)
+
+    async def _apply(self, listing: list[McpTool]) -> None:
+        wanted = await self._tools(listing)
+        self.registry.unavailable.pop(unavailable_name(self.conn.name), None)
+        for gone in sorted(self.names - set(wanted)):
+            self.registry.mark_unavailable(
+                gone, f"no longer offered by MCP server {self.conn.name}"
+            )
+        for name, t in wanted.items():
+            old = self.registry.get(name)
+            if old is not None and _same(old, t):
+                continue
+            if old is not None:
+                self.registry.mark_unavailable(name, "")  # replaced just below
+            self.registry.register(t)
+        self.names = set(wanted)
+        if self.conn.name in self.settings.tools.disabled:
+            for name in self.names:
+                self.registry.mark_unavailable(name, "switched off in config (tools.disabled)")
 
     async def _tools(self, listing: list[McpTool]) -> dict[str, Tool]:
         """The registry's tools for ``listing`` (those that may be offered)."""
@@ -145,8 +153,7 @@ class LiveServer:
 
 
 def _same(a: Tool, b: Tool) -> bool:
-    return (a.description, a.parameters_json(), a.read_only) == (
-        b.description,
-        b.parameters_json(),
-        b.read_only,
-    )
+    def seen(t: Tool) -> tuple[object, ...]:
+        return (t.description, t.parameters_json(), t.read_only, tuple(t.risks()))
+
+    return seen(a) == seen(b)
