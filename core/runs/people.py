@@ -10,8 +10,7 @@ inside and a typed outcome (``core.runs.outcomes``) that adapters only render.
   requester, ``[approval] approvers``, ``Person.approver``), on a proposal only.
 - :func:`cancel` — who may decide, a run not ended yet.
 - :func:`extend`, :func:`stop` — who may decide, a run paused at its budget.
-- :func:`open_form`, :func:`answer_form` — who may decide: an MCP server's form
-  (``core.runs.forms``).
+- :func:`open_form`, :func:`answer_form` — who may decide: an MCP server's form (``forms``).
 - :func:`approve_action` — who may decide, a run not ended yet, once per waiting tool
   call (``core.agent.approvals``: concurrent clicks make one decision).
 - :func:`rate` — anybody, one vote per person and run (kept through ``core.state.people``).
@@ -34,13 +33,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from core.agent.questions import answer_question, follow_up, open_questions
-from core.runs import approval, learning, tool_calls
+from core.runs import approval, forms, learning, tool_calls
 from core.runs.approval import Approve, Decision, Reject, decided_by, may_decide
 from core.runs.budget import extend_run, stop_run
 from core.runs.control import cancel_run
 from core.runs.edits import agents_of
-from core.runs.forms import answer_form as answer_form
-from core.runs.forms import open_form as open_form
 from core.runs.outcomes import (
     ActionDecided,
     AlreadyRated,
@@ -68,6 +65,7 @@ if TYPE_CHECKING:
     from core.services import Services
 
 log = logging.getLogger(__name__)
+open_form, answer_form = forms.open_form, forms.answer_form  # the rules: core/runs/forms.py
 
 _HINTS = {
     RunStatus.PLANNING: "I am still planning this request; wait for the proposal.",
