@@ -133,9 +133,10 @@ class ApprovalButtons:
         reason = view["state"]["values"].get("reason", {}).get("text", {}).get("value") or ""
         # Slack wants the answer within 3 s: the name is known by now, else waited for briefly.
         person = await self.ctx.people.person(body["user"]["id"], wait_s=1.0)
+        # A form's error is plain text: people named by name, not as mentions.
         outcome = await people.approve_action(
             self.ctx.svc, meta["run"], meta["approval"], person, "deny", reason=reason,
-            who=MENTIONS,
+            who=self.ctx.people,
         )  # fmt: skip
         if isinstance(outcome, Refused):
             await ack(response_action="errors", errors={"reason": outcome.reason[:150]})

@@ -1,9 +1,10 @@
 """A tool call waiting for approval, from Slack (signed requests into the app, the fake
 Slack Web API, real Redis, the scripted model): the agent's write_file waits for a click
 in the thread (the tool in plain words, the secret in its arguments masked, the agent's
-reason); an outsider's click is refused in private; Deny opens a form whose reason the
-agent reads as the call's result; Approve once runs the call once and the run completes;
-each decided message says who decided, without its buttons."""
+reason); an outsider's click is refused in private (their Deny form too, naming who may
+decide); Deny opens a form whose reason the agent reads as the call's result; Approve
+once runs the call once and the run completes; each decided message says who decided,
+without its buttons."""
 
 from __future__ import annotations
 
@@ -136,8 +137,14 @@ async def test_a_write_waits_is_denied_then_approved_once_and_the_run_completes(
         await h.slack.wait_for(lambda: bool(refusals(h)))
         assert refusals(h)[0].startswith("Only <@UANA>, who asked")
 
-        await click(h, "caramba_tool_deny", first, ANA, "1700000000.000301")
+        await click(h, "caramba_tool_deny", first, MALLORY, "1700000000.000301")
         await h.slack.wait_for(lambda: bool(h.slack.of("views.open")))
+        refused = (await deny(h, MALLORY, "I say no")).json()
+        assert refused["response_action"] == "errors"
+        assert refused["errors"]["reason"].startswith(f"Only {NAME}, who asked")
+
+        await click(h, "caramba_tool_deny", first, ANA, "1700000000.000301")
+        await h.slack.wait_for(lambda: len(h.slack.of("views.open")) == 2)
         assert (await deny(h, ANA, DENIAL)).status_code == 200
         await h.slack.wait_for(lambda: any(u["ts"] == "1700000000.000301"
                                            for u in h.slack.of("chat.update")))  # fmt: skip
