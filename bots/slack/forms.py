@@ -60,7 +60,8 @@ def form_message(f: Form) -> Rendered:
     link = safe_link(f.url)
     text = f"{escape(asks(f))}\n{escape(how(f))}"
     if f.url:
-        text += f"\n<{link}|{escape(link)}>" if link else f"\n`{escape(f.url)}`"
+        shown = f"<{link.replace('&', '&amp;')}|{escape(link)}>" if link else ""
+        text += f"\n{shown}" if shown else f"\n`{escape(f.url)}`"
     value = f"{f.run_id}|{f.form_id}"
     first = (
         ButtonElement(text=FILL_LABEL, action_id=FILL, value=value, style="primary")
