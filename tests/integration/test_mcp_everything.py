@@ -68,15 +68,16 @@ async def test_a_task_augmented_tool_completes(
         return ElicitAnswer("accept", {"interpretation": "snake"})
 
     monkeypatch.setattr("core.tools.mcp.inflight.elicit", person)
-    # Each stage takes 1 s: four of them outlast the 2.5 s idle limit; status changes
+    # Each stage takes 1 s: four of them outlast the 3 s idle limit; status changes
     # count as progress.
-    svc = await mcp_services(mcp_settings(call_timeout_s=2.5, everything=everything))
+    svc = await mcp_services(mcp_settings(call_timeout_s=3.0, everything=everything))
     await until(lambda: "everything__simulate-research-query" in svc.tools)
     plain = await run_tool(svc, "everything__simulate-research-query", topic="tides")
     assert plain.ok, plain.content
     assert "# Research Report: tides" in plain.content
     events = [e for _, e in await svc.store.events.read("run-mcp") if isinstance(e, ToolProgress)]
-    assert any("Analyzing content" in e.message for e in events)
+    # Its stages as progress (shown at most about once a second).
+    assert any(e.message.endswith("...") for e in events), events
     # An ambiguous topic: the server asks (through tasks/result) and reads the answer.
     asked_for = await run_tool(
         svc, "everything__simulate-research-query", topic="python", ambiguous=True
