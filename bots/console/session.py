@@ -154,6 +154,8 @@ class RunConsole:
                 self.questions.pop(event.question_id, None)
             case FormAsked():
                 self.forms.asked(event)
+                while self.held and self.forms.pending:  # piped ahead: the form's answers
+                    await self.forms.take(self.held.popleft())
             case FormClosed():
                 self.forms.closed(event)
             case BudgetReached():

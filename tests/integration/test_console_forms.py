@@ -77,3 +77,20 @@ async def test_d_declines_the_form(make_services) -> None:
     final, printed = await console_run(make_services, [["d"]])
     assert "✓ Declined by Ana for shop." in printed
     assert "Not booked (decline)." in (final.result or "")
+
+
+async def test_lines_typed_ahead_fill_the_form_in(make_services) -> None:
+    """Piped input: lines typed before the server asks are its form's answers, in order."""
+    svc = make_services(with_shop(make_settings()), booker())
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=200)
+    typed = Lines()
+    for line in ("Ada", "4", "2", "y", ""):
+        typed.put(line)
+    session = RunConsole(svc, console, ConsoleThread(console), typed, hold_empty=True)
+    async with shop_tools(svc):
+        spec = AgentSpec(name="Booker", role="orchestrator", tools=(TOOL, "finish"))
+        run_id = await control.propose_run(svc, "book", spec, requested_by="console")
+        assert (await control.approve_run(svc, run_id, "console")).ok
+        final = await asyncio.wait_for(session.follow(run_id), 30)
+    assert BOOKED in (final.result or ""), out.getvalue()
