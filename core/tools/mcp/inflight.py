@@ -52,7 +52,7 @@ class Call:
 
     def touch(self) -> None:
         """Start the idle limit again, never past the cap."""
-        if self.timer is None:
+        if self.timer is None or self.timer.expired():
             return
         now = asyncio.get_running_loop().time()
         self.capped = now + self.idle_s >= self.cap_at
@@ -61,7 +61,7 @@ class Call:
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
         """No limit while a person answers a form (its own time-out bounds it)."""
-        if self.timer is not None:
+        if self.timer is not None and not self.timer.expired():
             self.timer.reschedule(None)
         try:
             yield
