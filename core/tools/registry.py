@@ -47,6 +47,9 @@ class Tool:
     network: bool = False
     runs_code: bool = False
     server: str = ""
+    # Its only effect is written by the turn's save, inside the run (``send_message``):
+    # like a read-only tool, it needs no answer kept first (``core.agent.phases.model``).
+    in_save: bool = False
     # What an MCP server says of its tool (``destructiveHint``, ``openWorldHint``):
     # it may delete or overwrite things; it reaches outside systems (the internet).
     destructive: bool = False
@@ -102,6 +105,7 @@ def tool(
     category: str = "general",
     network: bool = False,
     runs_code: bool = False,
+    in_save: bool = False,
 ) -> Any:
     """Decorator turning an async function into a :class:`Tool`.
 
@@ -128,6 +132,7 @@ def tool(
             category=category,
             network=network,
             runs_code=runs_code,
+            in_save=in_save,
         )
 
     return wrap(fn) if fn is not None else wrap

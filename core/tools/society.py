@@ -18,7 +18,7 @@ from core.types.messages import TextMessage
 MAX_BODY_CHARS = 20_000
 
 
-@tool(read_only=False, category="team")
+@tool(read_only=False, category="team", in_save=True)
 async def send_message(ctx: ToolContext, to: str, body: str) -> str:
     """Send a message to another agent, delivered when this turn ends.
 

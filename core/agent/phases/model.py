@@ -9,10 +9,12 @@ head read in it (was the run cancelled meanwhile?). It is paid when the answer c
 tool with an effect or one that may take long (not read-only, or network, code, an MCP
 server): a kill while such tools run would lose the answer, and a cancelled run must not
 run them. It is not paid when every call is to a read-only tool that answers at once
-(``finish``, ``calculate``, ``roster``, ``wait_for_messages``, …) or there is none: the
-turn's save comes a moment later and records the answer in the thread, so only a kill
-in that moment repeats the model call (as a kill before the answer's save always could);
-those tools change nothing and rerun the same, and a cancel is seen by the next turn.
+(``finish``, ``calculate``, ``roster``, ``wait_for_messages``, …), to one whose only
+effect is written by the save itself (``send_message``: nothing is sent before it), or
+there is none: the turn's save comes a moment later and records the answer in the
+thread, so only a kill in that moment repeats the model call (as a kill before the
+answer's save always could); those tools change nothing before the save and rerun the
+same, and a cancel is seen by the next turn.
 With the call keeper (``llm.keeper``) the keeper saves every answer itself and the turn
 keeps nothing; it reads the head only before tools that need it.
 
@@ -71,12 +73,13 @@ async def call(turn: Turn, ready: Ready) -> Called | Step:
 
 def quick(svc: Services, response: LLMResponse, allowed: list[str]) -> bool:
     """True when every call the answer makes is to a tool of the agent's that only looks
-    things up, here and at once (read-only; no network, no code, no MCP server), or it
-    makes none. Such tools need neither the answer kept first nor the run's cancel checked
-    first (see the module's docstring)."""
+    things up, here and at once (read-only; no network, no code, no MCP server) or whose
+    only effect is written by the save (``send_message``), or it makes none. Such tools
+    need neither the answer kept first nor the run's cancel checked first (see the
+    module's docstring)."""
     for one in response.tool_calls:
         found = svc.tools.get(one.name) if one.name in allowed else None
-        if found is None or not found.read_only:
+        if found is None or not (found.read_only or found.in_save):
             return False
         if found.network or found.runs_code or found.server:
             return False
