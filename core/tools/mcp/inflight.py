@@ -60,12 +60,16 @@ class Call:
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """No limit while a person answers a form (its own time-out bounds it)."""
+        """No limit while a person answers a form (its own time-out bounds it); the time
+        they took does not count against the cap."""
+        loop = asyncio.get_running_loop()
+        began = loop.time()
         if self.timer is not None and not self.timer.expired():
             self.timer.reschedule(None)
         try:
             yield
         finally:
+            self.cap_at += loop.time() - began
             self.touch()
 
 
