@@ -12,7 +12,7 @@ inside and a typed outcome (``core.runs.outcomes``) that adapters only render.
 - :func:`extend`, :func:`stop` — who may decide, a run paused at its budget.
 - :func:`open_form`, :func:`answer_form` — who may decide: an MCP server's form (``forms``).
 - :func:`approve_action` — who may decide, a run not ended yet, once per waiting tool
-  call (``core.agent.approvals``: concurrent clicks make one decision).
+  call (``tool_calls``; concurrent clicks make one decision).
 - :func:`rate` — anybody, one vote per person and run (kept through ``core.state.people``).
 - :func:`names` — the names people were last seen under here (each action keeps the
   person's), for pages that hold only ids (the inspector, the web chat's who port).
@@ -39,7 +39,6 @@ from core.runs.budget import extend_run, stop_run
 from core.runs.control import cancel_run
 from core.runs.edits import agents_of
 from core.runs.outcomes import (
-    ActionDecided,
     AlreadyRated,
     Delivered,
     Done,
@@ -56,7 +55,6 @@ from core.runs.outcomes import (
 from core.runs.pause_words import added, amount, extended, stopped
 from core.runs.requests import request_run
 from core.state.people import PeopleMarks
-from core.types.approvals import Choice
 from core.types.files import AttachedFile
 from core.types.people import AS_IS, Person, Who
 from core.types.run import RunState, RunStatus
@@ -66,6 +64,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 open_form, answer_form = forms.open_form, forms.answer_form  # the rules: core/runs/forms.py
+approve_action = tool_calls.approve_action  # the rules: core/runs/tool_calls.py
 
 _HINTS = {
     RunStatus.PLANNING: "I am still planning this request; wait for the proposal.",
@@ -247,26 +246,6 @@ async def stop(svc: Services, run_id: str, person: Person, *, who: Who = AS_IS) 
     if not step.ok:
         return Refused(f"Not stopped: {step.reason}.", step.run)
     return Done(step.run, stopped(person.name))
-
-
-async def approve_action(
-    svc: Services,
-    run_id: str,
-    approval_id: str,
-    person: Person,
-    choice: Choice,
-    *,
-    reason: str = "",
-    who: Who = AS_IS,
-) -> ActionDecided | Refused:
-    """Decide about an agent's tool call waiting for approval: ``once`` (this call),
-    ``run`` (this call and the tool's later calls in the run) or ``deny`` (``reason``
-    is what the agent reads), if ``person`` may decide about the run (as for Approve on
-    the card) and nobody decided first (``core.runs.tool_calls``)."""
-    allowed = await _allowed(svc, run_id, person, who)
-    if isinstance(allowed, Refused):
-        return allowed
-    return await tool_calls.decide(svc, allowed, approval_id, person, choice, reason)
 
 
 async def rate(

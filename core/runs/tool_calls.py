@@ -1,9 +1,11 @@
-"""A person's decision about an agent's tool call waiting for approval — the body of
-``core.runs.people.approve_action``, once the people room found the person may decide
-about the run: the request must still wait (``core.agent.approvals.decide``: once per
-call, concurrent clicks make one decision), and the outcome names who decided.
+"""A person's decision about an agent's tool call waiting for approval
+(``core.runs.people.approve_action`` is :func:`approve_action`): who may decide (as for
+the proposal: ``approval.may_decide``), and the request still waiting
+(``core.agent.approvals.decide``: once per call, concurrent clicks make one decision);
+the outcome names who decided.
 
-May call ``core.agent.approvals``; never a chat platform."""
+May call ``core.agent.approvals``, ``core.runs.approval``, ``core.state.people``; never a
+chat platform."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ import time
 from typing import TYPE_CHECKING
 
 from core.agent import approvals
+from core.runs.approval import may_decide
 from core.runs.outcomes import ActionDecided, Refused, Said
+from core.state.people import PeopleMarks
 from core.types.approvals import ApprovalDecision, Choice
-from core.types.people import Person
+from core.types.people import AS_IS, Person, Who
 from core.types.run import RunState
 
 if TYPE_CHECKING:
@@ -22,11 +26,36 @@ if TYPE_CHECKING:
 _NOTE_CHARS = 500
 
 
-async def decide(
+async def approve_action(
+    svc: Services,
+    run_id: str,
+    approval_id: str,
+    person: Person,
+    choice: Choice,
+    *,
+    reason: str = "",
+    who: Who = AS_IS,
+) -> ActionDecided | Refused:
+    """Decide about an agent's tool call waiting for approval: ``once`` (this call),
+    ``run`` (this call and the tool's later calls in the run) or ``deny`` (``reason``
+    is what the agent reads), if ``person`` may decide about the run (as for Approve on
+    the card) and nobody decided first; the agent is woken to go on."""
+    await PeopleMarks(svc.store).remember(person.id, person.name)
+    run = await svc.store.get_run(run_id)
+    names = {person.id: person.name}
+    if run.requested_by and run.requested_by not in names:
+        names[run.requested_by] = await who.name(run.requested_by)
+    refusal = may_decide(
+        svc.settings, run, person.id, lambda u: names.get(u) or "someone", approver=person.approver
+    )
+    if refusal is not None:
+        return Refused(refusal, run)
+    return await _decide(svc, run, approval_id, person, choice, reason)
+
+
+async def _decide(
     svc: Services, run: RunState, approval_id: str, person: Person, choice: Choice, reason: str
 ) -> ActionDecided | Refused:
-    """Record ``person``'s ``choice`` about the call ``approval_id`` of ``run`` (a
-    denial's ``reason`` is what the agent reads) and wake its agent; or why not."""
     request = await approvals.request(svc, run.id, approval_id)
     if request is None:
         return Refused("No call of this run waits for that approval.", run)
