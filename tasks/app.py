@@ -199,5 +199,4 @@ def _register_turn(
             # again, due when the retry is.
             runtime.release(task_id, job, delay)
             raise self.retry(exc=exc, countdown=delay, max_retries=max_retries) from exc
-        runtime.settle(task_id, job)
-        return outcome
+        return outcome  # its ledger entry was settled with the turn (tasks.chain)

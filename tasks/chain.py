@@ -12,21 +12,36 @@ turns and wake-ups before its own next turn, so a lead that starts its members r
 first member next and publishes its own next turn: either way one runs here, the others
 in other slots, at once.)
 
-Nothing is lost if the worker dies mid-chain: a chained turn is recorded in the turn
-ledger (:mod:`tasks.ledger`) as held by this worker, renewed with the rest of what it
-runs and settled only when it has run, so another worker publishes it again once the
-dead worker's lease lapsed. A chain that stops early gives its stashed turn back to the
-broker (queued in the ledger, then published). The task's own message, redelivered by
-the broker after its visibility timeout, is an old turn and is dropped.
+Nothing is lost if the worker dies mid-chain: every turn of the chain is an entry of the
+turn ledger (:mod:`tasks.ledger`) held by this worker, renewed with the rest of what it
+runs, from before the turn that schedules it returns until after it has run. A chained
+turn is held as it is scheduled, before ``submit`` returns (so the turn that scheduled
+it may count it as scheduled); the turns that ended are settled in that same script
+(:class:`~core.state.ledger_moves.LedgerMoves`) — one round trip per chained turn, on
+the loop — and the last ones when the chain ends. An ended turn whose entry is settled
+late costs nothing if the worker dies meanwhile: published again, it is dropped as
+already applied. A chain that stops early gives its stashed turn back to the broker
+(queued in the ledger, then published); so does a chain whose task timed out, for the
+chained turn it was running. The task's own message, redelivered by the broker after its
+visibility timeout, is an old turn and is dropped.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from core.scheduler.base import TurnJob
+from core.config_sections import CelerySettings
+from core.scheduler.base import TurnJob, TurnOutcome
+
+if TYPE_CHECKING:
+    from tasks.scheduler import CeleryScheduler
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -39,6 +54,9 @@ class Chain:
     deadline: float
     # The next turn (its ledger task id and job), handed back instead of published.
     next: tuple[str, TurnJob] | None = None
+    # Ledger entries of the chain's turns that ended, still held (settled with the next
+    # hold, or when the chain ends).
+    done: list[str] = field(default_factory=list)
 
     def accepts(self, job: TurnJob) -> bool:
         return (
@@ -51,3 +69,53 @@ class Chain:
 
 
 CURRENT: ContextVar[Chain | None] = ContextVar("caramba_turn_chain", default=None)
+
+Handle = Callable[[TurnJob], Awaitable[TurnOutcome]]
+
+
+def chain_span_s(limits: CelerySettings) -> float:
+    """How long a task may go on chaining: well inside the turn time-out and the
+    visibility timeout (the task's message stays unacknowledged for the whole chain)."""
+    return min(limits.chain_s, limits.turn_timeout_s / 3, limits.visibility_timeout_s / 3)
+
+
+async def run_chain(
+    scheduler: CeleryScheduler, handle: Handle, job: TurnJob, task_id: str
+) -> TurnOutcome:
+    """Run message ``task_id``'s turn ``job``, then the turns it chains (see the module
+    docstring), holding each in the ledger while it runs and settling it once it ran.
+
+    If ``job`` itself raises, its entry stays held: the task's retry (or give-up) moves it.
+    """
+    limits = scheduler.settings.celery
+    await scheduler.hold(task_id, job)
+    deadline = time.monotonic() + chain_span_s(limits)
+    chain = Chain(job.run_id, job.agent_id, limits.chain_turns, deadline)
+    token = CURRENT.set(chain)
+    current: tuple[str, TurnJob] | None = (task_id, job)
+    ended = False
+    try:
+        outcome = await handle(job)
+        ended = True
+        while chain.next is not None and current is not None:
+            chain.done.append(scheduler.member(*current))
+            current, chain.next, ended = chain.next, None, False
+            chain.turns_left -= 1
+            chain.agent_id = current[1].agent_id
+            try:
+                outcome = await handle(current[1])
+            except Exception:
+                log.exception("chained turn %s failed; handing it to the broker", current[1])
+                await scheduler.hand_over(*current)
+                current = None
+            else:
+                ended = True
+    finally:
+        CURRENT.reset(token)
+        if chain.next is not None:  # stashed, then the chain ended (error, time-out)
+            await scheduler.hand_over(*chain.next)
+        if not ended and current is not None and current[0] != task_id:
+            await scheduler.hand_over(*current)  # cancelled mid-turn (the task timed out)
+        last = [scheduler.member(*current)] if ended and current is not None else []
+        await scheduler.settle_all([*chain.done, *last])
+    return outcome

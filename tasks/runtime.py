@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from kombu.exceptions import OperationalError
@@ -29,7 +30,7 @@ from core.process.wiring import build_services
 from core.scheduler.base import Scheduler, TurnJob, TurnOutcome
 from core.services import Services
 from core.state.client import TimedOut, Unreachable
-from tasks.chain import CURRENT, Chain
+from tasks.chain import run_chain
 from tasks.ledger import sweep_interval_s
 from tasks.loop import LoopThread
 from tasks.scheduler import CeleryScheduler
@@ -95,6 +96,7 @@ class WorkerRuntime:
         except BaseException:
             await scheduler.aclose()
             raise
+        scheduler.attach(svc.redis)
         self._scheduler = scheduler
         self._stop_background = stop = asyncio.Event()
         self._background = [
@@ -129,57 +131,28 @@ class WorkerRuntime:
         await _every(stop, sweep_interval_s(self.settings), "ledger sweep", sweep)
 
     def run_turn(self, job: TurnJob, task_id: str | None = None) -> TurnOutcome:
-        """Run one turn to its end; abandoned (cancelled) after ``celery.turn_timeout_s``.
+        """Run one turn to its end, then the turns it chains (``tasks.chain``); abandoned
+        (cancelled) after ``celery.turn_timeout_s``.
 
-        The ledger entry of message ``task_id`` is held by this process meanwhile (until
-        :meth:`settle` or :meth:`release`)."""
+        The ledger entry of message ``task_id`` is held by this process meanwhile, and
+        settled when its turn ran (if it raised, the caller moves it: :meth:`settle` or
+        :meth:`release`)."""
         with self._lock:
             if self._loop is None or self._svc is None:
                 raise WorkerStopped("the worker runtime is not running")
             loop, svc, scheduler = self._loop, self._svc, self._scheduler
             self._inflight += 1
         try:
-            if task_id is not None and scheduler is not None:
-                try:
-                    scheduler.hold_sync(task_id, job)
-                except Exception as exc:  # the turn needs Redis too: let it say so
-                    log.warning("could not hold %s in the ledger (%r)", job, exc)
-            return loop.run(self._chained(svc, job), timeout=self.settings.celery.turn_timeout_s)
+            if task_id is None or scheduler is None:
+                work = handle(svc, job)
+            else:
+                work = run_chain(scheduler, partial(handle, svc), job, task_id)
+            return loop.run(work, timeout=self.settings.celery.turn_timeout_s)
         finally:
             with self._lock:
                 self._inflight -= 1
                 self.turns_run += 1
                 self._lock.notify_all()
-
-    async def _chained(self, svc: Services, job: TurnJob) -> TurnOutcome:
-        """Run ``job``, then the turns it schedules next as long as the chain allows."""
-        limits, scheduler = self.settings.celery, self._scheduler
-        if not limits.chain_turns or scheduler is None:
-            return await handle(svc, job)
-        # Well inside the turn time-out and the visibility timeout: the task's message
-        # stays unacknowledged for the whole chain.
-        span = min(limits.chain_s, limits.turn_timeout_s / 3, limits.visibility_timeout_s / 3)
-        chain = Chain(job.run_id, job.agent_id, limits.chain_turns, time.monotonic() + span)
-        token = CURRENT.set(chain)
-        try:
-            outcome = await handle(svc, job)
-            while chain.next is not None:
-                task_id, nxt = chain.next
-                chain.next = None
-                chain.turns_left -= 1
-                chain.agent_id = nxt.agent_id
-                try:
-                    outcome = await handle(svc, nxt)
-                except Exception:
-                    log.exception("chained turn %s failed; handing it to the broker", nxt)
-                    await scheduler.hand_over(task_id, nxt)
-                    break
-                await scheduler.settle(task_id, nxt)
-        finally:
-            CURRENT.reset(token)
-            if chain.next is not None:  # stashed, then the chain ended (error, time-out)
-                await scheduler.hand_over(*chain.next)
-        return outcome
 
     def settle(self, task_id: str, job: dict[str, object]) -> None:
         """The message ``task_id`` ran to its end: forget it in the ledger.

@@ -9,25 +9,33 @@ thread takes its own producer (and connection) from Celery's pool.
 
 Every turn given to the broker is an entry of the :class:`~tasks.ledger.TurnLedger`
 first; what this process holds of it (turns running here) is in :attr:`holdings`, whose
-leases the worker runtime renews.
+leases the worker runtime renews. A worker's turns hold and settle their entries on its
+event loop, through its Redis client (:meth:`CeleryScheduler.attach`): a chain of turns
+(``tasks.chain``) makes one ledger round trip per turn and no hop to a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from core.config import Settings
 from core.scheduler.base import TurnJob
+from core.state.client import Client
 from core.state.keys import Keys
 from core.state.ledger import LedgerSets, SyncClient, broker_queue_length
+from core.state.ledger_moves import LedgerMoves
 from tasks.chain import CURRENT
 from tasks.ledger import Holdings, TurnLedger
 
 if TYPE_CHECKING:
     from celery import Celery
+
+log = logging.getLogger(__name__)
 
 # The one task of the app (registered under this explicit name by tasks.app.make_app).
 TURN_TASK = "caramba.turn"
@@ -58,6 +66,7 @@ class CeleryScheduler:
             max_workers=1, thread_name_prefix="caramba-lease"
         )
         self._broker: SyncClient | None = None
+        self._moves: LedgerMoves | None = None
         self.published = 0
 
     def publish(self, job: TurnJob) -> str:
@@ -79,16 +88,65 @@ class CeleryScheduler:
         self.published += 1
 
     async def submit(self, job: TurnJob) -> None:
-        loop = asyncio.get_running_loop()
         chain = CURRENT.get()
         if chain is not None and chain.accepts(job):
-            # The next turn of the task (see tasks.chain): held by this worker from the
-            # start, so that it survives this worker.
+            # The next turn of the task (see tasks.chain): held by this worker from now
+            # on, so that it survives this worker; the chain's ended turns settled with it.
             task_id = str(uuid.uuid4())
-            await loop.run_in_executor(self._executor, self.hold_sync, task_id, job)
+            await self._move(settle=chain.done, hold=[self.member(task_id, job)])
+            chain.done = []
             chain.next = (task_id, job)
             return
-        await loop.run_in_executor(self._executor, self.publish, job)
+        await asyncio.get_running_loop().run_in_executor(self._executor, self.publish, job)
+
+    def attach(self, redis: Client) -> None:
+        """The worker's event-loop client: chains hold and settle their turns through it
+        (one script, no thread hop) instead of the synchronous ledger."""
+        self._moves = LedgerMoves(redis, self.settings.redis.key_prefix)
+
+    @staticmethod
+    def member(task_id: str, job: TurnJob | dict[str, object]) -> str:
+        return TurnLedger.member(task_id, job)
+
+    async def hold(self, task_id: str, job: TurnJob) -> None:
+        """This worker runs message ``task_id``'s turn: its entry is held under this
+        process's lease. Best effort: the turn needs Redis too, and says so if it is gone."""
+        try:
+            await self._move(hold=[self.member(task_id, job)])
+        except Exception as exc:
+            log.warning("could not hold %s in the ledger (%r)", job, exc)
+
+    async def settle_all(self, members: Sequence[str]) -> None:
+        """These turns ran to their end: their entries leave the ledger (best effort: an
+        entry left behind is no longer renewed, published again once its lease lapsed,
+        and dropped as already applied)."""
+        try:
+            await self._move(settle=members)
+        except Exception as exc:
+            log.warning("could not settle %d turns in the ledger (%r)", len(members), exc)
+
+    async def _move(self, *, settle: Sequence[str] = (), hold: Sequence[str] = ()) -> None:
+        for member in hold:
+            self.holdings.add(member)
+        try:
+            if self._moves is None:  # not attached to a loop's client: the sync ledger
+                await asyncio.get_running_loop().run_in_executor(
+                    self._executor, self._move_sync, settle, hold
+                )
+            else:
+                await self._moves.move(settle=settle, hold=hold, lease_s=self.lease_s)
+        except BaseException:
+            for member in hold:
+                self.holdings.discard(member)
+            raise
+        for member in settle:
+            self.holdings.discard(member)
+
+    def _move_sync(self, settle: Sequence[str], hold: Sequence[str]) -> None:
+        for member in settle:
+            self.ledger.settle(member)
+        if hold:
+            self.ledger.hold(hold, self.lease_s)
 
     def hold_sync(self, task_id: str, job: TurnJob | dict[str, object]) -> None:
         """This worker runs the turn: its entry is held under this process's lease."""
@@ -117,11 +175,6 @@ class CeleryScheduler:
         if members:
             self.ledger.renew(members, self.lease_s)
         return len(members)
-
-    async def settle(self, task_id: str, job: TurnJob) -> None:
-        await asyncio.get_running_loop().run_in_executor(
-            self._executor, self.settle_sync, task_id, job
-        )
 
     async def hand_over(self, task_id: str, job: TurnJob) -> None:
         """Give a chained turn to the broker after all (the chain stopped)."""

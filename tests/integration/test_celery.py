@@ -62,6 +62,12 @@ async def test_a_turn_delivered_three_times_is_applied_once(settings, real_redis
                 if await real_redis.hget(counter, f"{spec.id}:0") == "3":
                     break
                 await asyncio.sleep(0.05)
+            # Every copy's ledger entry, and that of the turn chained after the first, is
+            # settled once its turn ran (tasks.chain): none is left held or queued.
+            for _ in range(200):
+                if (unsettled := await asyncio.to_thread(publisher.ledger.pending)) == 0:
+                    break
+                await asyncio.sleep(0.05)
             # A re-run of either turn after the fact changes nothing.
             again = [
                 await asyncio.to_thread(runtime.run_turn, job.model_copy(update={"seq": seq}))
@@ -72,6 +78,7 @@ async def test_a_turn_delivered_three_times_is_applied_once(settings, real_redis
         app.close()
 
     assert again == [TurnOutcome.DROPPED, TurnOutcome.DROPPED]
+    assert unsettled == 0
     final = events[-1]
     assert isinstance(final, RunFinished)
     assert (final.status, final.result) == (RunStatus.COMPLETED, "6*7 = 42")

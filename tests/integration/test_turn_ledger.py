@@ -4,15 +4,18 @@ a lost turn again under its own task id."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterator
 
 import pytest
 from redis import Redis
+from redis.asyncio import Redis as AsyncRedis
 
 from core.config import load_settings
 from core.scheduler.base import TurnJob
+from core.state.ledger_moves import LedgerMoves
 from tasks.app import make_app
 from tasks.ledger import TurnLedger
 from tasks.scheduler import CeleryScheduler, broker_key_prefix
@@ -140,3 +143,26 @@ def test_the_sweep_publishes_a_lost_turn_again_under_its_task_id(prefix: str) ->
         scheduler.close()
         app.close()
         broker.close()
+
+
+async def test_a_move_settles_the_ended_turns_and_holds_the_next_in_one_script(
+    ledger: TurnLedger, prefix: str
+) -> None:
+    ended, running, chained = entry("ended"), entry("running"), entry("chained")
+    ledger.record(chained)  # (a chained turn is normally not recorded first)
+    ledger.hold([ended, running], lease_s=60)
+    redis = AsyncRedis.from_url(REDIS_URL, decode_responses=True)
+    try:
+        moves = LedgerMoves(redis, prefix)
+        await moves.move(settle=[ended], hold=[chained], lease_s=60)
+        assert ledger._redis.zscore(ledger.held_key, ended) is None
+        assert ledger._redis.zscore(ledger.key, chained) is None
+        assert ledger._redis.zscore(ledger.held_key, chained) is not None
+        assert ledger.pending() == 2  # running and chained, both held
+        await moves.move(settle=[running, chained])
+        assert ledger.pending() == 0
+        await moves.move(hold=[entry("short")], lease_s=LEASE_S)
+        await asyncio.sleep(LEASE_S + 0.1)  # its worker died: the lease lapses
+        assert claim(ledger) == [entry("short")]
+    finally:
+        await redis.aclose()
