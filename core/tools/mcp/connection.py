@@ -215,7 +215,7 @@ class McpConnection:
                 with self.inflight.track(call):
                     return await self._timed(client, call, arguments, as_task)
             except TimeoutError:
-                raise McpServerError(self.name, self._too_long(call)) from None
+                raise McpServerError(self.name, call.too_long(self.name, self.settings)) from None
             except MCPError as exc:
                 if exc.code == REQUEST_TIMEOUT:
                     raise McpServerError(
@@ -268,21 +268,6 @@ class McpConnection:
                     client, self.inflight, call, arguments, self.settings.task_poll_s
                 )
             return await client.call_tool(call.tool, arguments, progress_callback=on_progress)
-
-    def _too_long(self, call: Call) -> str:
-        s = self.settings
-        if call.capped:
-            return (
-                f"MCP server {self.name!r} was still at work on {call.tool} after "
-                f"{s.call_cap_s:g} s, the most any call may take (mcp.call_cap_s). Try "
-                "smaller work, or go on without it."
-            )
-        quiet = "went quiet on" if call.progressed else "did not answer"
-        return (
-            f"MCP server {self.name!r} {quiet} {call.tool} within {s.call_timeout_s:g} s "
-            "(mcp.call_timeout_s). It may be stuck or the work too big: try smaller work "
-            "later, or go on without it."
-        )
 
     async def _lost(self, tool: str, repeatable: bool, exc: BaseException) -> str:
         """What to tell the model of a call the connection broke under."""

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 
+from core.config_tools import McpSettings
 from core.tools.elicit import ElicitRequest, elicit
 from core.types.events import ToolProgress
 
@@ -57,6 +58,21 @@ class Call:
         now = asyncio.get_running_loop().time()
         self.capped = now + self.idle_s >= self.cap_at
         self.timer.reschedule(min(now + self.idle_s, self.cap_at))
+
+    def too_long(self, server: str, s: McpSettings) -> str:
+        """Why the call was given up, in words the model reads."""
+        if self.capped:
+            return (
+                f"MCP server {server!r} was still at work on {self.tool} after "
+                f"{s.call_cap_s:g} s, the most any call may take (mcp.call_cap_s). Try "
+                "smaller work, or go on without it."
+            )
+        quiet = "went quiet on" if self.progressed else "did not answer"
+        return (
+            f"MCP server {server!r} {quiet} {self.tool} within {s.call_timeout_s:g} s "
+            "(mcp.call_timeout_s). It may be stuck or the work too big: try smaller work "
+            "later, or go on without it."
+        )
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
