@@ -20,6 +20,8 @@ from core.types.events import (
     BudgetReached,
     ChatPosted,
     ErrorRaised,
+    FormAsked,
+    FormClosed,
     LLMCalled,
     MessageSent,
     Notified,
@@ -33,6 +35,7 @@ from core.types.events import (
     ToolProgress,
     TurnStarted,
 )
+from core.types.forms import FormField
 from core.types.run import RunStatus
 
 R, A = "run_1", "agt_1"
@@ -71,6 +74,16 @@ SAMPLES: list[RunEvent] = [
     Notified(run_id=R, agent_id=A, who="@ana", text="look"),
     QuestionAsked(run_id=R, agent_id=A, question_id="q", question="which?", timeout_s=60),
     QuestionClosed(run_id=R, agent_id=A, question_id="q", timed_out=True),
+    FormAsked(
+        run_id=R,
+        agent_id=A,
+        form_id="f",
+        server="shop",
+        message="Your size?",
+        fields=(FormField(name="size", label="Size", kind="text", required=True),),
+        timeout_s=60,
+    ),
+    FormClosed(run_id=R, agent_id=A, form_id="f", action="accept", by="U1"),
     BudgetReached(
         run_id=R,
         what="tokens",
@@ -108,6 +121,7 @@ async def test_every_event_kind_is_printed() -> None:
     text = out.getvalue()
     assert "Ana [bot]" in text and "which?" in text and "paused" in text and "interim" in text
     assert "files__delete: Denied by Bo: keep it" in text
+    assert "form accept by" in text  # the form itself is asked by the session (forms.py)
 
 
 def test_control_characters_are_written_out_and_newlines_and_tabs_kept() -> None:
