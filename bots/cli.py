@@ -67,7 +67,7 @@ def demo(
 ) -> None:
     """Run the offline demo: a request routed, planned, proposed, approved and done by a
     team of agents over the bus. Zero services; a scripted model answers every call."""
-    from bots.console import proposal
+    from bots.console import proposal, tool_approvals
     from bots.console.person import console_person
     from bots.console.thread import ConsoleThread
     from core.process.demo import DEMO_TASK, demo_agent, demo_model
@@ -76,6 +76,8 @@ def demo(
     from core.process.demo_team import TEAM_TASK as TEAM
     from core.process.embedded import run_embedded
     from core.runs.approval import Approve, Decision, ProposalView
+    from core.types.approvals import Choice
+    from core.types.events import ApprovalAsked
 
     settings = _settings(redis={"url": ""})
     console.print(
@@ -90,6 +92,12 @@ def demo(
         console.print(proposal.card(view))
         console.print("[bold green]✓ approved automatically[/] (not a terminal)")
         return Approve()
+
+    async def decide_action(event: ApprovalAsked) -> tuple[Choice, str]:
+        if sys.stdin.isatty():
+            return await asyncio.to_thread(tool_approvals.ask, console)
+        console.print("  [bold green]✓ approved once automatically[/] (not a terminal)")
+        return "once", ""
 
     pace_s = pace if pace is not None else (1.0 if sys.stdout.isatty() else 0.0)
     if solo or cohort:
@@ -110,6 +118,7 @@ def demo(
             person=console_person(),
             pace_s=pace_s,
             task=task or TEAM,
+            decide_action=decide_action,
         )
     try:
         run = asyncio.run(demo_run)

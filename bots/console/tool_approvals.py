@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rich.console import Console
+
 from bots.chat.approvals import ToolApproval, approval_text, decided_text
 from bots.console.person import ConsoleWho
 from bots.console.text import escape, printable
@@ -19,6 +21,21 @@ from core.types.people import Person
 
 _CHOICES: dict[str, Choice] = {"o": "once", "once": "once", "r": "run", "run": "run"}
 DENY = ("d", "deny")
+
+
+def ask(console: Console) -> tuple[Choice, str]:
+    """Ask at the terminal (blocking) until the line is a choice: the choice and the
+    reason (the offline demo; ``caramba run`` reads lines in :class:`ToolApprovals`)."""
+    while True:
+        line = console.input(
+            "  [bold]o[/]: approve once, [bold]r[/]: approve for this run, "
+            "[bold]d[/] [dim]<why>[/]: deny → "
+        )
+        word, _, rest = line.strip().partition(" ")
+        if word.lower() in DENY:
+            return "deny", rest.strip()
+        if word.lower() in _CHOICES:
+            return _CHOICES[word.lower()], ""
 
 
 def approval_lines(a: ToolApproval) -> str:

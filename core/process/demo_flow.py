@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from core.config import Settings
@@ -29,9 +29,21 @@ from core.process.embedded import (
     follow,
     run_proposal,
 )
+from core.runs import people
 from core.runs.control import start_run
+from core.services import Services
+from core.types.approvals import Choice
+from core.types.events import ApprovalAsked, RunEvent
 from core.types.people import Person
 from core.types.run import RunState
+
+# Decides a tool call waiting for approval (a `[tools.approval]` policy in the config):
+# the choice and the reason.
+ActionDecider = Callable[[ApprovalAsked], Awaitable[tuple[Choice, str]]]
+
+
+async def approve_once(_: ApprovalAsked) -> tuple[Choice, str]:
+    return "once", ""
 
 
 def team_model(pace_s: float = 0.0) -> ScriptedModel:
@@ -93,14 +105,17 @@ async def run_demo(
     timeout_s: float = 60,
     pace_s: float = 0.0,
     task: str = TEAM_TASK,
+    decide_action: ActionDecider = approve_once,
 ) -> RunState:
     """Plan ``task`` (the budget of :data:`TEAM_TASK` by default), answer it directly or
     let ``ask`` decide on the proposal and run it; the final state. ``pace_s``: seconds
-    each scripted answer takes (a person watching)."""
+    each scripted answer takes (a person watching). A tool call that waits for approval is
+    decided by ``decide_action`` as ``person``."""
     model = team_model(pace_s)
     with tempfile.TemporaryDirectory(prefix="caramba-demo-") as scratch:
         offline = offline_settings(settings, Path(scratch))
         async with embedded_services(offline, model) as svc:
+            on_event = _deciding(svc, person, decide_action, on_event)
             outcome = await plan(offline, svc.llm, svc.tools, task, prompts=svc.prompts)
             for line in planning_lines(outcome, model):
                 on_message(line)
@@ -119,3 +134,23 @@ async def run_demo(
                 person=person,
                 timeout_s=limit,
             )
+
+
+def _deciding(
+    svc: Services, person: Person, decide: ActionDecider, on_event: EventCallback | None
+) -> EventCallback:
+    """``on_event``, then a tool call that waits for approval decided through the people
+    room, as ``person``."""
+
+    async def seen(event: RunEvent) -> None:
+        if on_event is not None:
+            shown = on_event(event)
+            if shown is not None:
+                await shown
+        if isinstance(event, ApprovalAsked):
+            choice, reason = await decide(event)
+            await people.approve_action(
+                svc, event.run_id, event.request.id, person, choice, reason=reason
+            )
+
+    return seen

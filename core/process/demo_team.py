@@ -149,6 +149,9 @@ def orchestrator(r: LLMRequest) -> Reply:
     text = tool_results(r, "read_file")[-1]
     rows = [line for line in text.splitlines() if line.startswith(("- ", "**Total"))]
     figures = [m.group(1) for line in rows if (m := _EURO.search(line))]
+    if not figures:  # the file was not written (e.g. a person denied the write)
+        said = f"The team's {BUDGET_FILE} could not be checked: {text.strip()}"
+        return Reply(content="No file to check.", calls=(call("finish", {"result": said}),))
     if not called(r, "calculate"):
         return Reply(calls=(call("calculate", {"expression": " + ".join(figures[:-1])}),))
     checked, total = _amount(tool_results(r, "calculate")[-1]), figures[-1]
