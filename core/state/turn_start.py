@@ -23,19 +23,20 @@ from core.state.turn_script import CLEAR_LUA
 # KEYS: the agent's hash, the turn's lease, the run's head, its deliveries, its usage, its
 # saved answers. ARGV: seq, lease token, lease ms (0: no lease), "<agent>:<seq>", the
 # agent's id, its inbox, the broadcast stream, the team stream's prefix, how many entries
-# to read, the agent key prefix, whether to look for follow-ups to redo (1/0), the clears.
+# to read, the agent key prefix, whether to look for follow-ups to redo (1/0), the token of
+# the save whose state the caller holds ("" if none), the clears.
 START_SCRIPT = (
     CLEAR_LUA
     + """
-clear_done(12)
+clear_done(13)
 local leased = ARGV[3] ~= '0'
 -- (holding it already: this very call sent again after its reply was lost)
 if leased and redis.call('GET', KEYS[2]) ~= ARGV[2]
   and not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then
   return {0}
 end
-local f = redis.call(
-  'HMGET', KEYS[1], 'state', 'seq', 'status', 'team', 'spec', 'followup_jobs', 'followups')
+local f = redis.call('HMGET', KEYS[1], 'state', 'seq', 'status', 'team', 'spec',
+  'followup_jobs', 'followups', 'commit_token')
 local field = ARGV[4]
 local head = redis.call('GET', KEYS[3])
 local deliveries = redis.call('HINCRBY', KEYS[4], field, 1)
@@ -109,16 +110,24 @@ else
     end
   end
 end
-return {1, f[1], head, deliveries, failed, usage, saved, pending, fresh, senders, redo,
+-- The state as this process saved it (the same save's token): not sent back.
+local state = f[1]
+if state and ARGV[12] ~= '' and f[8] == ARGV[12] then state = '=' end
+return {1, state, head, deliveries, failed, usage, saved, pending, fresh, senders, redo,
   current and 1 or 0, legacy}
 """
 )
+
+
+# ``StartReply.state`` when the agent's state is the one the caller saved last (``held``).
+HELD = "="
 
 
 class StartReply(NamedTuple):
     """The script's reply, unparsed (the turns module parses the records, the bus the
     mail)."""
 
+    # The state's JSON; :data:`HELD` when it is still the one the caller holds.
     state: str | None
     head: str | None
     deliveries: int
@@ -150,6 +159,7 @@ def start_args(
     agent_prefix: str,
     redo: bool,
     clears: list[Any],
+    held: str = "",
 ) -> list[Any]:
     """ARGV for :data:`START_SCRIPT` (``streams``: inbox, broadcast, team prefix)."""
     return [
@@ -162,6 +172,7 @@ def start_args(
         drain_max,
         agent_prefix,
         1 if redo else 0,
+        held,
         *clears,
     ]
 

@@ -31,7 +31,7 @@ from core.state.turn_script import (
     parse_jobs,
     script_args,
 )
-from core.state.turn_start import START_SCRIPT, parse_start, start_args
+from core.state.turn_start import HELD, START_SCRIPT, parse_start, start_args
 from core.types.agent import AgentState
 from core.types.chat import Usage
 from core.types.events import RunEvent
@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 # At most this many done follow-up records ride on one script.
 _MAX_CLEARS = 64
+# At most this many agents' last saved states are held by a process (see ``Turns.start``).
+_MAX_HELD = 256
 
 # A command for a caller's transaction (bus messages, acks, new agents, intents).
 PipelineWrite = Callable[[Any], None]
@@ -58,6 +60,8 @@ class Turns:
         self._start = store.redis.register_script(START_SCRIPT)
         # Follow-up records done by this process, cleared by its next script.
         self._clears: Clears = []
+        # Agent key → (save token, the state that save wrote), for the agent's next start.
+        self._held: dict[str, tuple[str, AgentState]] = {}
 
     async def commit(
         self,
@@ -83,11 +87,23 @@ class Turns:
             saved = await self._commit_scripted(
                 state, expected_seq, token, events, usage, writes, after
             )
-            return _noted(saved, state, expected_seq)
-        saved = await commit_with_run_change(
-            self, state, expected_seq, token, events, usage, run_change, writes, after
-        )
+        else:
+            saved = await commit_with_run_change(
+                self, state, expected_seq, token, events, usage, run_change, writes, after
+            )
+        if saved.saved and not state.status.terminal:
+            self._hold(state, token)
         return _noted(saved, state, expected_seq)
+
+    def _hold(self, state: AgentState, token: str) -> None:
+        """Keep the state this save wrote: the agent's next turn, when it starts in this
+        process (a chained or inline turn, most of them), is not sent it back nor parses
+        it (what grows with the agent's thread). The start script sends it only if a save
+        other than this one came since (the agent hash's ``commit_token``: every save of
+        an agent's state goes through the save script, which writes it)."""
+        if len(self._held) >= _MAX_HELD:
+            del self._held[next(iter(self._held))]
+        self._held[self.keys.agent(state.run_id, state.spec.id)] = (token, state)
 
     async def _commit_scripted(
         self,
@@ -162,6 +178,8 @@ class Turns:
         follow-ups never started of the turn it copies."""
         keys, clears = self.keys, self._take_clears()
         field = keys.response_field(agent_id, seq)
+        # Taken out: the turn changes it from now on (held again when it is saved).
+        held = self._held.pop(keys.agent(run_id, agent_id), None)
         streams = (keys.inbox(run_id, agent_id), keys.broadcast(run_id), keys.team(run_id, ""))
         argv = start_args(
             seq,
@@ -174,6 +192,7 @@ class Turns:
             keys.agent(run_id, ""),
             redo,
             clear_args(clears),
+            held[0] if held is not None else "",
         )
         script_keys = [
             keys.agent(run_id, agent_id),
@@ -191,7 +210,10 @@ class Turns:
         if reply is None:
             return None
         head = parse_head(reply.head) or await self.store.run_head(run_id)
-        state = None if reply.state is None else AgentState.model_validate_json(reply.state)
+        if reply.state == HELD and held is not None:
+            state: AgentState | None = held[1]
+        else:
+            state = None if reply.state is None else AgentState.model_validate_json(reply.state)
         usage = parse_usage(reply.usage)
         return TurnStart(state, head, reply.deliveries, reply.failures, usage, reply.saved, reply)
 

@@ -18,6 +18,7 @@ from core.runs.control import start_run
 from core.scheduler import RecordingScheduler
 from core.scheduler.base import TurnJob, TurnOutcome
 from core.services import Services
+from core.state.turn_start import HELD
 from core.types import AgentSpec
 from core.types.agent import AgentStatus
 from core.types.run import RunStatus
@@ -238,3 +239,40 @@ async def test_a_message_to_an_agent_by_name(make_services: Any, real_redis: Any
         assert len(sent) <= MAX_ROUND_TRIPS, sent
         scripts.append(sent.count("EVALSHA"))
     assert scripts == [3, 2], "start, lookup, save; then start and save"
+
+
+async def test_a_turn_starts_on_the_state_its_process_saved(
+    make_services: Any, real_redis: Any
+) -> None:
+    """The start script does not send back the state this process's last save wrote (the
+    save's token still in the agent's hash); another process, or a save by another since,
+    gets the state itself."""
+    sums = tuple(Reply(calls=(call("calculate", {"expression": f"{n}+1"}),)) for n in range(3))
+    svc, _recorder, run_id, _root_id, member_id = await _team(make_services, real_redis, sums)
+    assert await run_turn(svc, TurnJob(run_id=run_id, agent_id=member_id, seq=0)) is (
+        TurnOutcome.CONTINUED
+    )
+    other = make_services(make_settings(), svc.llm, redis=real_redis, start=False)
+    other.scheduler = RecordingScheduler()
+    lease = ("a-look", 0)  # no lease taken: only looking
+
+    mine = await svc.store.turn_start(run_id, member_id, 1, lease, 50)
+    theirs = await other.store.turn_start(run_id, member_id, 1, lease, 50)
+
+    assert mine is not None and theirs is not None
+    assert mine.reply.state == HELD, "not sent back: this process saved it"
+    assert theirs.reply.state not in (None, HELD)
+    assert mine.state == theirs.state, "what is held is what was saved"
+
+    # This process saves turn 1 (and holds its state), then another saves turn 2: the
+    # state held here is not used.
+    assert await run_turn(svc, TurnJob(run_id=run_id, agent_id=member_id, seq=1)) is (
+        TurnOutcome.CONTINUED
+    )
+    assert await run_turn(other, TurnJob(run_id=run_id, agent_id=member_id, seq=2)) is (
+        TurnOutcome.CONTINUED
+    )
+    after = await svc.store.turn_start(run_id, member_id, 3, lease, 50)
+    assert after is not None and after.state is not None
+    assert after.reply.state != HELD, "a save by another process came since"
+    assert after.state.seq == 3
