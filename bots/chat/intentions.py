@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from bots.chat.tasks import AgentTask
 from core.runs.approval import ProposalView
 from core.types._base import Frozen
 from core.types.forms import FormField
@@ -29,7 +30,8 @@ class StatusLine:
     ``running`` (``who`` did ``doing``, with ``tool`` when it used one) or ``ended``
     (``outcome``: the run's final status, with its ``tokens`` and ``cost_usd``).
     ``running``: the run can still be cancelled (show Cancel). ``link``: the run's
-    inspector page (``bots.chat.links.run_link``), "" when there is none."""
+    inspector page (``bots.chat.links.run_link``), "" when there is none. ``tasks``: one
+    per agent, its state and last action (``bots.chat.tasks``)."""
 
     run_id: str
     phase: Literal["starting", "running", "ended"]
@@ -44,6 +46,7 @@ class StatusLine:
     cost_usd: float = 0.0
     running: bool = False
     link: str = ""
+    tasks: tuple[AgentTask, ...] = ()
     kind: Literal["status"] = "status"
 
 

@@ -46,6 +46,7 @@ from bots.chat.ports import (
     StatusLine,
     TextFile,
 )
+from bots.chat.tasks import all_ended, with_task
 from core.runs.approval import view
 from core.services import Services
 from core.types.agent import EndReason
@@ -150,6 +151,9 @@ class ThreadRelay:
     def _status(self, **changes: Any) -> None:
         self.line = replace(self.line, **changes)
 
+    def _task(self, agent_id: str | None, **changes: str) -> None:
+        self.line = replace(self.line, tasks=with_task(self.line.tasks, agent_id, **changes))
+
     def _who(self, agent_id: str | None) -> str:
         return self.names.get(agent_id or "", agent_id or "the run")
 
@@ -170,20 +174,25 @@ class ThreadRelay:
                     self.leads.add(event.parent_id)
                 self._status(phase="running", agents=line.agents + 1, who=event.name)
                 self._status(doing="joined", tool="")
+                self._task(event.agent_id, name=event.name, last="joined")
             case ToolCalled():
                 self._status(phase="running", tool_calls=line.tool_calls + 1)
                 self._status(who=self._who(event.agent_id), doing="used", tool=event.tool)
+                self._task(event.agent_id, last=f"used {event.tool}")
             case ToolProgress():
                 count = f"{event.progress:g}" + (f"/{event.total:g}" if event.total else "")
                 shown = count if event.progress or event.total else ""
                 about = " · ".join(x for x in (shown, event.message) if x)
                 self._status(who=self._who(event.agent_id), doing="is using")
                 self._status(tool=f"{event.tool} ({about})" if about else event.tool)
+                self._task(event.agent_id, last=f"is using {self.line.tool}")
                 self.show_status()
             case AgentFinished():
                 who, reason = self._who(event.agent_id), event.reason.value
                 self._status(phase="running", finished=line.finished + 1)
                 self._status(who=who, doing=reason, tool="")
+                state = "complete" if event.reason is EndReason.FINISHED else "error"
+                self._task(event.agent_id, state=state, last=reason.replace("_", " "))
                 if self.is_milestone(event, line.agents):
                     assert event.result is not None
                     self.said.add(event.result.strip())
@@ -205,6 +214,8 @@ class ThreadRelay:
                 self.running = False
                 self._status(phase="ended", outcome=event.status.value, tokens=event.tokens)
                 self._status(cost_usd=event.cost_usd)
+                ok = event.status is RunStatus.COMPLETED
+                self.line = replace(self.line, tasks=all_ended(self.line.tasks, ok))
                 await self.post_outputs(event)
                 self.post_result(event)
             case BudgetReached() | RunStatusChanged(status=RunStatus.RUNNING):
