@@ -49,6 +49,10 @@ class LLMCalled(_EventBase):
     agent_tokens: int
     agent_cost_usd: float
     text: str | None = None
+    # When the call was made and how long the model took, in seconds (None on events
+    # stored before they were recorded; then ``at`` is about when it answered).
+    started_at: float | None = None
+    duration_s: float | None = None
 
 
 class ToolCalled(_EventBase):
@@ -58,6 +62,10 @@ class ToolCalled(_EventBase):
     arguments: str
     ok: bool
     result: str
+    # When the tool started and how long it ran, in seconds (None on events stored
+    # before they were recorded; then ``at`` is about when the turn's tools were done).
+    started_at: float | None = None
+    duration_s: float | None = None
 
 
 class ToolProgress(_EventBase):
