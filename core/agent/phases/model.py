@@ -24,6 +24,7 @@ never the Redis client."""
 from __future__ import annotations
 
 import logging
+import time
 
 from core import telemetry
 from core.agent import calls, faults, responses, text_reply
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 
 async def call(turn: Turn, ready: Ready) -> Called | Step:
     svc, request = turn.svc, ready.request
-    called_at = telemetry.clock()
+    called_at, started = telemetry.clock(), time.time()
     try:
         raw, reused, unkept = await calls.answer(svc, request, turn.job.seq, turn.saved)
     except LLMError as exc:
@@ -51,6 +52,7 @@ async def call(turn: Turn, ready: Ready) -> Called | Step:
         telemetry.model_failed(request, exc, called_at)
         detail = f"the model did not answer within {calls.llm_deadline(svc):.0f} s (with retries)"
         return Finish(EndReason.LLM_ERROR, detail)
+    took = time.time() - started
     telemetry.model_called(request, raw, called_at, reused)
     response = await text_reply.read(svc, request.model, raw, ready.allowed)
     if reused:
@@ -67,7 +69,7 @@ async def call(turn: Turn, ready: Ready) -> Called | Step:
     if head is not None and head.status.terminal:
         # Cancelled while the model was thinking: stop before any tool runs.
         return Finish(EndReason.CANCELLED, "the run was cancelled")
-    _record(turn, ready, response)
+    _record(turn, ready, response, (started, took))
     return Called(response)
 
 
@@ -86,8 +88,9 @@ def quick(svc: Services, response: LLMResponse, allowed: list[str]) -> bool:
     return True
 
 
-def _record(turn: Turn, ready: Ready, response: LLMResponse) -> None:
-    """The answer joins the thread and the turn's events."""
+def _record(turn: Turn, ready: Ready, response: LLMResponse, timed: tuple[float, float]) -> None:
+    """The answer joins the thread and the turn's events (``timed``: when the call was
+    made and how long the model took)."""
     state, usage = turn.state, response.usage
     if usage.prompt_tokens:
         state.prompt_sample = (usage.prompt_tokens, ready.chars)
@@ -103,6 +106,8 @@ def _record(turn: Turn, ready: Ready, response: LLMResponse) -> None:
             agent_tokens=state.usage.total_tokens,
             agent_cost_usd=state.usage.cost_usd,
             text=clip(response.content),
+            started_at=timed[0],
+            duration_s=timed[1],
         )
     )
     state.thread.append(response.as_message())

@@ -11,7 +11,9 @@ faults) and telemetry; never the Redis client."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from core import telemetry
 from core.agent import approvals, faults, limits, text_reply
@@ -19,6 +21,20 @@ from core.agent.phases.current import Called, Ran, Ready, Turn
 from core.agent.turn_io import clip
 from core.types.chat import ChatMessage, ToolCall
 from core.types.events import ToolCalled
+
+
+class Outcome(NamedTuple):
+    """A call's outcome, and when it started and how long it ran (for the inspector)."""
+
+    ok: bool
+    content: str
+    started_at: float
+    duration_s: float
+
+
+def _instant(ok: bool, content: str) -> Outcome:
+    """An outcome that took no time (a call held for approval, or not run)."""
+    return Outcome(ok, content, time.time(), 0.0)
 
 
 async def run(turn: Turn, ready: Ready, called: Called) -> Ran:
@@ -35,8 +51,8 @@ async def run(turn: Turn, ready: Ready, called: Called) -> Ran:
         state.recent_calls = state.recent_calls[-repeats:]
     text = called.response.content or ""
     results = await _execute_all(turn, ready, calls, text)
-    for one, (ok, content) in zip(calls, results, strict=True):
-        _record(turn, one, ok, content)
+    for one, outcome in zip(calls, results, strict=True):
+        _record(turn, one, outcome)
     if calls and turn.io.ctx.images:  # images tools returned, for a model that sees them
         turn.state.thread[-1].images = tuple(url for _, url in turn.io.ctx.images)
         turn.io.ctx.images.clear()
@@ -52,16 +68,16 @@ def all_read_only(turn: Turn, calls: Sequence[ToolCall], allowed: Sequence[str])
 
 async def _execute_all(
     turn: Turn, ready: Ready, calls: Sequence[ToolCall], text: str
-) -> list[tuple[bool, str]]:
-    """Every call's (ok, content), in the model's order. A call that needs a person's
+) -> list[Outcome]:
+    """Every call's outcome, in the model's order. A call that needs a person's
     approval does not run (``core.agent.approvals``): a note stands in its place, and
     the calls after it are not run either."""
     gated = await approvals.first_gated(turn.io, calls, ready.allowed)
     if gated is not None:
         done = [await _execute(turn, ready, c) for c in calls[:gated]]
         waiting = calls[gated]
-        held = (True, approvals.hold(turn.io, waiting, gated, text))
-        rest = [(False, approvals.not_run(turn.io, waiting)) for _ in calls[gated + 1 :]]
+        held = _instant(True, approvals.hold(turn.io, waiting, gated, text))
+        rest = [_instant(False, approvals.not_run(turn.io, waiting)) for _ in calls[gated + 1 :]]
         return [*done, held, *rest]
     if len(calls) > 1 and all_read_only(turn, calls, ready.allowed):
         # A TaskGroup: should one raise, the others are cancelled, not left running.
@@ -71,18 +87,19 @@ async def _execute_all(
     return [await _execute(turn, ready, c) for c in calls]
 
 
-async def _execute(turn: Turn, ready: Ready, call: ToolCall) -> tuple[bool, str]:
+async def _execute(turn: Turn, ready: Ready, call: ToolCall) -> Outcome:
     svc = turn.svc
-    called_at = telemetry.clock()
+    called_at, started = telemetry.clock(), time.time()
     result = await svc.tools.execute(
         turn.io.ctx, call, ready.allowed, svc.prompts, svc.settings.limits.tool_result_chars
     )
     telemetry.tool_called(call, result.ok, result.content, called_at)
-    return result.ok, result.content
+    return Outcome(result.ok, result.content, started, time.time() - started)
 
 
-def _record(turn: Turn, call: ToolCall, ok: bool, content: str) -> None:
+def _record(turn: Turn, call: ToolCall, outcome: Outcome) -> None:
     """The result joins the thread and the turn's events."""
+    content = outcome.content
     turn.state.thread.append(
         ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content)
     )
@@ -93,7 +110,9 @@ def _record(turn: Turn, call: ToolCall, ok: bool, content: str) -> None:
             seq=turn.job.seq,
             tool=call.name,
             arguments=clip(call.arguments) or "",
-            ok=ok,
+            ok=outcome.ok,
             result=clip(content) or "",
+            started_at=outcome.started_at,
+            duration_s=outcome.duration_s,
         )
     )
