@@ -193,6 +193,7 @@ async def settle(io: TurnIO, allowed: Sequence[str]) -> bool | None:
         if first is None:
             await _decided(svc, request, made)
         made = first or made
+    started = time.time()
     ok, content = await _outcome(io, request, made, allowed)
     _place(state.thread, request.call_id, content)
     state.open_approval = None
@@ -205,6 +206,8 @@ async def settle(io: TurnIO, allowed: Sequence[str]) -> bool | None:
             arguments=request.arguments,
             ok=ok,
             result=content[:500],
+            started_at=started,
+            duration_s=time.time() - started,
         )
     )
     return True
