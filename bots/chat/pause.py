@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from bots.chat.intentions import Note, Paused
 from core.runs.pause_words import STOP_LABEL, amount
 from core.types.events import BudgetReached, RunStatusChanged
-from core.types.figures import exact_cost, tokens
+from core.types.figures import exact_cost, number, tokens
 from core.types.run import RunStatus
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def spent(p: Paused) -> str:
     if p.what == "cost" and p.limit_cost_usd:
         return f"the run spent {exact_cost(p.cost_usd)} of {exact_cost(p.limit_cost_usd)}"
     if p.what == "tokens" and p.limit_tokens:
-        return f"the run used {p.tokens:,} of {tokens(p.limit_tokens)}"
+        return f"the run used {number(p.tokens)} of {tokens(p.limit_tokens)}"
     return p.detail
 
 

@@ -19,6 +19,7 @@ from rich.tree import Tree
 from bots.console.person import named
 from bots.console.text import escape, printable
 from core.runs.approval import AgentCard, ProposalView
+from core.types.figures import exact_cost, tokens
 
 TASK_CHARS = 300
 PROMPT_CHARS = 110
@@ -171,12 +172,7 @@ def shorten(text: str, limit: int) -> str:
     return head.rstrip(" ,;:.") + "…"
 
 
-def tokens(n: int) -> str:
-    return f"{n:,} tokens"
-
-
-def money(usd: float) -> str:
-    return f"${usd:,.2f}" if usd >= 0.01 or usd == 0 else f"${usd:.4f}"
+money = exact_cost  # a budget, exact below a cent too
 
 
 def duration(seconds: float) -> str:

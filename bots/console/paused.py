@@ -13,6 +13,7 @@ from core.runs.outcomes import Refused
 from core.runs.pause_words import amount as figure
 from core.services import Services
 from core.types.events import BudgetReached
+from core.types.figures import exact_cost, tokens
 from core.types.people import Person
 
 EXTEND = {"", "e", "extend"}
@@ -85,7 +86,9 @@ class PausedBudget:
             b = done.run.budget
             now = ""
             if b is not None:
-                now = f" (now {b.tokens} tokens · ${b.cost_usd:.2f} · {b.wall_clock_s:.0f} s)"
+                now = (
+                    f" (now {tokens(b.tokens)} · {exact_cost(b.cost_usd)} · {b.wall_clock_s:.0f} s)"
+                )
             self.say(f"  [green]▶ extended by {escape(_said(pause.what, amount))}{now}[/]")
 
     async def stop(self) -> None:

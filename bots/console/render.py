@@ -36,6 +36,7 @@ from bots.console.card import shorten
 from bots.console.person import named
 from bots.console.text import escape, printable
 from bots.console.tool_approvals import approval_lines
+from core.types.figures import cost, tokens
 from core.types.run import RunStatus
 
 # A milestone is one line under its agent's end (the trace says the agent finished).
@@ -102,7 +103,7 @@ class ConsoleRenderer:
                 tool = f" {escape(s.tool)}" if s.tool else ""
                 now = f"{escape(s.who)} {escape(s.doing)}{tool}"
             case "ended":
-                now = f"Run {s.outcome} · {s.tokens} tokens · ${s.cost_usd:.4f}"
+                now = f"Run {s.outcome} · {tokens(s.tokens)} · {cost(s.cost_usd)}"
             case _:
                 assert_never(s.phase)
         payload: dict[str, Any] = {"kind": "status", "running": s.running}
@@ -115,7 +116,7 @@ class ConsoleRenderer:
         text = printable(r.text)
         if r.file:
             text = f"{text[:1500]}\n\n(the whole result is in {printable(r.file)} above)"
-        title = f"{r.status.value} · {r.tokens} tokens · ${r.cost_usd:.4f}"
+        title = f"{r.status.value} · {tokens(r.tokens)} · {cost(r.cost_usd)}"
         return panel(text, title, "green" if ok else "red", markdown=ok)
 
     def paused(self, p: Paused) -> str:

@@ -29,6 +29,7 @@ from core.runs.edits import AgentEdit, Edit, EditProblem, apply_edit
 from core.services import Services
 from core.types.agent import AgentSpec
 from core.types.cohort import Cohort
+from core.types.figures import tokens
 from core.types.run import RunState, RunStatus
 
 
@@ -93,7 +94,7 @@ class RunTask:
             reason = outcome.note
         self.console.print(
             f"[dim]{outcome.path}: {escape(reason)} "
-            f"({outcome.llm_calls} planning calls, {outcome.usage.total_tokens} tokens)[/]"
+            f"({outcome.llm_calls} planning calls, {tokens(outcome.usage.total_tokens)})[/]"
         )
         if outcome.direct is not None:
             return outcome.direct

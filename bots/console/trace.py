@@ -39,6 +39,7 @@ from core.types.events import (
     ToolProgress,
     TurnStarted,
 )
+from core.types.figures import cost, number, tokens
 
 
 class Trace:
@@ -107,14 +108,14 @@ class Trace:
         if event.text:
             lines.append(f"  [magenta]{self._who(event.agent_id)}:[/] {escape(event.text)}")
         if self.verbose:
-            used = f"{event.prompt_tokens}+{event.completion_tokens} tokens"
-            lines.append(f"  [dim]{used}, ${event.cost_usd:.4f}[/]")
+            used = f"{number(event.prompt_tokens)}+{tokens(event.completion_tokens)}"
+            lines.append(f"  [dim]{used}, {cost(event.cost_usd)}[/]")
         return lines
 
     def _end(self, event: AgentFinished) -> str:
         style = "green" if event.reason.value == "finished" else "red"
         detail = f" {escape(event.detail)}" if event.detail else ""
-        spent = f"{event.tokens} tokens, ${event.cost_usd:.4f}"
+        spent = f"{tokens(event.tokens)}, {cost(event.cost_usd)}"
         ended = f"{self._who(event.agent_id)} {event.reason.value}"
         return f"  [{style}]■ {ended}[/]{detail} [dim]({spent})[/]"
 

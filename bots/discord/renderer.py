@@ -29,6 +29,7 @@ from bots.discord.card import proposal_embed
 from bots.discord.forms import form_message
 from bots.discord.text import MESSAGE_LIMIT, escape, split, truncate
 from bots.discord.tool_approvals import approval_message
+from core.types.figures import cost, tokens
 from core.types.run import RunStatus
 
 CARD_TEXT = "Here is my proposal: approve, edit or reject it."
@@ -62,9 +63,8 @@ class DiscordRenderer:
                 tool = f" `{escape(s.tool)}`" if s.tool else ""
                 line = f"⚙️ Running: {self.bold(s.who)} {escape(s.doing)}{tool} · {counts}"
             case "ended":
-                line = (
-                    f"🏁 Run {escape(s.outcome)} · {s.tokens} tokens · ${s.cost_usd:.4f} · {counts}"
-                )
+                spent = f"{tokens(s.tokens)} · {cost(s.cost_usd)}"
+                line = f"🏁 Run {escape(s.outcome)} · {spent} · {counts}"
             case _:
                 assert_never(s.phase)
         buttons = "cancel" if s.running else "none"

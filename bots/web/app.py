@@ -34,6 +34,7 @@ from core.config import Settings
 from core.errors import RunError, WorkspaceError
 from core.state.store import Store
 from core.types.events import RunEvent
+from core.types.figures import exact_cost, number
 from core.workspace import Workspace
 
 CSP = (
@@ -81,8 +82,8 @@ def templates() -> Environment:
     )
     env.filters["age"] = age
     env.filters["short"] = short
-    env.filters["money"] = lambda v: f"${v:.4f}" if v < 1 else f"${v:.2f}"
-    env.filters["num"] = lambda v: f"{v:,}"
+    env.filters["money"] = exact_cost
+    env.filters["num"] = number
     env.filters["clock"] = lambda at: time.strftime("%H:%M:%S", time.gmtime(at))
     env.filters["when"] = lambda at: time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
     env.filters["q"] = lambda v: quote(str(v), safe="")

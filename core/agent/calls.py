@@ -16,6 +16,7 @@ from core.llm.base import LLMRequest, LLMResponse
 from core.services import Services
 from core.types.agent import AgentState
 from core.types.chat import Usage
+from core.types.figures import number, tokens
 from core.types.run import RunHead
 
 # An answer shorter than this is not worth a call: the budget counts as spent.
@@ -47,16 +48,16 @@ def bound(
     if agent_left < MIN_ANSWER_TOKENS:
         return Bound(
             0,
-            agent_over=f"used {used} tokens (agent limit {caps.max_tokens}); the next call "
-            f"needs about {prompt} for its prompt alone",
+            agent_over=f"used {tokens(used)} (agent limit {number(caps.max_tokens)}); the next "
+            f"call needs about {number(prompt)} for its prompt alone",
         )
     run_left = agent_left
     if run.budget is not None:
         run_left = run.budget.tokens - run_usage.total_tokens - prompt
         if run_left < MIN_ANSWER_TOKENS:
             detail = (
-                f"the run used {run_usage.total_tokens} of {run.budget.tokens} tokens; "
-                f"the next call needs about {prompt} for its prompt alone"
+                f"the run used {number(run_usage.total_tokens)} of {tokens(run.budget.tokens)}; "
+                f"the next call needs about {number(prompt)} for its prompt alone"
             )
             return Bound(0, run_over=Breach("tokens", detail))
     return Bound(min(svc.settings.llm.max_output_tokens, agent_left, run_left))

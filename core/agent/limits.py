@@ -21,6 +21,7 @@ from core.state.store import RunChange, transition
 from core.types.agent import AgentState
 from core.types.chat import ChatMessage, ToolCall, Usage
 from core.types.events import BudgetReached, RunEvent, RunStatusChanged
+from core.types.figures import cost, number, tokens
 from core.types.run import SYSTEM, RunHead, RunState, RunStatus
 
 
@@ -54,19 +55,16 @@ def breach(run: RunHead, usage: Usage, now: float) -> Breach | None:
     if budget is None:
         return None
     if usage.total_tokens >= budget.tokens:
-        return Breach("tokens", f"the run used {usage.total_tokens} of {budget.tokens} tokens")
+        return Breach(
+            "tokens", f"the run used {number(usage.total_tokens)} of {tokens(budget.tokens)}"
+        )
     if usage.cost_usd >= budget.cost_usd:
-        return Breach("cost", f"the run spent {_usd(usage.cost_usd)} of {_usd(budget.cost_usd)}")
+        return Breach("cost", f"the run spent {cost(usage.cost_usd)} of {cost(budget.cost_usd)}")
     if run.deadline_at is not None and now >= run.deadline_at:
         return Breach(
             "wall_clock", f"the run reached its wall-clock limit of {budget.wall_clock_s:.0f} s"
         )
     return None
-
-
-def _usd(amount: float) -> str:
-    """Money as people read it: ``$2.00``, ``under $0.01``."""
-    return "under $0.01" if 0 < amount < 0.01 else f"${amount:,.2f}"
 
 
 def pause_change(svc: Services, found: Breach, usage: Usage) -> RunChange:

@@ -1,5 +1,7 @@
 """Figures as people read them (in a thread, on a card, in a pause): costs in cents,
-tokens with separators. Pure: no I/O; shared by core's words and every adapter."""
+tokens with separators — "1,000,000 tokens", "$2.00". The only formatter of counts,
+tokens and costs: core's words and every adapter (Discord, Slack, web, console) use it,
+so a figure reads the same on every surface. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -25,6 +27,11 @@ def exact_cost(usd: float) -> str:
     return f"${usd:.{decimals}f}".rstrip("0")
 
 
+def number(n: int) -> str:
+    """A count with separators: ``12,345``."""
+    return f"{n:,}"
+
+
 def tokens(n: int) -> str:
     """``12,345 tokens`` (``1 token``)."""
-    return f"{n:,} token{'' if n == 1 else 's'}"
+    return f"{number(n)} token{'' if n == 1 else 's'}"

@@ -192,7 +192,7 @@ async def test_web_chat_form_card_shows_the_planned_budget_and_pauses_there(sett
         assert await _approved_budget(svc, run_id) == _planned(svc)
         (budget_line,) = re.findall(r"budget: [^<]*", card)
         print("Web card:", budget_line)
-        assert budget_line == "budget: 20,000 tokens, $0.0300"
+        assert budget_line == "budget: 20,000 tokens, $0.03"
 
         assert (await post(c, f"{path}/act", action="approve")).status_code == 303
         page = await until(c, path, r'value="extend"')
@@ -232,5 +232,5 @@ def test_console_run_card_shows_the_planned_budget_and_pauses_there(
     print("Console pause:", pause)
     assert budget_line.strip() == "Budget for the whole run: 200,000 tokens · $1.50 · 30 min"
     assert pause.startswith("⏸ paused: the run spent $2.00 of $1.50")
-    assert "extended by $2.00 (now 400000 tokens · $3.50" in out
+    assert "extended by $2.00 (now 400,000 tokens · $3.50" in out
     assert "Spent enough: 3 sums." in out and "completed ·" in out

@@ -209,7 +209,7 @@ async def test_agent_token_budget_ends_the_agent(make_services, settings, any_re
     assert finished.reason is EndReason.MAX_TOKENS
     # Checked before each call (prompt estimated from the last call, answer bounded by
     # max_tokens): the agent stops within its limit instead of one call past it.
-    assert finished.tokens == 1000 and "agent limit 1200" in finished.detail
+    assert finished.tokens == 1000 and "agent limit 1,200" in finished.detail
     assert len(model.requests) == 2
     first, second = model.requests
     assert first.max_tokens == 1200  # no answer may take more than the whole budget

@@ -146,7 +146,7 @@ def test_every_intention_kind_is_rendered_and_drawn(monkeypatch: pytest.MonkeyPa
         "🔔 Ana → @bo: look",
         "Ana posted",
         "interim",
-        "completed · 12 tokens · $0.0000",
+        "completed · 12 tokens · $0",
         "Files the agents made (1):",
         "⏸ paused: the run spent $2.00 of $1.50 — extend by $2.00, or stop here",
         "🔐 Ana wants to use files__delete: Delete a file. (may delete or overwrite things)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from core.agent.phases.current import Ran, Turn
 from core.agent.steps import Finish, RunAgain, Step, Wait
 from core.types.agent import EndReason
+from core.types.figures import exact_cost, number, tokens
 
 
 def next_step(turn: Turn, ran: Ran) -> Step:
@@ -42,12 +43,13 @@ def _end(turn: Turn, ran: Ran) -> Finish | None:
     if state.usage.total_tokens >= caps.max_tokens:
         return Finish(
             EndReason.MAX_TOKENS,
-            f"used {state.usage.total_tokens} tokens (agent limit {caps.max_tokens})",
+            f"used {tokens(state.usage.total_tokens)} (agent limit {number(caps.max_tokens)})",
         )
     if state.usage.cost_usd >= caps.max_cost_usd:
         return Finish(
             EndReason.MAX_COST,
-            f"spent ${state.usage.cost_usd:.4f} (agent limit ${caps.max_cost_usd:.4f})",
+            f"spent {exact_cost(state.usage.cost_usd)} "
+            f"(agent limit {exact_cost(caps.max_cost_usd)})",
         )
     if turns >= caps.max_turns:
         return Finish(
