@@ -7,12 +7,15 @@ from slack_sdk.models.blocks import (
     ActionsBlock,
     Block,
     ButtonElement,
+    ContextActionsBlock,
     ContextBlock,
     DividerBlock,
     HeaderBlock,
     MarkdownTextObject,
     SectionBlock,
 )
+from slack_sdk.models.blocks.basic_components import FeedbackButtonObject
+from slack_sdk.models.blocks.block_elements import FeedbackButtonsElement
 
 from bots.slack.text import MAX_BLOCKS, escape, truncate
 from core.runs.approval import AgentCard, ProposalView
@@ -22,6 +25,10 @@ APPROVE = "caramba_approve"
 REJECT = "caramba_reject"
 EDIT = "caramba_edit_open"
 CANCEL = "caramba_cancel"
+# The feedback_buttons element; each button's value is its vote and the run:
+# "caramba_feedback_up:{run id}". FEEDBACK_UP / FEEDBACK_DOWN are also the action ids of
+# the buttons results had before it (still answered: bots.slack.feedback).
+FEEDBACK = "caramba_feedback"
 FEEDBACK_UP = "caramba_feedback_up"
 FEEDBACK_DOWN = "caramba_feedback_down"
 _MORE = "see the full proposal with `caramba` or ask for details in this thread"
@@ -128,16 +135,29 @@ def status_blocks(line: str, run_id: str, *, running: bool) -> list[Block]:
     return blocks
 
 
+def feedback_block(run_id: str) -> ContextActionsBlock:
+    """Slack's own 👍 / 👎 (a ``feedback_buttons`` element) for run ``run_id``."""
+    return ContextActionsBlock(
+        block_id=f"feedback:{run_id}",
+        elements=[
+            FeedbackButtonsElement(
+                action_id=FEEDBACK,
+                positive_button=FeedbackButtonObject(
+                    text="Helpful",
+                    accessibility_label="Mark this result helpful",
+                    value=f"{FEEDBACK_UP}:{run_id}",
+                ),
+                negative_button=FeedbackButtonObject(
+                    text="Not helpful",
+                    accessibility_label="Mark this result not helpful",
+                    value=f"{FEEDBACK_DOWN}:{run_id}",
+                ),
+            )
+        ],
+    )
+
+
 def result_blocks(text: str, run_id: str) -> list[Block]:
-    """The last message of a run's result: ``text`` (mrkdwn, already escaped) and buttons
-    to rate the result, whose value is the run id."""
-    return [
-        SectionBlock(text=MarkdownTextObject(text=truncate(text))),
-        ActionsBlock(
-            block_id=f"feedback:{run_id}",
-            elements=[
-                ButtonElement(text="👍 Helpful", action_id=FEEDBACK_UP, value=run_id),
-                ButtonElement(text="👎 Not helpful", action_id=FEEDBACK_DOWN, value=run_id),
-            ],
-        ),
-    ]
+    """The last message of a run's result: ``text`` (mrkdwn, already escaped) and the
+    feedback buttons, whose values name the run."""
+    return [SectionBlock(text=MarkdownTextObject(text=truncate(text))), feedback_block(run_id)]

@@ -30,6 +30,7 @@ from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, sta
 from bots.slack.budget import paused_message
 from bots.slack.forms import form_message
 from bots.slack.inspector import with_link
+from bots.slack.progress import plan_payload
 from bots.slack.stream import streamed_message
 from bots.slack.text import SECTION_LIMIT, escape, split
 from bots.slack.upload import preview
@@ -75,7 +76,12 @@ class SlackRenderer:
                 blocks = status_blocks(line, intention.run_id, running=intention.running)
                 shown = with_link(_dicts(blocks), intention.link)
                 # Beside the blocks: the thread's assistant status (bots.slack.assistant).
-                return [Rendered(line, {"blocks": shown, "assistant": assistant_status(intention)})]
+                # Beside them: its plan and tasks, streamed where Slack can (bots.slack.progress).
+                extra = {
+                    "assistant": assistant_status(intention),
+                    "progress": plan_payload(intention),
+                }
+                return [Rendered(line, {"blocks": shown, **extra})]
             case Card(view=card, link=link):
                 blocks = proposal_blocks(card)
                 return [Rendered(fallback_text(card), with_link(_dicts(blocks), link))]

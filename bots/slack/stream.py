@@ -25,7 +25,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.chat.ports import Place, Rendered, Result
 from bots.chat.store import ChatStore
 from bots.chat.streams import Streamed
-from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
+from bots.slack.blocks import feedback_block
+from bots.slack.progress import ProgressStreams
 from bots.slack.text import escape
 
 log = logging.getLogger(__name__)
@@ -43,20 +44,8 @@ class StreamingUnsupported(Exception):
 def streamed_message(r: Result) -> Rendered:
     """The result as one message to stream: its text as markdown (escaped: no mention or
     link comes from it) and, for a rateable run, the feedback buttons that end it."""
-    buttons = {
-        "type": "actions",
-        "block_id": f"feedback:{r.run_id}",
-        "elements": [
-            _button("👍 Helpful", FEEDBACK_UP, r.run_id),
-            _button("👎 Not helpful", FEEDBACK_DOWN, r.run_id),
-        ],
-    }
-    return Rendered(escape(r.text), [buttons] if r.rateable else None)
-
-
-def _button(text: str, action_id: str, value: str) -> dict[str, Any]:
-    label = {"type": "plain_text", "text": text, "emoji": True}
-    return {"type": "button", "text": label, "action_id": action_id, "value": value}
+    buttons = [feedback_block(r.run_id).to_dict()] if r.rateable else None
+    return Rendered(escape(r.text), buttons)
 
 
 class SlackStreamer:
@@ -77,6 +66,8 @@ class SlackStreamer:
         self.chunk_chars = chunk_chars
         self.unsupported = False
         self.team: str | None = None
+        # The runs' progress streams: a result goes on in its run's open one.
+        self.progress = ProgressStreams(client, chat, self._recipient, self.keep_s)
 
     def _key(self, streamed: Streamed) -> str:
         return self.chat.keys.stream(streamed.run, streamed.key)
@@ -87,6 +78,8 @@ class SlackStreamer:
         ts, sent = state.get("ts"), int(state.get("sent", 0))
         if state.get("done") and ts:
             return ts
+        if not ts and (ts := await self.progress.open_for(streamed.run)):
+            await self._keep(key, ts=ts, sent=0)  # under the run's progress
         if not ts:
             if self.unsupported:
                 raise StreamingUnsupported("this workspace does not stream")
@@ -101,6 +94,7 @@ class SlackStreamer:
         blocks = streamed.payload if isinstance(streamed.payload, list) else None
         await self.client.chat_stopStream(channel=place.channel, ts=ts, blocks=blocks)
         await self._keep(key, done=1)
+        await self.progress.stopped(streamed.run)
         return ts
 
     async def _start(self, place: Place, streamed: Streamed, first: str) -> str:
@@ -114,12 +108,27 @@ class SlackStreamer:
                 recipient_team_id=team,
             )
         except SlackApiError as exc:
-            error = exc.response.data.get("error") if isinstance(exc.response.data, dict) else ""
-            if error in UNSUPPORTED:
-                self.unsupported = True
-                log.info("this Slack workspace does not stream (%s): results are posted", error)
+            self.refused(exc)
             raise
         return str(response["ts"])
+
+    def refused(self, exc: SlackApiError) -> None:
+        """Remember a workspace that has no streaming at all (``exc`` says so)."""
+        error = exc.response.data.get("error") if isinstance(exc.response.data, dict) else ""
+        if error in UNSUPPORTED:
+            self.unsupported = True
+            log.info("this Slack workspace does not stream (%s): the thread gets posts", error)
+
+    async def start_progress(self, place: Place, payload: dict[str, Any]) -> str:
+        """Start a run's progress stream (``bots.slack.progress``); refused like a
+        result's stream (StreamingUnsupported once the workspace said it has none)."""
+        if self.unsupported:
+            raise StreamingUnsupported("this workspace does not stream")
+        try:
+            return await self.progress.start(place, payload)
+        except SlackApiError as exc:
+            self.refused(exc)
+            raise
 
     async def _recipient(self, run_id: str) -> tuple[str | None, str | None]:
         """Who the stream is for, and their team: in a channel Slack wants the person who

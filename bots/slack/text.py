@@ -40,3 +40,9 @@ def split(text: str, limit: int = SECTION_LIMIT) -> list[str]:
     if text or not pieces:
         pieces.append(text)
     return pieces
+
+
+def plain(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters (for plain-text fields)."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"

@@ -4,6 +4,9 @@ own files (``bots.slack.file_upload``, once), and what a failed call means."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.chat.ports import Failure, Files, Payload, Place, TextFile
@@ -22,6 +25,12 @@ def _blocks(payload: Payload) -> list[dict[str, object]] | None:
     return payload if isinstance(payload, list) else None
 
 
+def _progress(payload: Payload) -> dict[str, Any] | None:
+    # The status message's plan and tasks, for its progress stream.
+    progress = payload.get("progress") if isinstance(payload, dict) else None
+    return progress if isinstance(progress, dict) else None
+
+
 class SlackTransport:
     """The chat layer's :class:`~bots.chat.ports.Transport` for Slack; with
     ``assistant``, the status message sets the thread's assistant status too; with
@@ -38,6 +47,10 @@ class SlackTransport:
         self.streamer = streamer
 
     async def post(self, place: Place, text: str, payload: Payload) -> str:
+        streamed = await self._start_progress(place, payload)
+        if streamed is not None:
+            await self._status(place, payload)
+            return streamed
         response = await self.client.chat_postMessage(
             channel=place.channel,
             thread_ts=place.thread or None,  # "": in the channel (its thread is gone)
@@ -48,10 +61,30 @@ class SlackTransport:
         return str(response["ts"])
 
     async def update(self, place: Place, message_id: str, text: str, payload: Payload) -> None:
+        progress = _progress(payload)
+        if self.streamer is not None and progress is not None:
+            if await self.streamer.progress.update(place, message_id, progress):
+                await self._status(place, payload)
+                return
         await self.client.chat_update(
             channel=place.channel, ts=message_id, text=text, blocks=_blocks(payload)
         )
         await self._status(place, payload)
+
+    async def _start_progress(self, place: Place, payload: Payload) -> str | None:
+        """The status message as the run's progress stream (``bots.slack.progress``):
+        its ts, or None where Slack will not stream (the status message is posted)."""
+        progress = _progress(payload)
+        if self.streamer is None or progress is None:
+            return None
+        try:
+            return await self.streamer.start_progress(place, progress)
+        except StreamingUnsupported:
+            return None
+        except SlackApiError as exc:
+            if classify(exc).retry:
+                raise
+            return None
 
     async def _status(self, place: Place, payload: Payload) -> None:
         """The assistant status the status message carries (after the message: a post

@@ -9,7 +9,8 @@ call named ``upload``), ``files.completeUploadExternal`` answers with the files.
 ``rate_limit`` makes a method answer HTTP 429 with ``Retry-After`` for its next calls;
 ``refusing`` answers chosen calls ``ok: false``; with ``assistant`` False the threads are
 not assistant threads (``assistant.threads.setStatus`` is refused); with ``streaming``
-``chat.startStream`` / ``appendStream`` / ``stopStream`` work (``streams``, by ts), else
+``chat.startStream`` / ``appendStream`` / ``stopStream`` work (``streams``, by ts: the
+markdown text, the plan and task chunks in order, the blocks that ended it), else
 they are refused as by a workspace without them. ``go_down`` makes
 Slack unreachable (connections refused, the open ones closed) or broken (HTTP 503 to every
 call) until ``come_back``. ``losing`` does chosen calls and then answers HTTP 503 (the
@@ -200,12 +201,15 @@ class FakeSlackAPI:
                 "text": args.get("markdown_text", ""),
                 "blocks": None,
                 "stopped": False,
+                "mode": args.get("task_display_mode"),
+                "chunks": list(args.get("chunks") or []),
             }
             return {"ok": True, "channel": args.get("channel"), "ts": ts}
         stream = self.streams.get(args.get("ts", ""))
         if stream is None or stream["stopped"]:
             return {"ok": False, "error": "message_not_in_streaming_state"}
         stream["text"] += args.get("markdown_text", "")
+        stream["chunks"] += list(args.get("chunks") or [])
         if method == "chat.stopStream":
             stream["stopped"], stream["blocks"] = True, args.get("blocks")
         return {"ok": True, "channel": args.get("channel"), "ts": args["ts"]}

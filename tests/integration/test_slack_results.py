@@ -20,7 +20,7 @@ from bots.chat.relay import ThreadRelay
 from bots.chat.store import ChatStore
 from bots.slack.adapter import slack_adapter
 from bots.slack.app import SlackBot
-from bots.slack.blocks import FEEDBACK_DOWN, FEEDBACK_UP
+from bots.slack.blocks import FEEDBACK, FEEDBACK_DOWN, FEEDBACK_UP
 from bots.slack.feedback import ALREADY, THANKS
 from bots.slack.secrets import SlackSecrets
 from bots.slack.text import escape, split
@@ -57,18 +57,21 @@ async def test_the_result_has_feedback_buttons_and_votes_count_once(
         assert "Orchestrator says: 3 flights" in result["text"] and result["thread_ts"] == THREAD
         section, buttons = result["blocks"]
         assert "says: 3 flights" in section["text"]["text"]
-        assert [b["action_id"] for b in buttons["elements"]] == [FEEDBACK_UP, FEEDBACK_DOWN]
-        run_id = buttons["elements"][0]["value"]
-        assert run_id == card_run and buttons["elements"][1]["value"] == run_id
+        (element,) = buttons["elements"]  # Slack's feedback_buttons element
+        assert (buttons["type"], element["type"]) == ("context_actions", "feedback_buttons")
+        assert element["action_id"] == FEEDBACK
+        up, down = element["positive_button"]["value"], element["negative_button"]["value"]
+        assert (up, down) == (f"{FEEDBACK_UP}:{card_run}", f"{FEEDBACK_DOWN}:{card_run}")
+        run_id = card_run
         run = await h.bot.svc.store.get_run(run_id)
         assert run.status is RunStatus.COMPLETED and run.cohort is not None
 
         # A double click by Ana counts once; Mallory's 👎 counts too.
         clicks = await asyncio.gather(
-            *(h.click(FEEDBACK_UP, run_id, ANA, "1700000000.000500") for _ in range(2))
+            *(h.click(FEEDBACK, up, ANA, "1700000000.000500") for _ in range(2))
         )
         assert [r.status_code for r in clicks] == [200, 200]
-        await h.click(FEEDBACK_DOWN, run_id, MALLORY, "1700000000.000500")
+        await h.click(FEEDBACK, down, MALLORY, "1700000000.000500")
         await h.slack.wait_for(lambda: len(h.slack.of("chat.postEphemeral")) == 3)
         notes = h.slack.of("chat.postEphemeral")
         assert sorted((n["user"], n["text"]) for n in notes) == sorted(
@@ -81,7 +84,8 @@ async def test_the_result_has_feedback_buttons_and_votes_count_once(
         assert (record.ratings, record.rating_sum) == (2, 1.0)
         assert (record.runs, record.successes) == (1, 1), "kept with its run at the first vote"
 
-        # A later change of mind is refused too, and changes nothing.
+        # A later change of mind is refused too (also with the buttons results had
+        # before feedback_buttons), and changes nothing.
         await h.click(FEEDBACK_DOWN, run_id, ANA, "1700000000.000500")
         await h.slack.wait_for(lambda: len(h.slack.of("chat.postEphemeral")) == 4)
         assert h.slack.of("chat.postEphemeral")[-1] == {

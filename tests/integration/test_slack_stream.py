@@ -35,7 +35,14 @@ TEXT = "\n".join(f"{i:02d}. fare <{i}> & co @channel: Lisbon → Berlin" for i i
 
 
 def buttons(blocks: Any) -> list[str]:
-    return [e["action_id"] for b in blocks or [] for e in b.get("elements", [])]
+    """The votes of the feedback buttons in ``blocks`` (their values, without the run)."""
+    return [
+        e[side]["value"].partition(":")[0]
+        for b in blocks or []
+        for e in b.get("elements", [])
+        if e.get("type") == "feedback_buttons"
+        for side in ("positive_button", "negative_button")
+    ]
 
 
 async def test_a_run_streams_its_result_with_the_feedback_buttons(
@@ -52,7 +59,7 @@ async def test_a_run_streams_its_result_with_the_feedback_buttons(
     assert (stream["channel"], stream["thread_ts"], stream["stopped"]) == (CHANNEL, THREAD, True)
     assert run.result and stream["text"] == escape(run.result)
     assert buttons(stream["blocks"]) == [FEEDBACK_UP, FEEDBACK_DOWN]
-    assert stream["blocks"][0]["elements"][0]["value"] == run_id
+    assert stream["blocks"][0]["elements"][0]["positive_button"]["value"].endswith(":" + run_id)
     (start,) = slack.of("chat.startStream")
     assert start["recipient_user_id"] == run.requested_by and start["recipient_team_id"] == "T1"
     posted = json.dumps(slack.of("chat.postMessage"))
