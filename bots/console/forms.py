@@ -106,13 +106,16 @@ class ConsoleForms:
             self.typed = {}
             self._ask_next()
             return
-        self.open.pop(0)
+        # the form's closing event may have come in while the answer was sent (and offered
+        # the next form already)
+        still = any(f.form_id == form.form_id for f in self.open)
+        self.open = [f for f in self.open if f.form_id != form.form_id]
         self.typed = {}
         if isinstance(outcome, Refused):
             self.say(f"  [red]{escape(outcome.reason)}[/]")
         else:
             self.say(f"  [green]✓ {escape(outcome.line)}[/]")
-        if self.open:
+        if self.open and still:
             self._offer()
 
 
