@@ -35,8 +35,10 @@ from bots.chat.store import ChatStore
 from bots.chat.threads import Threads
 from bots.web import chat_approvals
 from bots.web.access import Signer, run_path
+from bots.web.chat_past import PastChat, past_chats
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
+from bots.web.chat_view import HELPERS, thread_view
 from bots.web.guard import NEEDS_OPERATOR, is_local, same_site
 from core.errors import CarambaError, RunError
 from core.runs import people
@@ -66,6 +68,8 @@ class WebNames:
 
 
 POLL_S = 0.3
+# How many past chats the list beside a chat shows.
+PAST_SHOWN = 20
 KEEPALIVE_S = 15.0
 
 
@@ -138,7 +142,11 @@ class WebChat:
             return await chat_approvals.act(self, run_id, action, text)
         if action == "say" and text.strip():
             said = await people.reply(svc, run_id, text, WEB)
-            return None if isinstance(said, Delivered) else said.hint
+            if not isinstance(said, Delivered):
+                return said.hint
+            # Your words, echoed in the thread (after the question they answer).
+            await self.transport.post(Place("web", run_id), text.strip(), {"kind": "you"})
+        return None
         return None
 
     async def show_decided(self, run_id: str, line: str) -> None:
@@ -155,8 +163,16 @@ class WebChat:
         known = await people.names(self.svc, [t.by for t in run.history])
         return {**known, WEB_USER: WEB.name}
 
-    async def tell(self, run_id: str, text: str) -> None:
-        await self.transport.post(Place("web", run_id), text, {"kind": "note", "level": "info"})
+    async def tell(self, run_id: str, text: str, *, while_proposed: bool = False) -> None:
+        """A line from Caramba in the thread; ``while_proposed``: it holds only until the
+        proposal is decided (the page leaves it out then)."""
+        payload = {"kind": "note", "level": "info"}
+        if while_proposed:
+            payload["while"] = "proposed"
+        await self.transport.post(Place("web", run_id), text, payload)
+
+    async def past(self) -> list[PastChat]:
+        return await past_chats(self.svc.store, WEB_USER, PAST_SHOWN)
 
     async def changes(self, run_id: str, after: str) -> AsyncIterator[str]:
         """Server-sent events: ``change`` whenever the thread changes (polled: no
@@ -201,7 +217,8 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
         if not chat.allowed(request):
             return forbidden()
         if request.method == "GET":
-            return page("chat_new.html", t=request.query_params.get("t", ""))
+            t = request.query_params.get("t", "")
+            return page("chat_new.html", t=t, past=await chat.past(), **HELPERS)
         if not same_origin(request):
             return PlainTextResponse("Forms are taken from this site only.", status_code=403)
         task = (await form(request)).get("task", "").strip()
@@ -223,12 +240,14 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
         return page(
             "chat.html",
             run=run,
-            messages=messages,
+            thread=thread_view(run, messages, await chat.svc.workspace.files(run_id)),
             last=last,
             t=request.query_params.get("t", ""),
             inspector=run_path(chat.signer, run_id, ttl),
             names=await chat.names(run),  # who decided, when the card does not say
             file_token=chat.signer.token(f"run:{run_id}", ttl),
+            past=await chat.past(),
+            **HELPERS,
         )
 
     async def act(request: Request) -> Response:

@@ -142,7 +142,8 @@ def edit_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             return await told(request, run_id, outcome.reason)
         note = f"{agent.name}'s {', '.join(words)} edited by {WEB.name}"
         await show_edited(chat, outcome.run, note)
-        return await told(request, run_id, f"Saved: {note}. Approve to start.")
+        await chat.tell(run_id, f"Saved: {note}. Approve to start.", while_proposed=True)
+        return RedirectResponse(chat.path(run_id, request), status_code=303)
 
     return [
         ("/chat/{run_id}/edit", pick, ["GET"]),

@@ -26,6 +26,7 @@ from bots.chat.ports import (
 )
 from bots.web.chat_approvals import approval_payload
 from bots.web.form_render import form_message
+from core.types import figures
 from core.types.run import RunStatus
 
 # One message shows at most this much; longer texts go in several.
@@ -83,18 +84,22 @@ class WebRenderer:
                 assert_never(intention)
 
     def _status(self, s: StatusLine) -> Rendered:
-        counts = f"agents {s.finished}/{s.agents} done · tool calls {s.tool_calls}"
+        agents = f"{s.finished} of {s.agents} agents done" if s.agents else ""
+        calls = f"{figures.number(s.tool_calls)} tool call{'' if s.tool_calls == 1 else 's'}"
+        counts = " · ".join(c for c in (agents, calls) if c)
         match s.phase:
             case "starting":
-                line = f"Starting… · {counts}"
+                line = "Starting the agents…"
             case "running":
                 tool = f" {s.tool}" if s.tool else ""
-                line = f"Running: {s.who} {s.doing}{tool} · {counts}"
+                line = f"{s.who} {s.doing}{tool} · {counts}".strip()
             case "ended":
-                line = f"Run {s.outcome} · {s.tokens} tokens · ${s.cost_usd:.4f} · {counts}"
+                spent = f"{figures.tokens(s.tokens)} · {figures.cost(s.cost_usd)}"
+                line = f"Run {s.outcome} · {counts} · {spent}"
             case _:
                 assert_never(s.phase)
-        return Rendered(line, {"kind": "status", "run": s.run_id, "cancel": s.running})
+        payload = {"kind": "status", "run": s.run_id, "cancel": s.running, "phase": s.phase}
+        return Rendered(line, payload)
 
     def _result(self, r: Result) -> list[Rendered]:
         ok = r.status is RunStatus.COMPLETED

@@ -22,6 +22,8 @@ class ChatMessage:
     id: str
     text: str
     payload: dict[str, Any]
+    # When it was first posted (seconds since the epoch; from its stream entry's id).
+    at: float = 0.0
 
     @property
     def kind(self) -> str:
@@ -71,9 +73,13 @@ class WebTransport:
         """The thread's messages as they now stand, and the id of its last change."""
         entries = await self.store.entries(self.thread_key(thread))
         shown: dict[str, ChatMessage] = {}
-        for _entry_id, fields in entries:
+        for entry_id, fields in entries:
             message = ChatMessage(fields["id"], fields["text"], json.loads(fields["payload"]))
-            if fields["op"] == "post" or message.id in shown:
+            if fields["op"] == "post":
+                message.at = int(entry_id.partition("-")[0]) / 1000
+                shown[message.id] = message
+            elif message.id in shown:
+                message.at = shown[message.id].at
                 shown[message.id] = message
         return list(shown.values()), entries[-1][0] if entries else "0-0"
 

@@ -1,13 +1,16 @@
 """The web chat's whole flow in a real browser (Playwright driving Debian's Chromium
-headless; skipped where either is missing), in demo mode: type a request → the card →
-Edit an agent (a wrong model is refused beside its field; the edit shows on the card) →
-Approve → live progress → answer the orchestrator's question → the result and a file
-the agents wrote under outputs/, downloaded → the run in the inspector.
+headless; skipped where either is missing), in demo mode, at 1280 and at 360 px wide
+(never scrolling sideways): type a request (Enter sends) → the card, the task shown
+once as your message, Approve the primary button and reached by Tab → Edit an agent (a
+wrong model is refused beside its field; the edit shows on the card) → Approve: the
+card compact, saying who decided → the orchestrator's question, the run "waiting for
+you" → the answer (Enter; Shift+Enter is a new line) echoed after it → the result's
+Markdown rendered → every file the run wrote offered (``budget.md``, not under
+outputs/), downloaded → the chat in the past chats → the run in the inspector.
 
-The demo's scripted team neither asks nor leaves files under outputs/, so this test's
-scripted model is the demo's (its router, planner, prompt creator and agents) with an
-orchestrator that asks where the offsite is and a budget kept in ``outputs/``.
-Screenshots go to ``$CARAMBA_SCREENSHOTS`` (a folder) when set."""
+The demo's scripted team does not ask, so this test's scripted model is the demo's (its
+router, planner, prompt creator and agents) with an orchestrator that asks where the
+offsite is. Screenshots of each step go to ``$CARAMBA_SCREENSHOTS`` (a folder) when set."""
 
 from __future__ import annotations
 
@@ -33,19 +36,7 @@ if not shutil.which(CHROMIUM):
     pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
 QUESTION = "Which city is the offsite in: Lisbon or Porto?"
-KEPT = f"outputs/{BUDGET_FILE}"
 EDITED_MODEL = "openai/gpt-4o-mini"
-
-
-def _kept_in_outputs(reply: Reply) -> Reply:
-    """The demo's replies with the budget file under outputs/ (sent to the chat)."""
-    calls = tuple(
-        (name, {**args, "path": KEPT})
-        if isinstance(args, dict) and args.get("path") == BUDGET_FILE
-        else (name, args)
-        for name, args in reply.calls
-    )
-    return Reply(reply.content, calls, reply.prompt_tokens, reply.completion_tokens)
 
 
 def asking_team() -> ScriptedModel:
@@ -64,7 +55,6 @@ def asking_team() -> ScriptedModel:
             )
         reply = demo(r)
         assert isinstance(reply, Reply)
-        reply = _kept_in_outputs(reply)
         if r.agent_name == "Orchestrator" and reply.calls and reply.calls[0][0] == "finish":
             said = " ".join(m.content or "" for m in r.messages if m.role == "user")
             city = "Porto" if "Porto" in said else "unknown"
@@ -83,28 +73,62 @@ def shots(tmp_path: Path) -> Path:
     return folder
 
 
-async def test_the_whole_flow_in_a_browser(settings, tmp_path) -> None:
+@pytest.mark.parametrize("width", [1280, 360])
+async def test_the_whole_flow_in_a_browser(settings, tmp_path, width) -> None:
     model = asking_team()
     async with chat_app(settings, model=model) as (app, svc), served(app) as base:
         async with playwright_api.async_playwright() as p:
             browser = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             try:
-                page = await browser.new_page(viewport={"width": 1100, "height": 900})
+                page = await browser.new_page(viewport={"width": width, "height": 900})
                 dialogs: list[str] = []
                 page.on("dialog", lambda d: dialogs.append(d.message))
-                await flow(page, base, svc, model, shots(tmp_path))
+                await flow(page, base, svc, model, Shots(page, shots(tmp_path), width))
             finally:
                 await browser.close()
     assert dialogs == []
 
 
-async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, folder: Path) -> None:
-    # Type a request → the proposal card.
+class Shots:
+    """A screenshot of each step (named by width and step), and no sideways scrolling."""
+
+    def __init__(self, page: Any, folder: Path, width: int) -> None:
+        self.page, self.folder, self.width = page, folder, width
+
+    async def take(self, step: str) -> None:
+        path = self.folder / f"web-chat-{self.width}-{step}.png"
+        await self.page.screenshot(path=str(path), full_page=True)
+        wide, room = await self.page.evaluate(
+            "[document.scrollingElement.scrollWidth, window.innerWidth]"
+        )
+        assert wide <= room, f"{step} at {self.width} px scrolls sideways ({wide} > {room})"
+
+
+async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, shots: Shots) -> None:
+    # Type a request (Enter sends) → the proposal card, the task shown once, as yours.
     await page.goto(f"{base}/chat")
+    await shots.take("1-new")
     await page.fill("textarea[name=task]", "Budget our offsite <img src=x onerror=alert(1)>")
-    await page.click("form.ask button")
+    await page.press("textarea[name=task]", "Enter")
     await page.locator("button.b-approve").wait_for(timeout=20_000)
-    assert "<img src=x onerror=alert(1)>" in await page.inner_text("h1")
+    mine = page.locator(".msg.from-you")
+    assert await mine.count() == 1
+    assert "<img src=x onerror=alert(1)>" in await mine.inner_text()
+    assert await page.locator("#messages", has_text="onerror").count() == 1
+    assert await page.locator(".msg.k-card", has_text="Budget our offsite").count() == 0
+    assert "waiting for your approval" in await page.inner_text("#chat-head")
+    # Approve is the primary button and reachable by the keyboard.
+    assert await page.locator(".k-card .actions button").first.inner_text() == "Approve"
+    await page.locator("#past a").first.focus()
+    for _ in range(60):
+        await page.keyboard.press("Tab")
+        if await page.evaluate("document.activeElement.className") == "b-approve":
+            break
+    else:
+        raise AssertionError("Tab never reached Approve")
+    outline = await page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"  # focus visible
+    await shots.take("2-card")
 
     # Edit: choose the lead; a model nobody knows is refused beside its field.
     await page.click("button.b-edit")
@@ -113,7 +137,7 @@ async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, folder: Pat
     await page.click("button.b-save")
     error = page.locator(".field-error[data-field=model]")
     assert "is not a model Caramba knows" in await error.inner_text()
-    await page.screenshot(path=str(folder / "web-chat-edit.png"), full_page=True)
+    await page.screenshot(path=str(shots.folder / f"web-chat-{shots.width}-3-edit.png"))
     await page.fill("#f-model", EDITED_MODEL)
     await page.fill("#f-prompt", "Split the budget per person first, then write the file.")
     await page.click("button.b-save")
@@ -121,34 +145,70 @@ async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, folder: Pat
     await card.locator(".edited").wait_for(timeout=10_000)
     shown = await card.inner_text()
     assert EDITED_MODEL in shown and "instructions, model edited by the web chat" in shown
-    await page.screenshot(path=str(folder / "web-chat-card.png"), full_page=True)
+    assert "Approve to start" in await page.inner_text("#messages")
+    await shots.take("4-edited")
 
-    # Approve → live progress (the page follows the run) → the orchestrator's question.
+    # Approve → the card compact, saying who decided (expandable) → the question.
     await page.click("button.b-approve")
-    await page.locator(".msg.k-status").wait_for(timeout=10_000)
+    decided = card.locator("details.decided-card")
+    await decided.wait_for(timeout=10_000)
+    assert "Approved by the web chat." in await decided.locator("> summary").inner_text()
+    assert not await decided.evaluate("d => d.open")
     question = page.locator(".msg.k-question")
     await question.wait_for(timeout=20_000)
     assert QUESTION in await question.inner_text()
-    assert "Orchestrator" in await question.inner_text()
-    await page.fill("form.say input[name=text]", "Porto")
-    await page.click("form.say button")
+    assert "Orchestrator" in await question.locator(".who").inner_text()
+    await question.locator(".waiting").wait_for(timeout=10_000)
+    await page.locator("#chat-head", has_text="waiting for you").wait_for(timeout=10_000)
+    thread = await page.inner_text("#messages")
+    assert "Approve to start" not in thread and "Starting" not in thread
+    assert "waiting_human" not in await page.inner_text("body")
+    await shots.take("5-question")
 
-    # The result, then the file the agents wrote, downloaded.
+    # Shift+Enter is a new line; Enter sends the answer, echoed after the question.
+    box = page.locator("form.say textarea")
+    await box.fill("Porto")
+    await box.press("Shift+Enter")
+    assert await box.input_value() == "Porto\n"
+    await box.fill("Porto")
+    await box.press("Enter")
+    answer = page.locator(".msg.from-you", has_text="Porto")
+    await answer.wait_for(timeout=10_000)
+    await question.locator(".waiting").wait_for(state="detached", timeout=10_000)
+    kinds = await page.eval_on_selector_all("#messages > li", "ls => ls.map(l => l.className)")
+    asked_at = next(i for i, c in enumerate(kinds) if "k-question" in c)
+    assert any("k-you" in c for c in kinds[asked_at + 1 :])  # the answer comes after
+    await shots.take("6-answered")
+
+    # The result, its Markdown rendered (no ** shown); every file the run wrote offered.
     result = page.locator(".msg.k-result")
     await result.wait_for(timeout=30_000)
+    assert await result.locator("strong", has_text="Total: €5568").count() == 1
+    assert await result.locator("li").count() == 3
     text = await result.inner_text()
-    assert "Total: €5568" in text and "City (your answer): Porto." in text
-    await page.locator("#chat-head .s-completed").wait_for(timeout=10_000)
+    assert "**" not in text and "City (your answer): Porto." in text
+    await page.locator("#chat-head .s-completed", has_text="done").wait_for(timeout=10_000)
     link = page.locator(".msg.k-files a", has_text=BUDGET_FILE)
     await link.wait_for(timeout=10_000)
     href = await link.get_attribute("href")
-    assert href is not None and KEPT in href
+    assert href is not None and f"/files/{BUDGET_FILE}?" in href
     got = await page.request.get(base + href)
     assert got.status == 200 and "attachment" in got.headers["content-disposition"]
     assert "**Total: €5568**" in await got.text()
-    # The status line, edited in place (maybe just after the result).
-    await page.locator(".msg.k-status", has_text="agents 5/5 done").wait_for(timeout=10_000)
-    await page.screenshot(path=str(folder / "web-chat-result.png"), full_page=True)
+    # The status line, edited in place (maybe just after the result), in words.
+    await page.locator(".msg.k-status", has_text="5 of 5 agents done").wait_for(timeout=10_000)
+    assert "Approve to start" not in await page.inner_text("#messages")
+    await shots.take("7-result")
+
+    # Past chats: this one, newest first, marked as the one open.
+    here = page.locator("#past a[aria-current=page]")
+    assert "Budget our offsite" in await here.inner_text()
+    chat_url = page.url
+    await page.goto(f"{base}/chat")
+    assert "Budget our offsite" in await page.locator("#past li").first.inner_text()
+    assert "done" in await page.locator("#past li").first.inner_text()
+    await shots.take("8-past")
+    await page.goto(chat_url)
 
     # The thread's link opens the run in the inspector: the planned cohort, the question
     # answered, the edited lead's model, the file.
@@ -157,10 +217,9 @@ async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, folder: Pat
     assert "Budget lead" in await page.inner_text("#agents")
     assert EDITED_MODEL in await page.inner_text("#agents")
     assert "Porto" in await page.inner_text("#questions")
-    assert KEPT in await page.inner_text("#files")
+    assert BUDGET_FILE in await page.inner_text("#files")
     assert "fan_out" in await page.inner_text("#plan")
-    assert "agt_" not in await page.inner_text("#timeline")  # agents by name
-    await page.screenshot(path=str(folder / "inspector-cohort.png"), full_page=True)
+    await page.screenshot(path=str(shots.folder / f"inspector-{shots.width}.png"), full_page=True)
 
     # The edited lead is what ran.
     lead_models = {r.model for r in model.requests if r.agent_name == LEAD}
