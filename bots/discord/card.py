@@ -1,41 +1,53 @@
-"""The proposal card as a Discord embed, built from core's ``ProposalView``: the task and
-its plan, each agent with its role, model, tools and their risks, the agents and cohort
-reused from the library with their record, and the budget. Its buttons are in
-``bots.discord.views``."""
+"""The proposal card as a Components V2 layout, built from core's ``ProposalView``: the
+task and its plan, a section per agent (role, model, tools and their risks, budget; an
+Edit button beside it), the teams and what was reused from the library, and the budget.
+
+Pure data (stored as JSON in the run's outbox): ``{"blocks": [...], "accent": int}``, each
+block ``{"text": str}``, ``{"agent": id, "name": str, "text": str}`` or ``{"sep": 1}``;
+``bots.discord.layout`` turns it into a ``discord.ui.LayoutView`` with the buttons. Within
+Discord's limits for one message: at most 40 components (nested ones counted) and 4,000
+characters of text in all — a big cohort folds the rest into "… and N more agents"."""
 
 from __future__ import annotations
 
-import discord
+from typing import Any
 
 from bots.discord.text import escape, truncate
 from core.runs.approval import AgentCard, ProposalView
-from core.types.figures import exact_cost, tokens
+from core.types.figures import cost, exact_cost, tokens
 
-# Discord's embed limits.
-TITLE_LIMIT = 256
-DESCRIPTION_LIMIT = 4096
-FIELD_LIMIT = 1024
-FIELDS = 25
-TOTAL_LIMIT = 6000
+Layout = dict[str, Any]
+# Discord's limits on a Components V2 message.
+COMPONENTS_LIMIT = 40
+TEXT_LIMIT = 4000
+# What the layout adds besides the agents: the container, the heading, the plan, the
+# teams and library line, the budget line, the "… more agents" line, two separators,
+# and the row of Approve / Edit / Reject / Inspect (1 row + 4 buttons).
+_FIXED = 1 + 5 + 2 + 5
+# An agent's section: the section, its text and its Edit button.
+_PER_AGENT = 3
+# Room kept for the line saying who decided (``decided_layout``).
+_NOTE_ROOM = 300
 _MORE = "ask for details in this thread"
-COLOUR = discord.Colour.blurple()
+BLURPLE, GREEN, GREY = 0x5865F2, 0x57F287, 0x99AAB5
 
 
-def _agent(a: AgentCard, excerpt: int) -> tuple[str, str]:
+def _agent(a: AgentCard, excerpt: int) -> str:
     under = f" · under {escape(a.parent)}" if a.parent else ""
-    budget = f"{a.max_tokens} tokens" if a.max_tokens else "default budget"
+    budget = tokens(a.max_tokens) if a.max_tokens else "default budget"
     if a.max_cost_usd is not None:
-        budget += f", ${a.max_cost_usd:.2f}"
+        budget += f" · {exact_cost(a.max_cost_usd)}"
     tools = escape(", ".join(a.tools)) or "none"
-    value = f"model `{a.model}` · tools: {tools} · {budget}\n"
-    value += "".join(f"⚠️ {escape(r)}\n" for r in a.risks)
-    if excerpt:
-        value += "> " + escape(a.prompt_excerpt[:excerpt]).replace("\n", " ")
-    name = f"{escape(a.name)} — {escape(a.role)}{under}"
-    return truncate(name, TITLE_LIMIT), truncate(value, FIELD_LIMIT)
+    text = f"**{escape(a.name)}** — {escape(a.role)}{under}\n"
+    text += f"-# model `{a.model}` · tools: {tools} · {budget}\n"
+    text += "".join(f"⚠️ {escape(r)}\n" for r in a.risks)
+    if excerpt and a.prompt_excerpt:
+        text += "> " + escape(a.prompt_excerpt[:excerpt]).replace("\n", " ")
+    return truncate(text.rstrip("\n"), 1000, _MORE)
 
 
-def _budget(view: ProposalView) -> str:
+def budget_line(view: ProposalView) -> str:
+    """``Budget: 20,000 tokens · $0.03 · 1800 s · planning used … · run run_…``."""
     parts: list[str] = []
     if view.budget is not None:
         b = view.budget
@@ -45,65 +57,71 @@ def _budget(view: ProposalView) -> str:
         )
     if view.planning is not None:
         spent = view.planning
-        parts.append(f"planning used {spent.total_tokens} tokens (${spent.cost_usd:.4f})")
+        parts.append(f"planning used {tokens(spent.total_tokens)} ({cost(spent.cost_usd)})")
     parts.append(f"run {view.run_id}")
     return " · ".join(parts)
 
 
-def _build(view: ProposalView, excerpt: int, steps_limit: int) -> discord.Embed:
+def _head(view: ProposalView, steps_limit: int) -> str:
+    head = f"### Proposal: {escape(truncate(view.task, 200))}\n"
+    head += f"Asked by <@{view.requested_by}>: {escape(view.task)}"
+    head = truncate(head, 1200, _MORE)
     steps = "\n".join(f"{i}. {escape(s)}" for i, s in enumerate(view.steps, 1))
-    description = f"**Task** (asked by <@{view.requested_by}>)\n{escape(view.task)}"
-    if steps:
-        description += "\n\n**Plan**\n" + truncate(steps, steps_limit, _MORE)
-    embed = discord.Embed(
-        title=truncate(f"Proposal: {view.task}", TITLE_LIMIT),
-        description=truncate(description, DESCRIPTION_LIMIT, _MORE),
-        colour=COLOUR,
-    )
-    extra: list[tuple[str, str]] = []
-    if view.patterns:
-        extra.append(("Teams", "; ".join(escape(p) for p in view.patterns)))
-    reuse = [f"Reused cohort: {escape(view.reused_from)}"] if view.reused_from else []
-    reuse += [f"Reused: {escape(r)}" for r in view.reused]
-    if reuse:
-        extra.append(("From the library", "\n".join(reuse)))
-    room = FIELDS - len(extra) - 1
-    for a in view.agents[:room]:
-        name, value = _agent(a, excerpt)
-        embed.add_field(name=name, value=value, inline=False)
-    if len(view.agents) > room:
-        left = len(view.agents) - room
-        embed.add_field(name="…", value=f"and {left} more agents ({_MORE})", inline=False)
-    for name, value in extra:
-        embed.add_field(name=name, value=truncate(value, FIELD_LIMIT, _MORE), inline=False)
-    embed.set_footer(text=_budget(view))
-    return embed
+    if steps and steps_limit:
+        head += "\n**Plan**\n" + truncate(steps, steps_limit, _MORE)
+    return head
 
 
-def proposal_embed(view: ProposalView) -> discord.Embed:
-    """The card's embed, within Discord's 6,000 characters in all: prompt excerpts and
-    the plan are shortened first, then dropped, if the whole would be longer."""
-    for excerpt, steps in ((280, 1500), (120, 800), (0, 400), (0, 0)):
-        embed = _build(view, excerpt, steps)
-        if len(embed) <= TOTAL_LIMIT:
-            return embed
-    # Many long agent names: keep the summary only.
-    embed = discord.Embed(
-        title=truncate(f"Proposal: {view.task}", TITLE_LIMIT),
-        description=truncate(escape(view.task), 2000, _MORE),
-        colour=COLOUR,
-    )
-    embed.add_field(name="Agents", value=f"{len(view.agents)} ({_MORE})", inline=False)
-    embed.set_footer(text=_budget(view))
-    return embed
+def _extra(view: ProposalView) -> str:
+    lines = [f"**Teams:** {'; '.join(escape(p) for p in view.patterns)}"] if view.patterns else []
+    if view.reused_from:
+        lines.append(f"Reused cohort: {escape(view.reused_from)}")
+    lines += [f"Reused: {escape(r)}" for r in view.reused]
+    return truncate("\n".join(lines), 800, _MORE)
 
 
-def decided_embed(view: ProposalView, note: str) -> discord.Embed:
+def _build(view: ProposalView, excerpt: int, steps_limit: int, shown: int) -> list[Layout]:
+    blocks: list[Layout] = [{"text": _head(view, steps_limit)}, {"sep": 1}]
+    for a in view.agents[:shown]:
+        blocks.append({"agent": a.id, "name": a.name, "text": _agent(a, excerpt)})
+    if len(view.agents) > shown:
+        blocks.append({"text": f"… and {len(view.agents) - shown} more agents ({_MORE})"})
+    blocks.append({"sep": 1})
+    if extra := _extra(view):
+        blocks.append({"text": extra})
+    blocks.append({"text": f"-# {escape(budget_line(view))}"})
+    return blocks
+
+
+def text_length(blocks: list[Layout]) -> int:
+    return sum(len(b.get("text", "")) for b in blocks)
+
+
+def proposal_layout(view: ProposalView, room: int = TEXT_LIMIT - _NOTE_ROOM) -> Layout:
+    """The card's layout within Discord's limits: prompt excerpts and the plan are
+    shortened first, then dropped, then fewer agents are shown, if the whole would be
+    longer than ``room`` characters."""
+    shown = min(len(view.agents), (COMPONENTS_LIMIT - _FIXED) // _PER_AGENT)
+    while True:
+        for excerpt, steps in ((280, 1500), (120, 800), (0, 400), (0, 0)):
+            blocks = _build(view, excerpt, steps, shown)
+            if text_length(blocks) <= room or (shown == 0 and steps == 0):
+                return {"blocks": blocks, "accent": BLURPLE}
+        shown -= 1
+
+
+def decided_layout(view: ProposalView, note: str) -> Layout:
     """The card once decided (no buttons), with ``note`` (escaped) saying who did what."""
-    embed = proposal_embed(view)
-    embed.colour = discord.Colour.green() if "Approved" in note else discord.Colour.dark_grey()
-    room = DESCRIPTION_LIMIT - len(note) - 2
-    embed.description = truncate(embed.description or "", room, _MORE) + "\n\n" + note
-    if len(embed) > TOTAL_LIMIT:
-        embed.clear_fields()
-    return embed
+    layout = proposal_layout(view)
+    note = truncate(note, _NOTE_ROOM - 10)
+    layout["blocks"].insert(1, {"text": note})
+    layout["accent"] = GREEN if "Approved" in note else GREY
+    return layout
+
+
+def edited_layout(view: ProposalView, editor: str) -> Layout:
+    """The card after an edit: its budget line says who edited it."""
+    layout = proposal_layout(view)
+    last = layout["blocks"][-1]
+    last["text"] = truncate(f"{last['text']} · edited by {escape(editor)}", 500)
+    return layout

@@ -16,7 +16,7 @@ import discord
 
 from bots.chat.ports import Payload, Place, Rendered
 from bots.discord.approvals import WHO, named, person
-from bots.discord.card import decided_embed, proposal_embed
+from bots.discord.card import decided_layout, edited_layout
 from bots.discord.context import DiscordContext
 from bots.discord.edit import EditModal, edit_from_form
 from bots.discord.renderer import CARD_TEXT
@@ -106,7 +106,7 @@ class Decisions:
             return
         card = approval.view(svc.settings, outcome.run, svc.tools)
         note = f"**{outcome.said.render(escape, escape(outcome.said.name))}**"
-        payload = {"embeds": [decided_embed(card, note).to_dict()], "buttons": "none"}
+        payload = {"layout": decided_layout(card, note), "buttons": "none", "run": run_id}
         card_id = interaction.message.id if interaction.message else 0
         await self._redraw(interaction, run_id, card_id, payload)
 
@@ -192,11 +192,8 @@ class Decisions:
             await self._tell(interaction, text)
             return
         card = approval.view(svc.settings, outcome.run, svc.tools)
-        embed = proposal_embed(card)
-        embed.set_footer(
-            text=f"{embed.footer.text} · edited by {interaction.user.display_name}"[:2048]
-        )
-        payload = {"embeds": [embed.to_dict()], "buttons": "card", "run": run_id}
+        layout = edited_layout(card, interaction.user.display_name)
+        payload = {"layout": layout, "buttons": "card", "run": run_id}
         await self._tell(interaction, f"Saved: {escape(agent.name)} changed; approve to start.")
         await self._redraw(interaction, run_id, card_id, payload)
 

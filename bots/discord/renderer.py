@@ -1,9 +1,9 @@
 """Discord's look for the chat layer's intentions (``bots.chat.ports``): Discord
-markdown, escaped, in messages of at most 2,000 characters; the proposal card as an
-embed. The payload (stored as JSON in the run's outbox) says what the transport adds:
-``embeds`` (embed dicts), ``buttons`` (``card``: Approve / Edit / Reject; ``cancel``;
-``none``: remove them) for run ``run``, and ``rate``: the run whose 👍/👎 the message
-collects."""
+markdown, escaped, in messages of at most 2,000 characters; the proposal card as a
+Components V2 layout. The payload (stored as JSON in the run's outbox) says what the
+transport adds: ``layout`` (``bots.discord.card``: the whole message), ``buttons``
+(``card``: Approve / Edit / Reject; ``cancel``; ``none``: remove them) for run ``run``,
+and ``rate``: the run whose 👍/👎 the message collects."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from bots.chat.ports import (
     StatusLine,
 )
 from bots.discord.budget import paused_message
-from bots.discord.card import proposal_embed
+from bots.discord.card import proposal_layout
 from bots.discord.forms import form_message
 from bots.discord.text import MESSAGE_LIMIT, escape, split, truncate
 from bots.discord.tool_approvals import approval_message
@@ -77,7 +77,7 @@ class DiscordRenderer:
                 return [self.status(intention)]
             case Card(view=view, link=link):
                 payload: dict[str, Any] = {
-                    "embeds": [proposal_embed(view).to_dict()],
+                    "layout": proposal_layout(view),
                     "buttons": "card",
                     "run": view.run_id,
                 } | ({"link": link} if link else {})

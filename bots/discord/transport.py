@@ -1,5 +1,6 @@
 """The chat layer's calls into a Discord thread (``bots.chat.ports.Transport``), through
-discord.py: posts and edits with the renderer's embeds and the bot's persistent buttons,
+discord.py: posts and edits with the renderer's layouts (Components V2: the proposal
+card, ``bots.discord.layout``) or embeds and the bot's persistent buttons,
 text files, and the run's workspace files as attachments. Everything is sent with
 ``AllowedMentions.none()``; a 429 is waited out by discord.py's rate limiter (which also
 keeps to the per-channel buckets Discord announces), so no post is lost to it."""
@@ -17,10 +18,11 @@ from bots.chat.ports import Failure, Files, Payload, Place, TextFile
 from bots.discord.budget import pause_view
 from bots.discord.forms import form_view
 from bots.discord.inspector import with_link
+from bots.discord.layout import layout_view
 from bots.discord.links import Links
 from bots.discord.text import NO_PINGS
 from bots.discord.tool_approvals import approval_view
-from bots.discord.views import cancel_view, card_view
+from bots.discord.views import cancel_view
 from core.workspace.base import Workspace
 
 log = logging.getLogger(__name__)
@@ -31,8 +33,6 @@ _FILES_TTL_S = 24 * 3600
 
 def _view(payload: dict[str, Any]) -> discord.ui.View | None:
     match payload.get("buttons"), payload.get("run", ""):
-        case "card", run_id:
-            return card_view(run_id)
         case "cancel", run_id:
             return cancel_view(run_id)
         case "pause", _:
@@ -48,6 +48,15 @@ def _view(payload: dict[str, Any]) -> discord.ui.View | None:
 def _parts(text: str, payload: Payload) -> dict[str, Any]:
     """discord.py's keyword arguments for ``text`` and ``payload``."""
     data = payload if isinstance(payload, dict) else {}
+    if "layout" in data:
+        # Components V2: the layout is the whole message (no content, no embeds; an
+        # edit clears those of a card sent before as an embed).
+        return {
+            "content": None,
+            "embeds": [],
+            "view": layout_view(data),
+            "allowed_mentions": NO_PINGS,
+        }
     kwargs: dict[str, Any] = {"content": text or None, "allowed_mentions": NO_PINGS}
     if "embeds" in data:
         kwargs["embeds"] = [discord.Embed.from_dict(e) for e in data["embeds"]]

@@ -1,5 +1,6 @@
-"""The bot's persistent components: Approve / Edit / Reject on a proposal card, Cancel on
-a run's status message, and the select that picks the agent to edit. Each carries its
+"""The bot's persistent components: Approve / Edit / Reject on a proposal card, the Edit
+button beside each agent of it, Cancel on a run's status message, and the select that
+picks the agent to edit. Each carries its
 run's id in its ``custom_id`` (a ``discord.ui.DynamicItem``), so a click works on any
 message the bot ever sent, after a restart too: the bot registers these classes when it
 starts (``Client.add_dynamic_items``), and each click is handed to the bot's
@@ -17,6 +18,7 @@ from bots.discord.text import truncate
 
 RUN = r"(?P<run>run_[0-9a-z]{1,40})"
 MESSAGE = r"(?P<message>\d{1,24})"
+AGENT = r"(?P<agent>[0-9A-Za-z_-]{1,60})"
 
 
 class Handlers(Protocol):
@@ -86,6 +88,33 @@ class CancelButton(_RunButton, template=rf"^caramba:cancel:{RUN}$"):
         await handlers(interaction).cancel(interaction, self.run_id)
 
 
+class AgentEditButton(
+    Claimed,
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=rf"^caramba:agent:{RUN}:{AGENT}$",
+):
+    """Edit, beside one agent of the card: its form at once (the card is the message)."""
+
+    def __init__(self, run_id: str, agent_id: str) -> None:
+        button: discord.ui.Button[Any] = discord.ui.Button(
+            label="Edit",
+            style=discord.ButtonStyle.secondary,
+            custom_id=f"caramba:agent:{run_id}:{agent_id}"[:100],
+        )
+        super().__init__(button)
+        self.run_id, self.agent_id = run_id, agent_id
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> AgentEditButton:
+        return cls(match["run"], match["agent"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        card_id = interaction.message.id if interaction.message else 0
+        await handlers(interaction).pick(interaction, self.run_id, card_id, self.agent_id)
+
+
 class AgentSelect(
     Claimed,
     discord.ui.DynamicItem[discord.ui.Select[Any]],
@@ -125,15 +154,8 @@ DYNAMIC_ITEMS: tuple[type[discord.ui.DynamicItem[Any]], ...] = (
     RejectButton,
     CancelButton,
     AgentSelect,
+    AgentEditButton,
 )
-
-
-def card_view(run_id: str) -> discord.ui.View:
-    """Approve / Edit / Reject for a proposal."""
-    view = discord.ui.View(timeout=None)
-    for item in (ApproveButton(run_id), EditButton(run_id), RejectButton(run_id)):
-        view.add_item(item)
-    return view
 
 
 def cancel_view(run_id: str) -> discord.ui.View:

@@ -2,6 +2,12 @@
 message or modal over a limit is refused with HTTP 400 ``{"code": 50035, "errors": {...},
 "message": "Invalid Form Body"}`` (discord.py raises ``HTTPException`` with ``code`` 50035
 and the paths in its text), an empty message with code 50006, a too large file with 413.
+
+Components V2 (message flag 1 << 15): no content and no embeds beside them, at most 40
+components in all (nested ones counted: a container's children, a section's texts and its
+accessory, a row's buttons), at most 4,000 characters of text in all, a section with 1-3
+texts and a button or thumbnail beside them, no container in a container; without the flag,
+only action rows at the top.
 """
 
 from __future__ import annotations
@@ -16,6 +22,19 @@ BUTTON, STRING_SELECT, TEXT_INPUT, ACTION_ROW, LABEL = 2, 3, 4, 1, 18
 CHECKBOX = 23  # in a modal, inside a label
 SELECTS = {3, 5, 6, 7, 8}
 LINK_STYLE = 5
+SECTION, TEXT_DISPLAY, THUMBNAIL, MEDIA_GALLERY, FILE, SEPARATOR, CONTAINER = (
+    9,
+    10,
+    11,
+    12,
+    13,
+    14,
+    17,
+)
+FILE_UPLOAD = 19
+V2_TOP = {ACTION_ROW, SECTION, TEXT_DISPLAY, MEDIA_GALLERY, FILE, SEPARATOR, CONTAINER}
+V2_COMPONENTS_LIMIT = 40
+V2_TEXT_LIMIT = 4000
 
 
 class Problems:
@@ -145,13 +164,77 @@ def _check_rows(p: Problems, components: list[Json], *, in_modal: bool) -> None:
             _check_item(p, [*at, "components", j], child, seen)
 
 
+def v2_components(components: list[Json]) -> list[Json]:
+    """Every component of a V2 message, nested ones included (as Discord counts them)."""
+    found: list[Json] = []
+    for component in components:
+        found.append(component)
+        found.extend(v2_components(component.get("components") or []))
+        if isinstance(component.get("accessory"), dict):
+            found.append(component["accessory"])
+    return found
+
+
+def _check_v2_item(p: Problems, at: list[str | int], item: Json, seen: set[str]) -> None:
+    kind = item.get("type")
+    children = item.get("components") or []
+    if kind == SECTION:
+        if not 1 <= len(children) <= 3 or any(c.get("type") != TEXT_DISPLAY for c in children):
+            p.add([*at, "components"], "BASE_TYPE_BAD_LENGTH", "A section holds 1 to 3 texts.")
+        accessory = item.get("accessory") or {}
+        if accessory.get("type") not in (BUTTON, THUMBNAIL):
+            p.add(
+                [*at, "accessory"], "BASE_TYPE_REQUIRED", "A section needs a button or thumbnail."
+            )
+        elif accessory.get("type") == BUTTON:
+            _check_item(p, [*at, "accessory"], accessory, seen)
+    elif kind == CONTAINER:
+        for i, child in enumerate(children):
+            if child.get("type") not in V2_TOP - {CONTAINER}:
+                p.add(
+                    [*at, "components", i, "type"], "COMPONENT_TYPE_INVALID", "Not in a container"
+                )
+            _check_v2_item(p, [*at, "components", i], child, seen)
+    elif kind == ACTION_ROW:
+        if not children:
+            p.add([*at, "components"], "BASE_TYPE_MIN_LENGTH", "Must be 1 or more in length.")
+        widest = 1 if any(c.get("type") in SELECTS for c in children) else 5
+        p.too_long([*at, "components"], children, widest)
+        for j, child in enumerate(children):
+            _check_item(p, [*at, "components", j], child, seen)
+    elif kind == TEXT_DISPLAY and not item.get("content"):
+        p.add([*at, "content"], "BASE_TYPE_REQUIRED", "This field is required")
+
+
+def _check_v2(p: Problems, body: Json) -> None:
+    """A Components V2 message: no content or embeds, ≤ 40 components, ≤ 4,000 characters."""
+    if body.get("content"):
+        p.add(["content"], "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2", "No content")
+    if body.get("embeds"):
+        p.add(["embeds"], "MESSAGE_CANNOT_USE_LEGACY_FIELDS_WITH_COMPONENTS_V2", "No embeds")
+    components = body.get("components") or []
+    seen: set[str] = set()
+    for i, top in enumerate(components):
+        if top.get("type") not in V2_TOP:
+            p.add(["components", i, "type"], "COMPONENT_TYPE_INVALID", "Not a top-level component")
+        _check_v2_item(p, ["components", i], top, seen)
+    every = v2_components(components)
+    if len(every) > V2_COMPONENTS_LIMIT:
+        p.add(["components"], "MAX_COMPONENTS", f"Must be {V2_COMPONENTS_LIMIT} or fewer in all.")
+    text = sum(len(c.get("content") or "") for c in every if c.get("type") == TEXT_DISPLAY)
+    if text > V2_TEXT_LIMIT:
+        p.add(["components"], "MAX_TEXT_LENGTH", f"{text} characters of text; at most 4000.")
+
+
 def check_message(body: Json, files: int, *, creating: bool) -> Json | None:
     """The 400 body Discord would answer for this message payload, or None if valid."""
     p = Problems()
     p.too_long(["content"], body.get("content"), 2000)
     _check_embeds(p, body.get("embeds") or [])
     components = body.get("components") or []
-    if not int(body.get("flags") or 0) & COMPONENTS_V2:
+    if int(body.get("flags") or 0) & COMPONENTS_V2:
+        _check_v2(p, body)
+    else:
         _check_rows(p, components, in_modal=False)
     if files > MAX_FILES:
         p.add(["files"], "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_FILES} or fewer in length.")

@@ -235,18 +235,21 @@ def stamp_components(components: list[Json], ids: itertools.count[int]) -> list[
         copy.setdefault("id", next(ids))
         if "components" in copy:
             copy["components"] = stamp_components(copy["components"], ids)
-        if isinstance(copy.get("component"), dict):
-            copy["component"] = stamp_components([copy["component"]], ids)[0]
+        for one in ("component", "accessory"):
+            if isinstance(copy.get(one), dict):
+                copy[one] = stamp_components([copy[one]], ids)[0]
         out.append(copy)
     return out
 
 
 def walk_components(components: list[Json]) -> list[Json]:
-    """Every component, nested ones included (action rows, labels, containers)."""
+    """Every component, nested ones included (action rows, labels, containers, a
+    section's accessory)."""
     found: list[Json] = []
     for component in components:
         found.append(component)
         found.extend(walk_components(component.get("components", [])))
-        if isinstance(component.get("component"), dict):
-            found.extend(walk_components([component["component"]]))
+        for one in ("component", "accessory"):
+            if isinstance(component.get(one), dict):
+                found.extend(walk_components([component[one]]))
     return found

@@ -151,9 +151,9 @@ async def test_discord_mention_card_shows_the_planned_budget_and_pauses_there(
         asked = await fake.mention("general", "alice", PLANNED_TASK)
         card, run_id = await h.card()
         assert await _approved_budget(h.svc, run_id) == _planned(h.svc)
-        footer = card["embeds"][0]["footer"]["text"]
+        footer = discord_test.layout_text(card).rsplit("\n", 1)[-1]
         print("Discord card:", footer)
-        assert footer.startswith("Budget: 20,000 tokens · $0.03 · 1800 s")
+        assert footer.startswith("-# Budget: 20,000 tokens · $0.03 · 1800 s")
 
         approve = await fake.click(card["id"], f"caramba:approve:{run_id}", "alice")
         await fake.wait_ack(approve)

@@ -12,7 +12,7 @@ import pytest
 from core.llm.scripted import ScriptedModel
 from core.types.run import RunStatus
 from tests.fakes.discord_api import FakeDiscord
-from tests.integration.test_discord_bot import Harness, harness
+from tests.integration.test_discord_bot import Harness, custom_ids, harness, layout_text
 from tests.integration.test_slack_http import asking_design, waiting_for
 
 pytestmark = pytest.mark.integration
@@ -49,7 +49,7 @@ async def test_an_unauthorised_click_is_refused_in_private_naming_the_requester(
         assert all(str(h.fake.person("alice").id) not in r for r in refusals)
         run = await h.svc.store.get_run(run_id)
         assert run.status is RunStatus.PROPOSED
-        assert h.fake.message(card["id"])["components"], "the card keeps its buttons"
+        assert custom_ids(h.fake.message(card["id"])), "the card keeps its buttons"
 
 
 async def test_edit_picks_an_agent_refuses_a_bad_model_and_changes_the_agent_that_runs(
@@ -84,7 +84,8 @@ async def test_edit_picks_an_agent_refuses_a_bad_model_and_changes_the_agent_tha
         await fake.wait_ack(good)
         await fake.wait_until(lambda: bool(good.followup_ids))
         assert "Saved" in fake.message(good.followup_ids[0])["content"]
-        assert "openai/big" in json.dumps(fake.message(card["id"])["embeds"])
+        await fake.wait_until(lambda: "edited by Alice" in layout_text(fake.message(card["id"])))
+        assert "openai/big" in layout_text(fake.message(card["id"]))
 
         approve = await fake.click(card["id"], f"caramba:approve:{run_id}", "alice")
         await fake.wait_ack(approve)
@@ -160,8 +161,8 @@ async def test_a_restarted_bot_answers_the_cards_buttons_and_resumes_the_relay(
         async with harness(make_services, real_redis, fake=fake) as h:
             click = await fake.click(card["id"], f"caramba:approve:{run_id}", "alice")
             assert (await fake.wait_ack(click)).json["type"] == 6
-            await fake.wait_until(lambda: fake.message(card["id"])["components"] == [])
-            assert "Approved by Alice." in fake.message(card["id"])["embeds"][0]["description"]
+            await fake.wait_until(lambda: custom_ids(fake.message(card["id"])) == [])
+            assert "Approved by Alice." in layout_text(fake.message(card["id"]))
             # It took the run's relay up too: the progress and the result reach the thread.
             await h.runs_end()
             run = await h.svc.store.get_run(run_id)

@@ -4,8 +4,6 @@ the agents through the real litellm gateway against the OpenAI-compatible HTTP f
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from bots.discord.bot import CarambaBot
@@ -16,7 +14,7 @@ from tasks.scheduler import CeleryScheduler
 from tests.conftest import make_settings
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.llm_server import FakeLLMServer
-from tests.integration.test_discord_bot import Harness
+from tests.integration.test_discord_bot import Harness, layout_text
 from tests.integration.test_slack_e2e import responder
 from tests.schedulers import celery_settings, celery_worker
 
@@ -43,7 +41,7 @@ async def test_mention_to_result_through_a_celery_worker_and_litellm(real_redis)
                     "general", "alice", "Compare the cheapest flights to Berlin."
                 )
                 card, run_id = await h.card(timeout_s=30)
-                assert "Scout" in json.dumps(card["embeds"])
+                assert "Scout" in layout_text(card)
                 click = await fake.click(card["id"], f"caramba:approve:{run_id}", "bob")
                 assert (await fake.wait_ack(click)).json["type"] == 6
                 await h.runs_end(timeout_s=60)

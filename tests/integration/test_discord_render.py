@@ -1,16 +1,17 @@
-"""Discord's look for the chat layer, without a server: the card stays within Discord's
-embed limits however big the proposal, text is escaped, long text split at 2,000."""
+"""Discord's look for the chat layer, without a server: the card is a Components V2 layout
+within Discord's limits however big the proposal (checked as the fake Discord checks a
+message), text is escaped, long text split at 2,000."""
 
 from __future__ import annotations
 
-import discord
-
 from bots.chat.ports import Card, Milestone, Result, StatusLine
-from bots.discord.card import FIELDS, TOTAL_LIMIT, proposal_embed
+from bots.discord.card import decided_layout, proposal_layout
+from bots.discord.layout import layout_view
 from bots.discord.renderer import DiscordRenderer
 from bots.discord.text import MESSAGE_LIMIT
 from core.runs.approval import AgentCard, ProposalView
 from core.types.run import RunBudget, RunStatus
+from tests.fakes import discord_limits as limits
 
 
 def big_view(agents: int) -> ProposalView:
@@ -43,22 +44,58 @@ def big_view(agents: int) -> ProposalView:
     )
 
 
+def message(payload: dict) -> dict:
+    """The message body discord.py sends for a layout payload (flag set by discord.py)."""
+    view = layout_view(payload)
+    assert view.has_components_v2()
+    return {"components": view.to_components(), "flags": limits.COMPONENTS_V2}
+
+
+def texts(body: dict) -> list[str]:
+    every = limits.v2_components(body["components"])
+    return [c["content"] for c in every if c["type"] == limits.TEXT_DISPLAY]
+
+
 def test_the_card_fits_discords_limits_whatever_its_size() -> None:
-    for agents in (1, 5, 30):
-        embed = proposal_embed(big_view(agents))
-        assert len(embed) <= TOTAL_LIMIT and len(embed.fields) <= FIELDS
-        assert all(len(f.value or "") <= 1024 for f in embed.fields)
-    small = proposal_embed(big_view(2))
-    assert "@\u200beveryone" in (small.description or "")
-    assert "\\*\\*offsite\\*\\*" in (small.description or "")
-    assert "Agent 1" in small.fields[1].name and "run\\_code: runs code" in small.fields[1].value
+    for agents in (0, 1, 5, 9, 10, 30):
+        for buttons in ("card", "none"):
+            layout = proposal_layout(big_view(agents))
+            payload = {"layout": layout, "buttons": buttons, "run": "run_0123456789"}
+            body = message(payload | {"link": "https://caramba.example/runs/run_0123456789"})
+            assert limits.check_message(body, 0, creating=True) is None, (agents, buttons)
+            assert len(limits.v2_components(body["components"])) <= 40
+            assert sum(map(len, texts(body))) <= 4000
+        if agents > 9:
+            assert f"… and {agents - 9} more agents" in "\n".join(texts(body))
+    small = "\n".join(texts(message({"layout": proposal_layout(big_view(2)), "run": "run_1"})))
+    assert "@\u200beveryone" in small and "\\*\\*offsite\\*\\*" in small
+    assert "Agent 1" in small and "run\\_code: runs code" in small
+
+
+def test_each_agent_has_its_edit_button_and_a_decided_card_has_none() -> None:
+    view = big_view(3)
+    body = message({"layout": proposal_layout(view), "buttons": "card", "run": view.run_id})
+    (container,) = body["components"]
+    assert container["type"] == limits.CONTAINER
+    sections = [c for c in container["components"] if c["type"] == limits.SECTION]
+    assert [s["accessory"]["custom_id"] for s in sections] == [
+        f"caramba:agent:{view.run_id}:a{i}" for i in range(3)
+    ]
+    row = container["components"][-1]
+    assert [b["label"] for b in row["components"]] == ["Approve", "Edit", "Reject"]
+    decided = decided_layout(view, "**Approved by Bob.**")
+    body = message({"layout": decided, "buttons": "none", "run": view.run_id})
+    assert limits.check_message(body, 0, creating=False) is None
+    every = limits.v2_components(body["components"])
+    assert not [c for c in every if c.get("custom_id")]
+    assert "**Approved by Bob.**" in texts(body)
 
 
 def test_the_renderer_escapes_splits_and_adds_buttons() -> None:
     r = DiscordRenderer()
     (card,) = r.render(Card(view=big_view(3)))
     assert isinstance(card.payload, dict) and card.payload["buttons"] == "card"
-    assert discord.Embed.from_dict(card.payload["embeds"][0]).title.startswith("Proposal:")
+    assert card.payload["layout"]["blocks"][0]["text"].startswith("### Proposal:")
     pieces = r.render(Milestone("Scout", "finished", "@here " + "z" * 5000))
     assert len(pieces) == 3 and all(len(p.text) <= MESSAGE_LIMIT for p in pieces)
     assert "@\u200bhere" in pieces[0].text

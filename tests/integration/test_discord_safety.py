@@ -11,7 +11,7 @@ import pytest
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.types.run import RunStatus
 from tests.fakes.discord_api import FakeDiscord
-from tests.integration.test_discord_bot import harness
+from tests.integration.test_discord_bot import harness, layout_text
 from tests.integration.test_slack_http import responder
 from tests.planning_helpers import ROUTE_PLAN, as_json, design
 
@@ -65,15 +65,15 @@ async def test_bots_are_ignored_unless_allowed(make_services, real_redis) -> Non
             await fake.mention("general", "alice", "Compare flights, says Alice.")
             await h.card()
             await h.bot.drain()
-            titles = [c.json["embeds"][0]["title"] for c in h.cards()]
-            assert titles == ["Proposal: Compare flights, says Alice."]
+            titles = [layout_text(c.json).split("\n")[0] for c in h.cards()]
+            assert titles == ["### Proposal: Compare flights, says Alice."]
             assert len(fake.requests("create_thread_from_message")) == 1
         await fake.wait_until(lambda: fake.gateway.connected() == 0)
         robot = fake.person("robot").id
         async with harness(make_services, real_redis, fake=fake, allow_bots=(robot,)) as h:
             await fake.mention("general", "robot", "Compare flights, says a bot.")
             await fake.wait_until(lambda: len(h.cards()) == 2, 10)
-            assert "says a bot" in h.cards()[1].json["embeds"][0]["title"]
+            assert "says a bot" in layout_text(h.cards()[1].json).split("\n")[0]
 
 
 async def test_a_429_delays_but_loses_no_post(make_services, real_redis) -> None:

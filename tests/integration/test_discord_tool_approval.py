@@ -8,7 +8,6 @@ call once and the run completes; each decided message says who decided, no butto
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
@@ -21,7 +20,7 @@ from core.types.run import RunStatus
 from tests.fakes.discord_api import FakeDiscord
 from tests.integration.approval_run import DENIAL, DONE, REASON, SECRET, TASK, asking, told
 from tests.integration.approval_run import writer as writer_model
-from tests.integration.test_discord_bot import Harness, discord_settings
+from tests.integration.test_discord_bot import Harness, discord_settings, layout_text
 from tests.integration.test_slack_http import quick_library
 from tests.planning_helpers import settings as planning_settings
 
@@ -61,7 +60,7 @@ async def test_a_write_waits_is_denied_then_approved_once_and_the_run_completes(
         fake = h.fake
         asked = await fake.mention("general", "alice", TASK)
         card, run_id = await h.card()
-        assert "asks a person before each call" in json.dumps(card["embeds"])
+        assert "asks a person before each call" in layout_text(card)
         approve = await fake.click(card["id"], f"caramba:approve:{run_id}", "alice")
         await fake.wait_ack(approve)
         thread = fake.thread_of(asked)

@@ -8,7 +8,7 @@ import json
 
 from bots.chat.intentions import Paused
 from bots.chat.pause import pause_text
-from bots.discord.card import proposal_embed
+from bots.discord.card import budget_line
 from bots.slack.blocks import proposal_blocks
 from core.runs.approval import ProposalView
 from core.types.figures import exact_cost
@@ -39,8 +39,7 @@ def card(usd: float) -> ProposalView:
 def test_the_cards_show_a_tiny_budget_as_it_is() -> None:
     slack = json.dumps([b.to_dict() for b in proposal_blocks(card(0.0004))], ensure_ascii=False)
     assert "Budget: 20,000 tokens · $0.0004 · 1800 s" in slack
-    footer = proposal_embed(card(0.0004)).footer.text or ""
-    assert footer.startswith("Budget: 20,000 tokens · $0.0004 · 1800 s")
+    assert budget_line(card(0.0004)).startswith("Budget: 20,000 tokens · $0.0004 · 1800 s")
 
 
 def test_the_pause_says_what_was_spent_against_a_tiny_budget() -> None:
