@@ -29,7 +29,9 @@ from bots.slack.context import SlackContext
 from bots.slack.decisions import Decisions
 from bots.slack.feedback import add_feedback_listeners
 from bots.slack.form_clicks import FormButtons
+from bots.slack.home import add_home_listener
 from bots.slack.mentions import People, from_bot, task_text
+from bots.slack.pane import add_pane_listeners
 from bots.slack.secrets import SlackSecrets
 from bots.slack.slash import SlashCommand
 from bots.slack.text import escape
@@ -84,6 +86,8 @@ class SlackBot:
         )
         self.decisions = Decisions(self.context)
         add_feedback_listeners(self.context)
+        add_home_listener(self.context)
+        add_pane_listeners(self.context)
         self.forms = FormButtons(self.context)
         SlashCommand(self.context, self.people, self.take_request)
 
@@ -128,9 +132,17 @@ class SlackBot:
         self, body: dict[str, Any], event: dict[str, Any], context: dict[str, Any]
     ) -> None:
         """A person's reply in a thread, with files or not (the bot's own messages and
-        edits are ignored; a mention is an ``app_mention`` too, handled as a request)."""
+        edits are ignored; a mention is an ``app_mention`` too, handled as a request);
+        a direct message (the agent pane's too) is a request unless it replies in a
+        run's thread."""
         thread = event.get("thread_ts")
-        if not thread or event.get("bot_id") or event.get("subtype") not in (None, "file_share"):
+        if event.get("bot_id") or event.get("subtype") not in (None, "file_share"):
+            return
+        if event.get("channel_type") == "im":
+            if await self.threads.first_time(body.get("event_id") or event["ts"]):
+                self.spawn(self.handle_direct(event, context.get("bot_user_id")))
+            return
+        if not thread:
             return
         if f"<@{context.get('bot_user_id')}>" in event.get("text", ""):
             return
@@ -166,6 +178,19 @@ class SlackBot:
             user=event.get("user", ""),
             files=event.get("files") or (),
         )
+
+    async def handle_direct(self, event: dict[str, Any], bot_user_id: str | None) -> None:
+        """A direct message: in a run's thread, a reply to it; else a request like a
+        mention, its progress and result in the message's thread (the pane's thread),
+        which is titled with the task."""
+        channel, thread = event["channel"], event.get("thread_ts") or event["ts"]
+        if event.get("thread_ts") and await self.threads.run_in(channel, thread):
+            await self.handle_reply(event)
+            return
+        await self.handle_mention(event, bot_user_id)
+        task = await task_text(event.get("text", ""), bot_user_id, self.people)
+        if task:
+            await self.assistant.title(Place(channel, thread), task)
 
     async def take_request(
         self,

@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 OFF_TTL_S = 7 * 86_400
 # The status is one short line under the thread.
 STATUS_CHARS = 120
+# A thread's title in the pane's history.
+TITLE_CHARS = 80
 PLANNING = "is planning…"
 
 
@@ -81,6 +83,24 @@ class AssistantStatus:
             return False
         except Exception as exc:  # unreachable, or Redis: a hint, not worth more
             log.debug("assistant status of %s skipped (%s)", place.thread, exc)
+            return False
+
+    async def title(self, place: Place, title: str) -> bool:
+        """Name the thread ``title`` (what was asked) in the assistant pane's history;
+        whether Slack took it. Never raises; refused like a status."""
+        try:
+            if not await self.works(place):
+                return False
+            await self.client.assistant_threads_setTitle(
+                channel_id=place.channel, thread_ts=place.thread, title=title[:TITLE_CHARS]
+            )
+            return True
+        except SlackApiError as exc:
+            if not classify(exc).retry:
+                await self._off(place)
+            return False
+        except Exception as exc:
+            log.debug("title of %s skipped (%s)", place.thread, exc)
             return False
 
     async def _off(self, place: Place) -> None:

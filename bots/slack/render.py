@@ -30,6 +30,7 @@ from bots.slack.blocks import fallback_text, proposal_blocks, result_blocks, sta
 from bots.slack.budget import paused_message
 from bots.slack.forms import form_message
 from bots.slack.inspector import with_link
+from bots.slack.names import content
 from bots.slack.progress import plan_payload
 from bots.slack.stream import streamed_message
 from bots.slack.text import SECTION_LIMIT, escape, split
@@ -86,16 +87,16 @@ class SlackRenderer:
                 blocks = proposal_blocks(card)
                 return [Rendered(fallback_text(card), with_link(_dicts(blocks), link))]
             case Milestone(agent=agent, reason=reason, text=text):
-                return self._plain(f"{self.bold(agent)} {reason}:\n{escape(text)}")
+                return self._plain(f"{self.bold(agent)} {reason}:\n{content(text)}")
             case Question(agent=agent, text=text):
-                return self._plain(f":question: {self.bold(agent)} asks: {escape(text)}")
+                return self._plain(f":question: {self.bold(agent)} asks: {content(text)}")
             case Note(text=text, level=level):
-                return self._plain(_LEVELS[level] + escape(text))
+                return self._plain(_LEVELS[level] + content(text))
             case Notify(agent=agent, who=who, text=text):
-                return self._plain(f":bell: {self.bold(agent)} for {_person(who)}: {escape(text)}")
+                return self._plain(f":bell: {self.bold(agent)} for {_person(who)}: {content(text)}")
             case ChatPost(agent=agent, text=text, filename=filename):
                 named = f" ({escape(filename)})" if filename else ""
-                return self._plain(f"{self.bold(agent)}{named}:\n{escape(text)}")
+                return self._plain(f"{self.bold(agent)}{named}:\n{content(text)}")
             case Result():
                 return self.result(intention)
             case Artifacts():
@@ -125,7 +126,7 @@ class SlackRenderer:
         the feedback buttons of a rateable run; streamed, one message (bots.slack.stream)."""
         if r.streamed:
             return [streamed_message(r)]
-        body = ("" if r.status is RunStatus.COMPLETED else ":x: ") + escape(r.text)
+        body = ("" if r.status is RunStatus.COMPLETED else ":x: ") + content(r.text)
         *head, last = [preview(body)] if r.file else self.split(body)
         buttons = _dicts(result_blocks(last, r.run_id)) if r.rateable else None
         return [Rendered(p) for p in head] + [Rendered(last, buttons)]

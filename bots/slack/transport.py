@@ -4,6 +4,7 @@ own files (``bots.slack.file_upload``, once), and what a failed call means."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -14,6 +15,8 @@ from bots.chat.streams import Streamed
 from bots.slack.assistant import AssistantStatus
 from bots.slack.failures import classify
 from bots.slack.file_upload import FileSender
+from bots.slack.mentions import People
+from bots.slack.names import Names
 from bots.slack.stream import SlackStreamer, StreamingUnsupported
 
 
@@ -45,8 +48,11 @@ class SlackTransport:
     ) -> None:
         self.client, self.files, self.assistant = client, files, assistant
         self.streamer = streamer
+        # Agents' mentions of people, as names (bots.slack.names).
+        self.names = Names(People(client))
 
     async def post(self, place: Place, text: str, payload: Payload) -> str:
+        text, payload = await self.names.resolve(text), await self.names.resolve_payload(payload)
         streamed = await self._start_progress(place, payload)
         if streamed is not None:
             await self._status(place, payload)
@@ -61,6 +67,7 @@ class SlackTransport:
         return str(response["ts"])
 
     async def update(self, place: Place, message_id: str, text: str, payload: Payload) -> None:
+        text, payload = await self.names.resolve(text), await self.names.resolve_payload(payload)
         progress = _progress(payload)
         if self.streamer is not None and progress is not None:
             if await self.streamer.progress.update(place, message_id, progress):
@@ -106,7 +113,8 @@ class SlackTransport:
         """Stream the result (``bots.chat.streams.Streamer``; refused without a streamer)."""
         if self.streamer is None:
             raise StreamingUnsupported("no streamer")
-        return await self.streamer.stream(place, streamed)
+        text = await self.names.resolve(streamed.text)
+        return await self.streamer.stream(place, replace(streamed, text=text))
 
     async def abandon(self, place: Place, streamed: Streamed) -> None:
         if self.streamer is not None:

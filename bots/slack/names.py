@@ -1,0 +1,64 @@
+"""People agents mention, shown by name without pinging them.
+
+An agent's text may hold Slack mentions (``<@U123>``, ``<@U123|ana>``): escaped as they
+were, people saw ``&lt;@U123&gt;``; posted raw, they would ping. The renderer
+(:func:`content`) turns each into a marker that survives escaping, and the transport
+(:meth:`Names.resolve` / :meth:`Names.resolve_payload`) turns the markers into
+``@Name`` (``users.info``, once per person and process; "someone" when Slack will not
+say) just before the call that posts: plain text, never a ``<@…>`` mention. Broadcasts
+(``<!channel>``, ``<!here>``, ``<!everyone>``) stay escaped text (``bots.slack.text``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from bots.chat.ports import Payload
+from bots.slack.mentions import People
+from bots.slack.text import escape
+
+_MENTION = re.compile(r"<@([UW][A-Z0-9]{2,})(?:\|[^>]*)?>")
+_MARK = "\ue000"
+_MARKED = re.compile(_MARK + r"([UW][A-Z0-9]{2,})" + _MARK)
+
+
+def content(text: str) -> str:
+    """An agent's ``text`` escaped for mrkdwn, its mentions of people marked."""
+    return escape(_MENTION.sub(lambda m: f"{_MARK}{m.group(1)}{_MARK}", text))
+
+
+def has_marks(text: str) -> bool:
+    return _MARK in text
+
+
+class Names:
+    """Turns marked mentions into names, with ``people`` (``users.info``)."""
+
+    def __init__(self, people: People) -> None:
+        self.people = people
+
+    async def resolve(self, text: str) -> str:
+        if _MARK not in text:
+            return text
+        names = {uid: await self.people.name(uid) for uid in set(_MARKED.findall(text))}
+        return _MARKED.sub(lambda m: "@" + escape(names[m.group(1)]), text)
+
+    async def resolve_payload(self, payload: Payload) -> Payload:
+        if payload is None or _MARK not in json.dumps(payload, ensure_ascii=False):
+            return payload
+        found = set(_MARKED.findall(json.dumps(payload, ensure_ascii=False)))
+        names = {uid: await self.people.name(uid) for uid in found}
+        resolved: Payload = _walk(payload, names)
+        return resolved
+
+
+def _walk(value: Any, names: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return _MARKED.sub(lambda m: "@" + escape(names.get(m.group(1), "someone")), value)
+    if isinstance(value, list):
+        return [_walk(v, names) for v in value]
+    if isinstance(value, dict):
+        return {k: _walk(v, names) for k, v in value.items()}
+    return value
