@@ -27,6 +27,7 @@ from bots.web.chat_edit import edit_routes
 from bots.web.forms import form_routes
 from bots.web.guard import NEEDS_OPERATOR, HostGuard, allowed_hosts, is_local
 from bots.web.live import Live
+from bots.web.pretty import filters
 from bots.web.runs import list_runs
 from bots.web.timeline import short, timeline_line
 from bots.web.view import age, run_page
@@ -88,6 +89,7 @@ def templates() -> Environment:
     env.filters["when"] = lambda at: time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
     env.filters["q"] = lambda v: quote(str(v), safe="")
     env.filters["qpath"] = lambda v: quote(str(v), safe="/")
+    env.filters.update(filters())
     return env
 
 
@@ -118,7 +120,11 @@ def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
             return forbidden()
         try:
             view = await run_page(
-                inspector.store, inspector.workspace, run_id, inspector.settings.llm.model
+                inspector.store,
+                inspector.workspace,
+                run_id,
+                inspector.settings.llm.model,
+                request.query_params,
             )
         except RunError:
             return PlainTextResponse(f"There is no run {run_id}.", status_code=404)

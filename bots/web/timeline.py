@@ -1,11 +1,16 @@
-"""The run's timeline: one row per event worth showing (messages between agents, agents
-created and ended, questions, pauses, errors)."""
+"""The run's timeline: one row per event worth showing (messages between agents, every
+tool call and model call with how long it took, agents created and ended, questions,
+approvals, forms, pauses, errors). Each row names the agents it is about, for the page's
+filter by agent."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import assert_never
 
+from bots.web.pretty import pretty
+from bots.web.shown import category
+from bots.web.timing import model_span, tool_span
 from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
@@ -54,6 +59,16 @@ class Line:
     tag: str = ""
     target: str = ""
     detail: str = ""
+    # The agents the row is about (who acted, who was addressed), for the filter.
+    agents: tuple[str, ...] = ()
+    # How long it took (tool and model calls), None when unknown or not a call.
+    seconds: float | None = None
+    # Labelled texts shown pretty-printed (a tool call's arguments and result).
+    blocks: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def category(self) -> str:
+        return category(self.kind)
 
 
 def audience(recipient: str) -> str:
@@ -67,17 +82,33 @@ def audience(recipient: str) -> str:
 def timeline_line(
     entry_id: str, event: RunEvent, names: dict[str, str], teams: dict[str, str]
 ) -> Line | None:
-    """One timeline row for an event, or None for events the timeline leaves out (each
-    model call and tool call is shown with its agent's turns instead)."""
+    """One timeline row for an event, or None for the events the timeline leaves out (a
+    turn's start, shown in the waterfall; a tool's progress, shown while it runs)."""
     who = names.get(event.agent_id or "", event.agent_id or "")
+    about = (event.agent_id,) if event.agent_id else ()
 
     def line(
         text: str, *, tag: str = "", target: str = "", detail: str = "", by: str | None = None
     ) -> Line:
-        return Line(entry_id, event.at, event.kind, by or who, text, tag, target, detail)
+        return Line(entry_id, event.at, event.kind, by or who, text, tag, target, detail, about)
 
     match event:
+        case ToolCalled():
+            span = tool_span(event)
+            row = line(f"called {event.tool}", tag="ok" if event.ok else "error")
+            row.seconds = span.seconds if span.measured else None
+            row.blocks = (("arguments", pretty(event.arguments)), ("result", pretty(event.result)))
+            return row
+        case LLMCalled():
+            span = model_span(event, None)
+            tokens = event.prompt_tokens + event.completion_tokens
+            row = line(f"model call ({event.model}), {tokens:,} tokens")
+            row.seconds = span.seconds if span.measured else None
+            row.blocks = (("said", event.text),) if event.text else ()
+            return row
         case MessageSent():
+            if event.recipient in names:
+                about = (*about, event.recipient)
             tag = audience(event.recipient)
             if tag == "team":
                 team = event.recipient.removeprefix("team:")
@@ -137,7 +168,7 @@ def timeline_line(
             # A status an agent caused (waiting for a person) names the agent.
             by = names.get(event.by, event.by)
             return line(f"the run is {event.status.value}", by=by, detail=event.note)
-        case TurnStarted() | LLMCalled() | ToolCalled() | ToolProgress():
+        case TurnStarted() | ToolProgress():
             return None
         case _:
             assert_never(event)

@@ -5,9 +5,14 @@ which escape every string (people's and agents' words included)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from bots.web.shown import Shown
 from bots.web.timeline import Line, timeline_line
+from bots.web.timing import Timings, timings
+from bots.web.turns import TurnView, turns
+from bots.web.waterfall import Waterfall, waterfall
 from core.state.listing import run_agents
 from core.state.people import PeopleMarks
 from core.state.store import Store
@@ -29,27 +34,6 @@ MAX_EVENTS = 20_000
 
 
 @dataclass
-class ToolCallView:
-    id: str
-    name: str
-    arguments: str
-    result: str | None = None
-    ok: bool | None = None
-
-
-@dataclass
-class TurnView:
-    number: int
-    text: str | None
-    calls: list[ToolCallView]
-    # What reached the agent before this call: messages, answers, notes.
-    received: list[str]
-    model: str = ""
-    tokens: int = 0
-    cost_usd: float = 0.0
-
-
-@dataclass
 class AgentView:
     id: str
     name: str
@@ -68,6 +52,10 @@ class AgentView:
     children: list[AgentView] = field(default_factory=list)
     subtree_tokens: int = 0
     subtree_cost_usd: float = 0.0
+    # Time spent in its turns, how many it took, its depth in the tree.
+    busy_s: float = 0.0
+    turn_count: int = 0
+    depth: int = 0
 
 
 @dataclass
@@ -95,6 +83,11 @@ class RunPage:
     last_event: str
     # Agent or person id → name, for who took a step ("by agt_…", "asked by U0ALICE").
     names: dict[str, str] = field(default_factory=dict)
+    timings: Timings = field(default_factory=Timings)
+    waterfall: Waterfall | None = None
+    # What the page narrows to, and how many timeline rows there are in all.
+    shown: Shown = field(default_factory=Shown)
+    timeline_total: int = 0
 
     @property
     def cost_usd(self) -> float:
@@ -128,8 +121,15 @@ async def load_agents(store: Store, run_id: str) -> list[AgentState]:
     return await run_agents(store, run_id)
 
 
-async def run_page(store: Store, workspace: Workspace, run_id: str, default_model: str) -> RunPage:
-    """Everything the run's page shows; ``RunError`` for an unknown run."""
+async def run_page(
+    store: Store,
+    workspace: Workspace,
+    run_id: str,
+    default_model: str,
+    query: Mapping[str, str] | None = None,
+) -> RunPage:
+    """Everything the run's page shows, narrowed as ``query`` (the page's query string:
+    ``agent``, ``kind``) says; ``RunError`` for an unknown run."""
     run = await store.get_run(run_id)
     usage = await store.run_usage(run_id)
     states = await load_agents(store, run_id)
@@ -137,8 +137,13 @@ async def run_page(store: Store, workspace: Workspace, run_id: str, default_mode
     files = await workspace.files(run_id)
     names = {**await _people(store, run, events), **{s.spec.id: s.spec.name for s in states}}
     teams = {t.id: t.name or t.id for t in (run.cohort.teams if run.cohort else ())}
-    agents = [_agent(s, events, default_model) for s in sorted(states, key=lambda s: s.created_at)]
+    timed = timings((e for _i, e in events), time.time())
+    ordered = sorted(states, key=lambda s: s.created_at)
+    agents = [_agent(s, events, default_model, timed) for s in ordered]
     roots = _tree(agents)
+    shown = Shown.of(query or {}, {a.id: a.name for a in agents})
+    lanes = [(a.id, a.name, a.depth) for a in _walk(roots) if shown.keeps_agent(a.id)]
+    lines = [line for i, e in events if (line := timeline_line(i, e, names, teams))]
     questions: dict[str, Question] = {}
     for _id, event in events:
         if isinstance(event, QuestionAsked):
@@ -154,12 +159,16 @@ async def run_page(store: Store, workspace: Workspace, run_id: str, default_mode
         usage=usage,
         agents=agents,
         roots=roots,
-        timeline=[line for i, e in events if (line := timeline_line(i, e, names, teams))],
+        timeline=[line for line in lines if shown.keeps(line.kind, line.agents)],
         questions=list(questions.values()),
         pauses=[e for _i, e in events if isinstance(e, BudgetReached)],
         files=files,
         last_event=events[-1][0] if events else "0-0",
         names=names,
+        timings=timed,
+        waterfall=waterfall(timed, lanes),
+        shown=shown,
+        timeline_total=len(lines),
     )
 
 
@@ -173,11 +182,14 @@ async def _people(
     return await PeopleMarks(store).names(ids)
 
 
-def _agent(state: AgentState, events: list[tuple[str, RunEvent]], default_model: str) -> AgentView:
+def _agent(
+    state: AgentState, events: list[tuple[str, RunEvent]], default_model: str, timed: Timings
+) -> AgentView:
     spec = state.spec
     calls = [e for _i, e in events if isinstance(e, LLMCalled) and e.agent_id == spec.id]
     tools = [e for _i, e in events if isinstance(e, ToolCalled) and e.agent_id == spec.id]
-    turns = _turns(state, calls, tools)
+    done = turns(state, calls, tools, timed)
+    spent = timed.of(spec.id, "turn")
     model = spec.model or (calls[-1].model if calls else default_model)
     return AgentView(
         id=spec.id,
@@ -193,42 +205,10 @@ def _agent(state: AgentState, events: list[tuple[str, RunEvent]], default_model:
         result=state.result,
         tokens=state.usage.total_tokens,
         cost_usd=state.usage.cost_usd,
-        turns=turns,
+        turns=done,
+        busy_s=sum(s.seconds for s in spent),
+        turn_count=len(spent),
     )
-
-
-def _turns(state: AgentState, calls: list[LLMCalled], tools: list[ToolCalled]) -> list[TurnView]:
-    """The agent's thread as turns: what it received, what it said, the tools it called
-    and what they returned. The n-th answer in the thread is the n-th model call."""
-    turns: list[TurnView] = []
-    received: list[str] = []
-    by_call: dict[str, ToolCallView] = {}
-    for message in state.thread:
-        if message.role == "system":
-            continue
-        if message.role == "user":
-            received.append(message.content or "")
-        elif message.role == "assistant":
-            views = [ToolCallView(c.id, c.name, c.arguments) for c in message.tool_calls]
-            by_call.update({v.id: v for v in views})
-            turn = TurnView(len(turns) + 1, message.content, views, received)
-            if len(turns) < len(calls):
-                made = calls[len(turns)]
-                turn.model = made.model
-                turn.tokens = made.prompt_tokens + made.completion_tokens
-                turn.cost_usd = made.cost_usd
-            turns.append(turn)
-            received = []
-        elif message.role == "tool" and message.tool_call_id in by_call:
-            by_call[message.tool_call_id].result = message.content
-    flat = [c for t in turns for c in t.calls]
-    for view, event in zip(flat, tools, strict=False):
-        if event.tool == view.name:
-            view.ok = event.ok
-    if received and turns:
-        # Arrived after its last answer (a result it never read: it had finished).
-        turns.append(TurnView(len(turns) + 1, None, [], received))
-    return turns
 
 
 def _tree(agents: list[AgentView]) -> list[AgentView]:
@@ -249,4 +229,14 @@ def _tree(agents: list[AgentView]) -> list[AgentView]:
 
     for root in roots:
         roll(root)
+    for a in _walk(roots):
+        for child in a.children:
+            child.depth = a.depth + 1
     return roots
+
+
+def _walk(roots: list[AgentView]) -> Iterator[AgentView]:
+    """The tree depth first, parents before their children."""
+    for a in roots:
+        yield a
+        yield from _walk(a.children)
