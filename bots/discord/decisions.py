@@ -22,6 +22,7 @@ from bots.discord.edit import EditModal, edit_from_form
 from bots.discord.renderer import CARD_TEXT
 from bots.discord.text import NO_PINGS, escape, truncate
 from bots.discord.views import pick_view
+from core.llm.models import configured_models
 from core.runs import approval, people
 from core.runs.approval import Approve, Decision, Reject
 from core.runs.edits import Edit, EditProblem
@@ -59,6 +60,11 @@ class Decisions:
 
     def __init__(self, ctx: DiscordContext) -> None:
         self.ctx = ctx
+
+    def _modal(self, run_id: str, card_id: int, agent: AgentSpec) -> EditModal:
+        """The edit form of ``agent``, offering the configured models and the tools."""
+        svc = self.ctx.svc
+        return EditModal(run_id, card_id, agent, configured_models(svc.settings), svc.tools.names())
 
     def _person(self, interaction: discord.Interaction) -> Person:
         return person(self.ctx.svc.settings.discord, interaction.user)
@@ -141,7 +147,7 @@ class Decisions:
             return
         card_id = interaction.message.id if interaction.message else 0
         if len(agents) == 1:
-            await interaction.response.send_modal(EditModal(run_id, card_id, agents[0]))
+            await interaction.response.send_modal(self._modal(run_id, card_id, agents[0]))
             return
         view = pick_view(run_id, card_id, [(a.id, a.name) for a in agents])
         await interaction.response.send_message(
@@ -159,7 +165,7 @@ class Decisions:
         if agent is None:
             await self._tell(interaction, "That agent is no longer in the proposal.")
             return
-        await interaction.response.send_modal(EditModal(run_id, card_id, agent))
+        await interaction.response.send_modal(self._modal(run_id, card_id, agent))
 
     @_reported
     async def submit_edit(

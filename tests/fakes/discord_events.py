@@ -38,13 +38,30 @@ def _filled(component: Json, values: dict[str, Any], ids: itertools.count[int]) 
             raise ValueError(f"input {custom_id!r}: {len(value)} characters is out of bounds")
         out |= {"custom_id": custom_id, "value": value}
     elif kind in limits.SELECTS:
-        out |= {"custom_id": custom_id, "values": list(values.get(custom_id, []))}
+        out |= {"custom_id": custom_id, "values": _picked(component, values.get(custom_id))}
     elif kind == limits.CHECKBOX:
         out |= {
             "custom_id": custom_id,
             "value": bool(values.get(custom_id, component.get("default"))),
         }
     return out
+
+
+def _picked(select: Json, values: Sequence[str] | None) -> list[str]:
+    """A select's values as submitted: those picked, else the ones shown selected; a
+    Discord client offers only the options and keeps to min_values/max_values."""
+    options = select.get("options") or []
+    if values is None:
+        return [o["value"] for o in options if o.get("default")]
+    custom_id = select.get("custom_id")
+    if select["type"] == limits.STRING_SELECT:
+        allowed = {o["value"] for o in options}
+        if not set(values) <= allowed:
+            raise ValueError(f"{values} are not all options of {custom_id!r}: {sorted(allowed)}")
+    low = select.get("min_values", 0 if select.get("required") is False else 1)
+    if not low <= len(values) <= select.get("max_values", 1):
+        raise ValueError(f"{len(values)} values is outside min_values/max_values of {custom_id!r}")
+    return list(values)
 
 
 class Events(World):

@@ -6,16 +6,22 @@ the card's buttons working after the bot restarted."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from core.llm.scripted import ScriptedModel
+from core.runs import people
+from core.runs.outcomes import Refused
+from core.types.people import Person
 from core.types.run import RunStatus
+from tests.fakes import discord_limits as limits
 from tests.fakes.discord_api import FakeDiscord
 from tests.integration.test_discord_bot import Harness, custom_ids, harness, layout_text
 from tests.integration.test_slack_http import asking_design, waiting_for
 
 pytestmark = pytest.mark.integration
+Json = dict[str, Any]
 FLIGHTS = "Compare the three cheapest flights."
 
 
@@ -52,7 +58,18 @@ async def test_an_unauthorised_click_is_refused_in_private_naming_the_requester(
         assert custom_ids(h.fake.message(card["id"])), "the card keeps its buttons"
 
 
-async def test_edit_picks_an_agent_refuses_a_bad_model_and_changes_the_agent_that_runs(
+def modal_selects(fake: FakeDiscord, custom_id: str) -> dict[str, Json]:
+    """The selects of the modal shown as ``custom_id``, each inside its label."""
+    modal, _ = fake.modals[custom_id]
+    labels = [c for c in modal["components"] if c["type"] == limits.LABEL]
+    return {label["component"]["custom_id"]: label["component"] for label in labels}
+
+
+def shown(select: Json) -> list[str]:
+    return [o["value"] for o in select["options"] if o.get("default")]
+
+
+async def test_edit_picks_an_agent_refuses_a_bad_budget_and_changes_the_agent_that_runs(
     make_services, real_redis
 ) -> None:
     model = waiting_for({"Orchestrator": "Lead A", "Lead A": "Scout A"})
@@ -69,17 +86,20 @@ async def test_edit_picks_an_agent_refuses_a_bad_model_and_changes_the_agent_tha
         pick = await fake.select(picker["id"], select["custom_id"], [scout], "alice")
         assert (await fake.wait_ack(pick)).json["type"] == 9, "the modal"
         modal = f"caramba:modal:{run_id}"
+        selects = modal_selects(fake, modal)
+        # The configured models ([llm] model and [llm.models]) and the role's default.
+        models = [o["value"] for o in selects["model"]["options"]]
+        assert {"openai/big", "openai/gpt-4o-mini", "openai/planner", "(default)"} <= set(models)
 
-        bad = await fake.submit_modal(modal, {"model": "no-such-model-xyz"}, "alice")
+        bad = await fake.submit_modal(modal, {"tokens": "lots"}, "alice")
         await fake.wait_ack(bad)
         await fake.wait_until(lambda: bool(bad.followup_ids))
         said = fake.message(bad.followup_ids[0])
-        assert said["flags"] & 64 and "Scout A (model)" in said["content"]
-        assert "no-such-model-xyz" in said["content"]
+        assert said["flags"] & 64 and "Scout A (token budget)" in said["content"]
 
         again = await fake.select(picker["id"], select["custom_id"], [scout], "alice")
         await fake.wait_ack(again)
-        values = {"model": "openai/big", "prompt": "Cite every fare's source."}
+        values = {"model": ["openai/big"], "prompt": "Cite every fare's source."}
         good = await fake.submit_modal(modal, values, "alice")
         await fake.wait_ack(good)
         await fake.wait_until(lambda: bool(good.followup_ids))
@@ -95,6 +115,41 @@ async def test_edit_picks_an_agent_refuses_a_bad_model_and_changes_the_agent_tha
     scouts = [r for r in model.requests if r.agent_name == "Scout A"]
     assert scouts and all(r.model == "openai/big" for r in scouts)
     assert "Cite every fare's source." in (scouts[0].messages[0].content or "")
+
+
+async def test_an_agents_edit_button_opens_its_form_whose_selects_change_model_and_tools(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis) as h:
+        fake = h.fake
+        await fake.mention("general", "alice", FLIGHTS)
+        card, run_id = await h.card()
+        opened = await people.editable(h.svc, run_id, Person(fake.person("alice").id, "Alice"))
+        assert not isinstance(opened, Refused)
+        scout = next(a for a in opened.agents if a.name == "Scout A")
+        button = f"caramba:agent:{run_id}:{scout.id}"
+        assert button in custom_ids(card), "an Edit button beside the agent"
+        click = await fake.click(card["id"], button, "alice")
+        assert (await fake.wait_ack(click)).json["type"] == 9, "its form at once"
+        modal = f"caramba:modal:{run_id}"
+        selects = modal_selects(fake, modal)
+        assert shown(selects["tools"]) == list(scout.tools)
+        offered = [o["value"] for o in selects["tools"]["options"]]
+        assert set(offered) >= set(h.svc.tools.names()[:20]), "the registry's tools"
+        added = next(t for t in offered if t not in scout.tools)
+        tools = [*list(scout.tools)[1:], added]
+        submit = await fake.submit_modal(
+            modal, {"model": ["openai/planner"], "tools": tools}, "alice"
+        )
+        await fake.wait_ack(submit)
+        await fake.wait_until(lambda: bool(submit.followup_ids))
+        assert "Saved" in fake.message(submit.followup_ids[0])["content"]
+        run = await h.svc.store.get_run(run_id)
+        assert run.cohort is not None
+        edited = next(a for a in run.cohort.agents if a.id == scout.id)
+        assert edited.model == "openai/planner" and set(edited.tools) == set(tools)
+        await fake.wait_until(lambda: "openai/planner" in layout_text(fake.message(card["id"])))
+        assert run.status is RunStatus.PROPOSED
 
 
 async def test_a_question_is_answered_by_a_reply_in_the_thread(make_services, real_redis) -> None:
