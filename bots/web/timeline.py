@@ -10,7 +10,6 @@ from typing import assert_never
 
 from bots.web.pretty import pretty
 from bots.web.shown import category
-from bots.web.timing import model_span, tool_span
 from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
@@ -94,16 +93,14 @@ def timeline_line(
 
     match event:
         case ToolCalled():
-            span = tool_span(event)
             row = line(f"called {event.tool}", tag="ok" if event.ok else "error")
-            row.seconds = span.seconds if span.measured else None
+            row.seconds = event.duration_s
             row.blocks = (("arguments", pretty(event.arguments)), ("result", pretty(event.result)))
             return row
         case LLMCalled():
-            span = model_span(event, None)
             tokens = event.prompt_tokens + event.completion_tokens
             row = line(f"model call ({event.model}), {tokens:,} tokens")
-            row.seconds = span.seconds if span.measured else None
+            row.seconds = event.duration_s
             row.blocks = (("said", event.text),) if event.text else ()
             return row
         case MessageSent():

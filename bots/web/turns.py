@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bots.web.timing import Timings, model_span, tool_span
+from bots.web.timing import Timings, model_span
 from core.types.agent import AgentState
 from core.types.events import LLMCalled, ToolCalled
 
@@ -80,12 +80,11 @@ def _timed(turn: TurnView, made: LLMCalled, t: Timings, agent_id: str) -> None:
     turn.model = made.model
     turn.tokens = made.prompt_tokens + made.completion_tokens
     turn.cost_usd = made.cost_usd
-    span = model_span(made, None)
-    turn.model_s = span.seconds if span.measured else None
+    turn.model_s = made.duration_s
     whole = t.turn(agent_id, made.seq)
     if whole is not None:
         turn.seconds = whole.seconds
-        if not span.measured:
+        if made.duration_s is None:
             turn.model_s, turn.model_estimated = model_span(made, whole.start).seconds, True
 
 
@@ -116,6 +115,5 @@ def _match_tools(out: list[TurnView], tools: Sequence[ToolCalled]) -> None:
 
 
 def _apply(view: ToolCallView, event: ToolCalled) -> None:
-    span = tool_span(event)
     view.ok = event.ok
-    view.seconds = span.seconds if span.measured else None
+    view.seconds = event.duration_s
