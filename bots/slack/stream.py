@@ -22,6 +22,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.chat.outbox import Outbox
 from bots.chat.ports import Place, Rendered, Result
 from bots.chat.store import ChatStore
 from bots.chat.streams import Streamed
@@ -79,6 +80,7 @@ class SlackStreamer:
         if state.get("done") and ts:
             return ts
         if not ts and (ts := await self.progress.open_for(streamed.run)):
+            await self._catch_up(place, streamed.run, ts)
             await self._keep(key, ts=ts, sent=0)  # under the run's progress
         if not ts:
             if self.unsupported:
@@ -96,6 +98,14 @@ class SlackStreamer:
         await self._keep(key, done=1)
         await self.progress.stopped(streamed.run)
         return ts
+
+    async def _catch_up(self, place: Place, run_id: str, ts: str) -> None:
+        """The run's latest status (its tasks as they ended) into its progress stream
+        before the result goes on in it: the courier may deliver the result first."""
+        latest = (await Outbox(self.chat).head(run_id)).status.payload
+        progress = latest.get("progress") if isinstance(latest, dict) else None
+        if isinstance(progress, dict):
+            await self.progress.update(place, ts, progress)
 
     async def _start(self, place: Place, streamed: Streamed, first: str) -> str:
         user, team = await self._recipient(streamed.run)

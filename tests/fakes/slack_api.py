@@ -8,7 +8,7 @@ URL on the fake itself, the bytes posted there are kept in ``uploads`` (and reco
 call named ``upload``), ``files.completeUploadExternal`` answers with the files.
 ``rate_limit`` makes a method answer HTTP 429 with ``Retry-After`` for its next calls;
 ``refusing`` answers chosen calls ``ok: false``; with ``assistant`` False the threads are
-not assistant threads (``assistant.threads.setStatus`` is refused); with ``streaming``
+not assistant threads (``assistant.threads.*``: status, title, prompts, are refused); with ``streaming``
 ``chat.startStream`` / ``appendStream`` / ``stopStream`` work (``streams``, by ts: the
 markdown text, the plan and task chunks in order, the blocks that ended it), else
 they are refused as by a workspace without them. ``go_down`` makes
@@ -183,7 +183,7 @@ class FakeSlackAPI:
             body = self._file_info(args.get("file", ""))
         elif method in ("chat.startStream", "chat.appendStream", "chat.stopStream"):
             body = self._stream(method, args)
-        elif method == "assistant.threads.setStatus" and not self.assistant:
+        elif method.startswith("assistant.threads.") and not self.assistant:
             body = {"ok": False, "error": NOT_ASSISTANT}
         elif method == "users.info":
             user = self.users.get(args.get("user", ""))
