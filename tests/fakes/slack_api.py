@@ -8,10 +8,10 @@ URL on the fake itself, the bytes posted there are kept in ``uploads`` (and reco
 call named ``upload``), ``files.completeUploadExternal`` answers with the files.
 ``rate_limit`` makes a method answer HTTP 429 with ``Retry-After`` for its next calls;
 ``refusing`` answers chosen calls ``ok: false``; with ``assistant`` False the threads are
-not assistant threads (``assistant.threads.*``: status, title, prompts, are refused); with ``streaming``
-``chat.startStream`` / ``appendStream`` / ``stopStream`` work (``streams``, by ts: the
-markdown text, the plan and task chunks in order, the blocks that ended it), else
-they are refused as by a workspace without them. ``go_down`` makes
+not assistant threads (``assistant.threads.*``: status, title, prompts, are refused);
+with ``streaming`` ``chat.startStream`` / ``appendStream`` / ``stopStream`` work
+(``streams``, by ts: the markdown text, the plan and task chunks in order, the blocks
+that ended it), else they are refused as by a workspace without them. ``go_down`` makes
 Slack unreachable (connections refused, the open ones closed) or broken (HTTP 503 to every
 call) until ``come_back``. ``losing`` does chosen calls and then answers HTTP 503 (the
 answer lost on its way back), so a client that tries again repeats a call Slack has done.
