@@ -86,12 +86,6 @@ def _stale(m: ChatMessage, run: RunState) -> bool:
     return m.kind in _FILE_LISTS
 
 
-def _status_text(m: ChatMessage, run: RunState) -> str:
-    if run.status is RunStatus.WAITING_HUMAN and m.payload.get("phase") != "ended":
-        return "Waiting for your answer to the question above."
-    return m.text
-
-
 def thread_view(run: RunState, messages: list[ChatMessage], files: list[FileInfo]) -> Thread:
     """The thread of ``run`` as a person reads it."""
     ask = ChatMessage("ask", run.task, {"kind": "you"}, run.created_at)
@@ -100,16 +94,16 @@ def thread_view(run: RunState, messages: list[ChatMessage], files: list[FileInfo
         if _stale(m, run):
             continue
         who, side = _who(m)
-        text = _status_text(m, run) if m.kind == "status" else m.text
-        bubbles.append(Bubble(m, who, side, m.at, text))
-    # Only the last question waits, and only until you say something after it.
-    if run.status is RunStatus.WAITING_HUMAN:
-        for b in reversed(bubbles):
-            if b.kind == "you":
-                break
-            if b.kind == "question":
-                b.open = True
-                break
+        bubbles.append(Bubble(m, who, side, m.at, m.text))
+    # Only the last question waits, and only until you say something after it; the
+    # status line says so meanwhile (not "Starting the agents…").
+    if run.status is RunStatus.WAITING_HUMAN and not run.paused:
+        asked = next((b for b in reversed(bubbles) if b.kind in ("you", "question")), None)
+        if asked is not None and asked.kind == "question":
+            asked.open = True
+            for b in bubbles:
+                if b.kind == "status" and b.payload.get("phase") != "ended":
+                    b.text = f"Waiting for your answer to {asked.who}'s question."
     return Thread(bubbles, sorted(files, key=lambda f: f.path), status_words(run.status))
 
 

@@ -101,7 +101,7 @@ async def test_request_card_approve_result(settings) -> None:
         assert 'value="up"' in done and 'value="approve"' not in done
         # The card names who decided, as the people room says it: never the id "web".
         assert "Approved by the web chat." in done and "by web" not in done
-        await until(c, path, r"agents 5/5 done")  # the status line, edited in place
+        await until(c, path, r"5 of 5 agents done")  # the status line, edited in place
         # The inspector link on the page opens the run.
         inspect = re.search(r'href="(/runs/[^"]+)">inspect this run', done)
         assert inspect is not None

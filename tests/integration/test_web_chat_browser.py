@@ -111,7 +111,7 @@ async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, shots: Shot
     await page.fill("textarea[name=task]", "Budget our offsite <img src=x onerror=alert(1)>")
     await page.press("textarea[name=task]", "Enter")
     await page.locator("button.b-approve").wait_for(timeout=20_000)
-    mine = page.locator(".msg.from-you")
+    mine = page.locator(".msg[data-from=you]")
     assert await mine.count() == 1
     assert "<img src=x onerror=alert(1)>" in await mine.inner_text()
     assert await page.locator("#messages", has_text="onerror").count() == 1
@@ -172,7 +172,7 @@ async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, shots: Shot
     assert await box.input_value() == "Porto\n"
     await box.fill("Porto")
     await box.press("Enter")
-    answer = page.locator(".msg.from-you", has_text="Porto")
+    answer = page.locator(".msg[data-from=you]", has_text="Porto")
     await answer.wait_for(timeout=10_000)
     await question.locator(".waiting").wait_for(state="detached", timeout=10_000)
     kinds = await page.eval_on_selector_all("#messages > li", "ls => ls.map(l => l.className)")
