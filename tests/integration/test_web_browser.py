@@ -147,3 +147,71 @@ async def test_a_running_run_updates_live(
         assert "notes.md" in await page.inner_text("#files")
         assert await page.inner_text("#live") == "finished"
         await page.screenshot(path=str(shots(tmp_path) / "inspector-live.png"), full_page=True)
+
+
+async def test_the_waterfall_in_the_browser(
+    make_services, settings, real_redis, browser, tmp_path
+) -> None:
+    """Each agent has a lane of bars whose widths are in proportion to how long each
+    took (the model takes 80 ms a call here); choosing an agent narrows the page to it."""
+    model = scenarios.competition()
+    answer = model.complete
+
+    async def slow(request: LLMRequest) -> Any:
+        await asyncio.sleep(0.08)
+        return await answer(request)
+
+    model.complete = slow  # type: ignore[method-assign]
+    run_id = await finished_run(
+        make_services, settings, real_redis, model, scenarios.orchestrator(), "Leap-year race"
+    )
+    app, _ = app_for(settings, real_redis)
+    folder = shots(tmp_path)
+    async with served(app) as base:
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        await page.goto(f"{base}/runs/{run_id}?t={token(run_id)}")
+        lanes = page.locator("#waterfall .wf-lane")
+        names = [
+            await lanes.nth(i).locator(".wf-name a").inner_text()
+            for i in range(await lanes.count())
+        ]
+        assert {"Orchestrator", "Judge", "Team A lead", "Team B analyst"} <= set(names)
+        assert "took" in await page.inner_text("#run-took")
+        per_second = []
+        for i in range(await lanes.count()):
+            lane = lanes.nth(i)
+            assert await lane.locator("rect.b-turn").count() >= 1
+            assert await lane.locator("rect.b-model").count() >= 1
+            for rect in await lane.locator("rect.b-model").all():
+                box = await rect.bounding_box()
+                took = float(await rect.get_attribute("data-seconds") or 0)
+                assert box is not None and took >= 0.08
+                per_second.append((box["width"], took))
+        # One axis for every lane: pixels per second are the same for every model call.
+        scale = sum(w for w, _ in per_second) / sum(s for _, s in per_second)
+        for width, took in per_second:
+            assert abs(width - took * scale) <= 1.5, (width, took, scale)
+        await page.locator("#waterfall").screenshot(path=str(folder / "waterfall.png"))
+        await page.screenshot(path=str(folder / "inspector-time.png"), full_page=True)
+
+        # The filter: choosing an agent submits the form (script) and narrows the page.
+        judge = await page.locator(
+            "#filter select[name=agent] option", has_text="Judge"
+        ).get_attribute("value")
+        await page.select_option("#filter select[name=agent]", judge)
+        await page.wait_for_url(f"**agent={judge}**")
+        assert await lanes.count() == 1
+        assert await lanes.first.locator(".wf-name a").inner_text() == "Judge"
+        rows = page.locator("#timeline-list li.line")
+        assert await rows.count() >= 1
+        for agents in await rows.evaluate_all("rs => rs.map(r => r.dataset.agents)"):
+            assert judge in agents.split()
+        await page.select_option("#filter select[name=kind]", "tools")
+        await page.wait_for_url("**kind=tools**")
+        kinds = await rows.evaluate_all("rs => rs.map(r => r.dataset.cat)")
+        assert kinds and set(kinds) == {"tools"}
+        # Pretty-printed arguments, folded until opened.
+        finish = rows.filter(has_text="called finish").first
+        await finish.locator("summary").first.click()
+        assert '{\n  "result": ' in await finish.locator("pre").first.inner_text()
+        await page.screenshot(path=str(folder / "inspector-filtered.png"), full_page=True)
