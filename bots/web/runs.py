@@ -1,9 +1,10 @@
 """The runs list: the newest runs with their status, who asked (by the name the people
-room last saw them under, else their id), where, and what they cost."""
+room last saw them under, else their id), where, how long they ran and what they cost."""
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 
 from bots.chat.store import ChatStore
@@ -11,6 +12,7 @@ from core.state.listing import newest_runs
 from core.state.people import PeopleMarks
 from core.state.store import Store
 from core.types.chat import Usage
+from core.types.run import RunState, RunStatus
 
 
 @dataclass
@@ -23,6 +25,18 @@ class RunRow:
     created_at: float
     tokens: int
     cost_usd: float
+    # From its start to its end (to now while it runs); None before it started.
+    seconds: float | None = None
+    running: bool = False
+
+
+def ran_for(run: RunState, now: float) -> float | None:
+    """How long ``run`` ran, from its history: first started to ended (or ``now``)."""
+    started = next((t.at for t in run.history if t.to_status is RunStatus.RUNNING), None)
+    if started is None:
+        return None
+    ended = next((t.at for t in reversed(run.history) if t.to_status.terminal), None)
+    return max(0.0, (ended if ended is not None else now) - started)
 
 
 async def list_runs(store: Store, limit: int, platforms: tuple[str, ...]) -> list[RunRow]:
@@ -45,6 +59,8 @@ async def list_runs(store: Store, limit: int, platforms: tuple[str, ...]) -> lis
                 created_at=run.created_at,
                 tokens=usage.total_tokens + planning.total_tokens,
                 cost_usd=usage.cost_usd + planning.cost_usd,
+                seconds=ran_for(run, time.time()),
+                running=not run.status.terminal,
             )
         )
     return rows

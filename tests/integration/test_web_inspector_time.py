@@ -71,6 +71,9 @@ async def test_durations_waterfall_and_every_tool_call(make_services, settings, 
     run_id, app, events = await cohort_page(make_services, settings, real_redis)
     async with client(app) as c:
         html = (await c.get(f"/runs/{run_id}", params={"t": token(run_id)})).text
+        listing = (await c.get("/")).text
+    # The runs list says how long the run took.
+    assert re.search(r'<td class="num took-cell">[\d.]+ m?s</td>', listing)
     page = Page(html)
     # The run's duration, and every turn's and call's.
     assert re.search(r'id="run-took">took [\d.]+ m?s<', html)

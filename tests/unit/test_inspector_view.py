@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from bots.web.pretty import headline, long, pretty
+from bots.web.runs import ran_for
 from bots.web.shown import Shown, category
 from bots.web.timeline import timeline_line
 from bots.web.timing import timings
@@ -15,6 +16,7 @@ from core.types import AgentSpec
 from core.types.agent import AgentState
 from core.types.chat import ChatMessage, ToolCall
 from core.types.events import LLMCalled, MessageSent, ToolCalled, TurnStarted
+from core.types.run import RunState, RunStatus, Transition
 
 T0 = 2_000.0
 
@@ -135,3 +137,15 @@ def test_json_is_indented_and_long_texts_fold() -> None:
     assert not long(nice) and long("x" * 500) and long("\n".join("abcdefghij"))
     assert headline(nice) == '{"path": "a.md", "content": "<script>x</script>", "n": [1, 2]}'
     assert headline("one\ntwo") == "one … (2 lines)"
+
+
+def test_a_run_ran_from_its_start_to_its_end() -> None:
+    def moved(to: RunStatus, at: float) -> Transition:
+        return Transition(from_status=None, to_status=to, by="U1", at=at)
+
+    run = RunState(id="r", task="t", history=[moved(RunStatus.APPROVED, T0)])
+    assert ran_for(run, now=T0 + 50) is None  # not started
+    run.history += [moved(RunStatus.RUNNING, T0 + 1), moved(RunStatus.WAITING_HUMAN, T0 + 3)]
+    assert ran_for(run, now=T0 + 50) == 49  # still running
+    run.history += [moved(RunStatus.RUNNING, T0 + 9), moved(RunStatus.COMPLETED, T0 + 12.5)]
+    assert ran_for(run, now=T0 + 50) == 11.5
