@@ -21,6 +21,7 @@ from bots.chat.ports import Place, Rendered
 from bots.discord.approvals import WHO, named, person
 from bots.discord.claims import Claimed
 from bots.discord.context import DiscordContext
+from bots.discord.layout import DONE, WAITING, shown_text, text_layout
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, escape, truncate
 from bots.discord.views import RUN
 from core.runs import people
@@ -31,9 +32,11 @@ LIMIT = r"(?P<what>tokens|cost|wall_clock)"
 
 
 def paused_message(p: Paused) -> Rendered:
-    """The pause: its words, and the transport adds Extend / Stop (``buttons`` pause)."""
+    """The pause as a Components V2 layout: its words, Extend / Stop under them (the
+    transport adds them: ``buttons`` pause)."""
+    text = truncate(escape(pause_text(p)), MESSAGE_LIMIT)
     payload = {"buttons": "pause", "run": p.run_id, "what": p.what, "extend": extend_label(p)}
-    return Rendered(truncate(escape(pause_text(p)), MESSAGE_LIMIT), payload)
+    return Rendered(text, payload | {"layout": text_layout(text, WAITING)})
 
 
 class ExtendButton(
@@ -83,14 +86,11 @@ class StopButton(
 BUDGET_ITEMS: tuple[type[discord.ui.DynamicItem[Any]], ...] = (ExtendButton, StopButton)
 
 
-def pause_view(payload: dict[str, Any]) -> discord.ui.View:
+def pause_items(payload: dict[str, Any]) -> list[discord.ui.Item[Any]]:
     """Extend / Stop under a pause (the renderer's payload)."""
     run_id = str(payload.get("run", ""))
-    view = discord.ui.View(timeout=None)
     what = str(payload.get("what", "cost"))
-    view.add_item(ExtendButton(run_id, what, str(payload.get("extend", "Extend"))))
-    view.add_item(StopButton(run_id))
-    return view
+    return [ExtendButton(run_id, what, str(payload.get("extend", "Extend"))), StopButton(run_id)]
 
 
 def _budget(interaction: discord.Interaction) -> BudgetDecisions:
@@ -136,8 +136,8 @@ class BudgetDecisions:
         message = interaction.message
         if message is None or interaction.channel_id is None:
             return
-        content = truncate(f"{message.content}\n{line}", MESSAGE_LIMIT)
+        content = truncate(f"{shown_text(message)}\n{line}", MESSAGE_LIMIT)
         place = Place(str(interaction.channel_id), str(interaction.channel_id))
-        done = Rendered(content, {"buttons": "none"})
+        done = Rendered(content, {"buttons": "none", "layout": text_layout(content, DONE)})
         redraw = self.ctx.redraws.redraw(run_id, place, str(message.id), done, "decided pause")
         self.ctx.spawn(redraw)  # delivered (and retried) after the click is answered

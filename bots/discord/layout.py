@@ -12,7 +12,10 @@ from typing import Any
 import discord
 
 from bots.discord.inspector import INSPECT
-from bots.discord.views import AgentEditButton, ApproveButton, EditButton, RejectButton
+from bots.discord.views import AgentEditButton
+
+# Accent colours: a pause or a request waiting for someone, and one decided.
+WAITING, DONE = 0xFEE75C, 0x99AAB5
 
 
 def _block(block: dict[str, Any], run_id: str, open_: bool) -> discord.ui.Item[Any]:
@@ -25,17 +28,18 @@ def _block(block: dict[str, Any], run_id: str, open_: bool) -> discord.ui.Item[A
     return text
 
 
-def layout_view(payload: dict[str, Any]) -> discord.ui.LayoutView:
-    """The view for a layout payload (``layout``, ``buttons``, ``run``, ``link``)."""
+def layout_view(
+    payload: dict[str, Any], buttons: list[discord.ui.Item[Any]]
+) -> discord.ui.LayoutView:
+    """The view for a layout payload (``layout``, ``buttons``, ``run``, ``link``) with
+    ``buttons`` in a row under its text (an agent's Edit beside it while a card is open)."""
     layout = payload.get("layout") or {}
     run_id = str(payload.get("run", ""))
     open_ = payload.get("buttons") == "card" and bool(run_id)
     container = discord.ui.Container[Any](accent_colour=int(layout.get("accent") or 0) or None)
     for block in layout.get("blocks") or []:
         container.add_item(_block(block, run_id, open_))
-    row: list[discord.ui.Item[Any]] = []
-    if open_:
-        row += [ApproveButton(run_id), EditButton(run_id), RejectButton(run_id)]
+    row = list(buttons)
     if payload.get("link"):
         row.append(
             discord.ui.Button(style=discord.ButtonStyle.link, label=INSPECT, url=payload["link"])
@@ -45,3 +49,22 @@ def layout_view(payload: dict[str, Any]) -> discord.ui.LayoutView:
     view = discord.ui.LayoutView(timeout=None)
     view.add_item(container)
     return view
+
+
+def text_layout(text: str, accent: int) -> dict[str, Any]:
+    """A layout of one text (a pause, a tool call's request)."""
+    return {"blocks": [{"text": text or "-"}], "accent": accent}
+
+
+def shown_text(message: discord.Message) -> str:
+    """What ``message`` says: its text displays (Components V2), else its content."""
+    found: list[str] = []
+
+    def walk(components: list[Any]) -> None:
+        for c in components:
+            if isinstance(c, discord.components.TextDisplay):
+                found.append(c.content)
+            walk(list(getattr(c, "children", []) or []))
+
+    walk(list(message.components))
+    return "\n".join(found) or message.content

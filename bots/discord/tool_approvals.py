@@ -27,6 +27,7 @@ from bots.chat.ports import Place, Rendered
 from bots.discord.approvals import WHO, named, person
 from bots.discord.claims import Claimed
 from bots.discord.context import DiscordContext
+from bots.discord.layout import DONE, WAITING, shown_text, text_layout
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, escape, truncate
 from bots.discord.views import RUN
 from core.runs import people
@@ -47,13 +48,15 @@ def approval_message(a: ToolApproval) -> Rendered:
     arguments go in a code block (shown as written; the transport allows no pings)."""
     risks = f" ({escape(', '.join(a.risks))})" if a.risks else ""
     head = f"🔐 **{escape(a.agent)}** wants to use `{a.tool}`: {escape(a.purpose)}{risks}"
-    why = f"\n**Why:** {escape(a.reason)}" if a.reason else ""
+    head = truncate(head, 600)
+    why = truncate(f"\n**Why:** {escape(a.reason)}", 600) if a.reason else ""
     args = a.arguments.replace("```", "ʼʼʼ")
     budget = MESSAGE_LIMIT - len(head) - len(why) - 40
     if len(args) > budget:
         args = args[: max(budget, 0)] + "…"
     text = f"{head}{why}\n```json\n{args}\n```"
-    return Rendered(text, {"buttons": "tool_approval", "run": a.run_id, "approval": a.approval_id})
+    payload = {"buttons": "tool_approval", "run": a.run_id, "approval": a.approval_id}
+    return Rendered(text, payload | {"layout": text_layout(text, WAITING)})
 
 
 class ToolButton(
@@ -106,13 +109,10 @@ class DenyModal(discord.ui.Modal):
 TOOL_ITEMS: tuple[type[discord.ui.DynamicItem[Any]], ...] = (ToolButton,)
 
 
-def approval_view(payload: dict[str, Any]) -> discord.ui.View:
+def approval_items(payload: dict[str, Any]) -> list[discord.ui.Item[Any]]:
     """Approve once / Approve for this run / Deny under a request."""
     run_id, approval_id = str(payload.get("run", "")), str(payload.get("approval", ""))
-    view = discord.ui.View(timeout=None)
-    for choice in ("once", "run", "deny"):
-        view.add_item(ToolButton(choice, run_id, approval_id))
-    return view
+    return [ToolButton(choice, run_id, approval_id) for choice in ("once", "run", "deny")]
 
 
 class ToolApprovals:
@@ -162,9 +162,9 @@ class ToolApprovals:
         message = interaction.message
         if message is None or interaction.channel_id is None:
             return
-        content = truncate(f"{message.content}\n{line}", MESSAGE_LIMIT)
+        content = truncate(f"{shown_text(message)}\n{line}", MESSAGE_LIMIT)
         place = Place(str(interaction.channel_id), str(interaction.channel_id))
-        done = Rendered(content, {"buttons": "none"})
+        done = Rendered(content, {"buttons": "none", "layout": text_layout(content, DONE)})
         redraw = self.ctx.redraws.redraw(
             run_id, place, str(message.id), done, "decided tool approval"
         )

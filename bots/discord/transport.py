@@ -15,14 +15,14 @@ import aiohttp
 import discord
 
 from bots.chat.ports import Failure, Files, Payload, Place, TextFile
-from bots.discord.budget import pause_view
+from bots.discord.budget import pause_items
 from bots.discord.forms import form_view
 from bots.discord.inspector import with_link
 from bots.discord.layout import layout_view
 from bots.discord.links import Links
 from bots.discord.text import NO_PINGS
-from bots.discord.tool_approvals import approval_view
-from bots.discord.views import cancel_view
+from bots.discord.tool_approvals import approval_items
+from bots.discord.views import ApproveButton, EditButton, RejectButton, cancel_view
 from core.workspace.base import Workspace
 
 log = logging.getLogger(__name__)
@@ -31,16 +31,26 @@ RATINGS = ("👍", "👎")
 _FILES_TTL_S = 24 * 3600
 
 
+def _items(payload: dict[str, Any]) -> list[discord.ui.Item[Any]]:
+    """The buttons of a layout (its ``buttons``)."""
+    run_id = str(payload.get("run", ""))
+    match payload.get("buttons"):
+        case "card":
+            return [ApproveButton(run_id), EditButton(run_id), RejectButton(run_id)]
+        case "pause":
+            return pause_items(payload)
+        case "tool_approval":
+            return approval_items(payload)
+        case _:
+            return []
+
+
 def _view(payload: dict[str, Any]) -> discord.ui.View | None:
     match payload.get("buttons"), payload.get("run", ""):
         case "cancel", run_id:
             return cancel_view(run_id)
-        case "pause", _:
-            return pause_view(payload)
         case "form", _:
             return form_view(payload)
-        case "tool_approval", _:
-            return approval_view(payload)
         case _:
             return None
 
@@ -54,7 +64,7 @@ def _parts(text: str, payload: Payload) -> dict[str, Any]:
         return {
             "content": None,
             "embeds": [],
-            "view": layout_view(data),
+            "view": layout_view(data, _items(data)),
             "allowed_mentions": NO_PINGS,
         }
     kwargs: dict[str, Any] = {"content": text or None, "allowed_mentions": NO_PINGS}

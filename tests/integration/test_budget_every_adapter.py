@@ -169,9 +169,9 @@ async def test_discord_mention_card_shows_the_planned_budget_and_pauses_there(
         await fake.wait_until(lambda: pause() is not None, 20)
         message = pause()
         assert message is not None
-        print("Discord pause:", message["content"])
-        assert message["content"].startswith(PAUSED)
-        extend = message["components"][0]["components"][0]
+        print("Discord pause:", discord_test.layout_text(message))
+        assert discord_test.layout_text(message).startswith(PAUSED)
+        extend = discord_test.buttons_of(message)[0]
         assert extend["label"] == "Extend by $2.00"
         assert (await h.svc.store.get_run(run_id)).paused == "cost"
 

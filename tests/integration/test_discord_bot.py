@@ -42,6 +42,12 @@ def custom_ids(message: Json) -> list[str]:
     return [c["custom_id"] for c in every if c.get("custom_id")]
 
 
+def buttons_of(message: Json) -> list[Json]:
+    """A message's buttons with a custom id, nested ones included, in order."""
+    every = discord_payloads.walk_components(message.get("components") or [])
+    return [c for c in every if c.get("type") == 2 and c.get("custom_id")]
+
+
 class Harness:
     def __init__(self, fake: FakeDiscord, bot: CarambaBot) -> None:
         self.fake, self.bot = fake, bot

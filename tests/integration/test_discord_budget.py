@@ -19,7 +19,13 @@ from bots.discord.bot import CarambaBot
 from core.types.run import RunStatus
 from tests.fakes.discord_api import FakeDiscord
 from tests.integration.budget_run import DONE, TASK, spender, tiny_budget
-from tests.integration.test_discord_bot import Harness, discord_settings
+from tests.integration.test_discord_bot import (
+    Harness,
+    buttons_of,
+    custom_ids,
+    discord_settings,
+    layout_text,
+)
 from tests.integration.test_slack_http import quick_library
 from tests.planning_helpers import settings as planning_settings
 
@@ -57,7 +63,7 @@ async def paused(h: Harness) -> tuple[Json, str, Json]:
     await h.fake.wait_until(lambda: pause() is not None, 20)
     message = pause()
     assert message is not None
-    stop = message["components"][0]["components"][1]["custom_id"]
+    stop = custom_ids(message)[1]
     return message, stop.rsplit(":", 1)[1], thread
 
 
@@ -67,9 +73,10 @@ async def test_an_approver_extends_a_paused_run_and_others_are_refused(
     async with harness(make_services, real_redis) as h:
         fake = h.fake
         pause, run_id, thread = await paused(h)
-        assert "Paused at its budget: the run used " in pause["content"]
-        assert " of 800 tokens" in pause["content"]
-        buttons = pause["components"][0]["components"]
+        assert pause["flags"] & (1 << 15) and pause["content"] == ""
+        assert "Paused at its budget: the run used " in layout_text(pause)
+        assert " of 800 tokens" in layout_text(pause)
+        buttons = buttons_of(pause)
         assert [b["label"] for b in buttons] == ["Extend by 100,000 tokens", "Stop here"]
         extend = buttons[0]["custom_id"]
         assert extend == f"caramba:extend:tokens:{run_id}"
@@ -88,8 +95,9 @@ async def test_an_approver_extends_a_paused_run_and_others_are_refused(
         assert run.status is RunStatus.COMPLETED and run.result == DONE
         assert run.history[-2].by == str(fake.person("bob").id)
         edited = fake.message(pause["id"])
-        assert "▶ Extended by **Bob**: +100,000 tokens" in edited["content"]
-        assert edited["components"] == [], "no buttons left"
+        assert "▶ Extended by **Bob**: +100,000 tokens" in layout_text(edited)
+        assert "Paused at its budget" in layout_text(edited)
+        assert custom_ids(edited) == [], "no buttons left"
         texts = h.thread_texts(thread["id"])
         assert any("The budget was extended: the run goes on" in t for t in texts)
         assert DONE in texts[-1]
@@ -106,6 +114,6 @@ async def test_stop_ends_a_paused_run_with_what_it_has(make_services, real_redis
         run = await h.svc.store.get_run(run_id)
         assert run.status is RunStatus.FAILED and run.paused is None  # nobody had finished
         edited = h.fake.message(pause["id"])
-        assert "■ Stopped by **Alice**, with the results so far" in edited["content"]
-        assert edited["components"] == []
+        assert "■ Stopped by **Alice**, with the results so far" in layout_text(edited)
+        assert custom_ids(edited) == []
         assert "no agent had finished yet" in h.thread_texts(thread["id"])[-1]

@@ -4,11 +4,15 @@ message), text is escaped, long text split at 2,000."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import discord
+
 from bots.chat.ports import Card, Milestone, Result, StatusLine
 from bots.discord.card import decided_layout, proposal_layout
-from bots.discord.layout import layout_view
 from bots.discord.renderer import DiscordRenderer
 from bots.discord.text import MESSAGE_LIMIT
+from bots.discord.transport import _parts
 from core.runs.approval import AgentCard, ProposalView
 from core.types.run import RunBudget, RunStatus
 from tests.fakes import discord_limits as limits
@@ -44,11 +48,17 @@ def big_view(agents: int) -> ProposalView:
     )
 
 
+def sent(text: str, payload: Any) -> dict:
+    """The JSON body discord.py sends for a rendered message, through the transport."""
+    params = discord.http.handle_message_parameters(**_parts(text, payload))
+    return dict(params.payload or {})
+
+
 def message(payload: dict) -> dict:
-    """The message body discord.py sends for a layout payload (flag set by discord.py)."""
-    view = layout_view(payload)
-    assert view.has_components_v2()
-    return {"components": view.to_components(), "flags": limits.COMPONENTS_V2}
+    """The body of a layout payload: Components V2 (flag set by discord.py)."""
+    body = sent("", payload)
+    assert body["flags"] & limits.COMPONENTS_V2 and not body.get("content")
+    return body
 
 
 def texts(body: dict) -> list[str]:

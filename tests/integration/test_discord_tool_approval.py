@@ -20,7 +20,13 @@ from core.types.run import RunStatus
 from tests.fakes.discord_api import FakeDiscord
 from tests.integration.approval_run import DENIAL, DONE, REASON, SECRET, TASK, asking, told
 from tests.integration.approval_run import writer as writer_model
-from tests.integration.test_discord_bot import Harness, discord_settings, layout_text
+from tests.integration.test_discord_bot import (
+    Harness,
+    buttons_of,
+    custom_ids,
+    discord_settings,
+    layout_text,
+)
 from tests.integration.test_slack_http import quick_library
 from tests.planning_helpers import settings as planning_settings
 
@@ -44,7 +50,7 @@ async def harness(make_services: Any, redis: Any, model: Any) -> AsyncIterator[H
 
 def requests_in(h: Harness, thread_id: str) -> list[Json]:
     """The requests posted in the thread (decided ones too)."""
-    return [m for m in h.fake.channel_messages(thread_id) if "wants to use" in m["content"]]
+    return [m for m in h.fake.channel_messages(thread_id) if "wants to use" in layout_text(m)]
 
 
 async def nth_request(h: Harness, thread_id: str, n: int) -> Json:
@@ -67,10 +73,12 @@ async def test_a_write_waits_is_denied_then_approved_once_and_the_run_completes(
         assert thread is not None
 
         first = await nth_request(h, thread["id"], 1)
-        assert "**Writer** wants to use `write_file`" in first["content"]
-        assert REASON in first["content"]
-        assert SECRET not in first["content"] and "••••" in first["content"]
-        buttons = first["components"][0]["components"]
+        said = layout_text(first)
+        assert first["flags"] & (1 << 15) and first["content"] == ""
+        assert "**Writer** wants to use `write_file`" in said
+        assert REASON in said
+        assert SECRET not in said and "••••" in said
+        buttons = buttons_of(first)
         assert [b["label"] for b in buttons] == ["Approve once", "Approve for this run", "Deny"]
         once, _, deny = (b["custom_id"] for b in buttons)
         assert (await h.svc.store.get_run(run_id)).status is RunStatus.WAITING_HUMAN
@@ -86,19 +94,20 @@ async def test_a_write_waits_is_denied_then_approved_once_and_the_run_completes(
         (modal_id,) = [m for m in fake.modals if m.startswith("caramba:deny:")]
         submitted = await fake.submit_modal(modal_id, {"reason": DENIAL}, "alice")
         await fake.wait_ack(submitted)
-        await fake.wait_until(lambda: fake.message(first["id"])["components"] == [], 10)
-        assert f"✖ Denied by **Alice**: {DENIAL}" in fake.message(first["id"])["content"]
+        await fake.wait_until(lambda: custom_ids(fake.message(first["id"])) == [], 10)
+        assert f"✖ Denied by **Alice**: {DENIAL}" in layout_text(fake.message(first["id"]))
 
         second = await nth_request(h, thread["id"], 2)
         print("Writer read:", told(model)[0])
         assert told(model)[0].startswith(f"Denied by Alice: {DENIAL}.")
-        once = second["components"][0]["components"][0]["custom_id"]
+        once = custom_ids(second)[0]
         click = await fake.click(second["id"], once, "alice")
         await fake.wait_ack(click)
         await h.runs_end()
         run = await h.svc.store.get_run(run_id)
         assert run.status is RunStatus.COMPLETED and run.result == DONE
-        assert "✔ Approved once by **Alice**." in fake.message(second["id"])["content"]
+        await fake.wait_until(lambda: custom_ids(fake.message(second["id"])) == [], 10)
+        assert "✔ Approved once by **Alice**." in layout_text(fake.message(second["id"]))
         assert "outputs/report.md" in told(model)[-1]
         assert SECRET.encode() in await h.svc.workspace.read(run_id, "outputs/report.md")
 
