@@ -137,7 +137,7 @@ async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, shots: Shot
     await page.click("button.b-save")
     error = page.locator(".field-error[data-field=model]")
     assert "is not a model Caramba knows" in await error.inner_text()
-    await page.screenshot(path=str(shots.folder / f"web-chat-{shots.width}-3-edit.png"))
+    await shots.take("3-edit")
     await page.fill("#f-model", EDITED_MODEL)
     await page.fill("#f-prompt", "Split the budget per person first, then write the file.")
     await page.click("button.b-save")
