@@ -149,13 +149,16 @@ async def measure(pairs: int, rounds: int, latency_pairs: int) -> None:
     brain = Brain()
     latencies: list[float] = []
     rtt: list[float] = []
+    cpu = 0.0  # this process's CPU while the pairs talked (load-proof, unlike latency)
     try:
         async with embedded_services(settings, llm=brain.model) as svc:
             await talk(svc, brain, 1, 10)  # warm-up: the first turns, not measured
             # Latency on an idle system (one pair at a time), raw round trips beside it.
             for _ in range(latency_pairs):
                 rtt += await raw_rtt(redis, 200)
+                cpu0 = time.process_time()
                 await talk(svc, brain, 1, 50)
+                cpu += time.process_time() - cpu0
                 latencies += brain.latencies
             # Throughput with many pairs talking at once.
             wall = await talk(svc, brain, pairs, rounds)
@@ -168,7 +171,8 @@ async def measure(pairs: int, rounds: int, latency_pairs: int) -> None:
     p50, p99, rtt99 = statistics.median(latencies), pct(latencies, 0.99), pct(rtt, 0.99)
     print(
         f"latency: deliveries={len(latencies)} p50_ms={p50:.2f} p99_ms={p99:.2f} "
-        f"max_ms={max(latencies):.2f}; raw: samples={len(rtt)} p50_ms="
+        f"max_ms={max(latencies):.2f} cpu_ms_per_delivery={cpu * 1000 / len(latencies):.2f}; "
+        f"raw: samples={len(rtt)} p50_ms="
         f"{statistics.median(rtt):.3f} p99_ms={rtt99:.3f}; throughput: pairs={pairs} "
         f"rounds={rounds} delivered={delivered} wall_s={wall:.2f}"
     )
