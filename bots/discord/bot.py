@@ -33,6 +33,7 @@ from bots.discord.forms import FORM_ITEMS
 from bots.discord.front import Front
 from bots.discord.links import Links
 from bots.discord.renderer import DiscordRenderer
+from bots.discord.replies import REPLY_ITEMS, Replies
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS
 from bots.discord.tool_approvals import TOOL_ITEMS, ToolApprovals
 from bots.discord.transport import DiscordTransport
@@ -90,6 +91,7 @@ class CarambaBot(discord.Client):
         self.tool_approvals = ToolApprovals(self.ctx)
         self.front = Front(self.ctx)
         self.feedback = Feedback(self.ctx)
+        self.replies = Replies(self.ctx)
         self._add_command()
 
     def _add_command(self) -> None:
@@ -118,7 +120,9 @@ class CarambaBot(discord.Client):
     async def setup_hook(self) -> None:
         """Before the gateway connects: the persistent components (cards posted before a
         restart keep working), the slash command, the runs earlier processes left."""
-        self.add_dynamic_items(*DYNAMIC_ITEMS, *BUDGET_ITEMS, *FORM_ITEMS, *TOOL_ITEMS)
+        self.add_dynamic_items(
+            *DYNAMIC_ITEMS, *BUDGET_ITEMS, *FORM_ITEMS, *TOOL_ITEMS, *REPLY_ITEMS
+        )
         if self.sync:
             await self.sync_commands()
         resumed = await self.relays.start()

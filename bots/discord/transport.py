@@ -20,6 +20,7 @@ from bots.discord.forms import form_view
 from bots.discord.inspector import with_link
 from bots.discord.layout import layout_view
 from bots.discord.links import Links
+from bots.discord.replies import ReplyButton
 from bots.discord.text import NO_PINGS
 from bots.discord.tool_approvals import approval_items
 from bots.discord.views import ApproveButton, EditButton, RejectButton, cancel_view
@@ -48,7 +49,9 @@ def _items(payload: dict[str, Any]) -> list[discord.ui.Item[Any]]:
 def _view(payload: dict[str, Any]) -> discord.ui.View | None:
     match payload.get("buttons"), payload.get("run", ""):
         case "cancel", run_id:
-            return cancel_view(run_id)
+            view = cancel_view(run_id)  # and a reply with files, while it runs
+            view.add_item(ReplyButton(run_id))
+            return view
         case "form", _:
             return form_view(payload)
         case _:

@@ -14,54 +14,12 @@ from typing import Any
 from tests.fakes import discord_commands
 from tests.fakes import discord_limits as limits
 from tests.fakes import discord_payloads as p
+from tests.fakes.discord_modals import filled as _filled
 from tests.fakes.discord_records import FakeInteraction, Person, UploadedFile
 from tests.fakes.discord_world import World
 
 Json = dict[str, Any]
 Files = Iterable[tuple[str, bytes] | tuple[str, bytes, str]]
-
-
-def _filled(component: Json, values: dict[str, Any], ids: itertools.count[int]) -> Json:
-    """A modal component as its submit carries it: the structure shown, with the values
-    typed (or the defaults); a Discord client refuses to submit what breaks the bounds."""
-    kind, custom_id = component["type"], str(component.get("custom_id"))
-    out: Json = {"type": kind, "id": component.get("id") or next(ids)}
-    if kind == limits.ACTION_ROW:
-        out["components"] = [_filled(c, values, ids) for c in component["components"]]
-    elif kind == limits.LABEL:
-        out["component"] = _filled(component["component"], values, ids)
-    elif kind == limits.TEXT_INPUT:
-        value = str(values.get(custom_id, component.get("value") or ""))
-        if component.get("required", True) and not value:
-            raise ValueError(f"input {custom_id!r} is required")
-        if not component.get("min_length", 0) <= len(value) <= component.get("max_length", 4000):
-            raise ValueError(f"input {custom_id!r}: {len(value)} characters is out of bounds")
-        out |= {"custom_id": custom_id, "value": value}
-    elif kind in limits.SELECTS:
-        out |= {"custom_id": custom_id, "values": _picked(component, values.get(custom_id))}
-    elif kind == limits.CHECKBOX:
-        out |= {
-            "custom_id": custom_id,
-            "value": bool(values.get(custom_id, component.get("default"))),
-        }
-    return out
-
-
-def _picked(select: Json, values: Sequence[str] | None) -> list[str]:
-    """A select's values as submitted: those picked, else the ones shown selected; a
-    Discord client offers only the options and keeps to min_values/max_values."""
-    options = select.get("options") or []
-    if values is None:
-        return [o["value"] for o in options if o.get("default")]
-    custom_id = select.get("custom_id")
-    if select["type"] == limits.STRING_SELECT:
-        allowed = {o["value"] for o in options}
-        if not set(values) <= allowed:
-            raise ValueError(f"{values} are not all options of {custom_id!r}: {sorted(allowed)}")
-    low = select.get("min_values", 0 if select.get("required") is False else 1)
-    if not low <= len(values) <= select.get("max_values", 1):
-        raise ValueError(f"{len(values)} values is outside min_values/max_values of {custom_id!r}")
-    return list(values)
 
 
 class Events(World):
@@ -284,16 +242,35 @@ class Events(World):
         roles: Sequence[str] | None = None,
     ) -> FakeInteraction:
         """``user`` submits the modal the bot last showed as ``custom_id``, with ``values``
-        by input custom_id (inputs not given keep their default)."""
+        by input custom_id (inputs not given keep their default; a file upload's value: files
+        as (name, bytes[, content type]))."""
         if custom_id not in self.modals:
             raise LookupError(f"modal {custom_id!r} was not shown (shown: {list(self.modals)})")
         modal, opener = self.modals.pop(custom_id)
         unknown = set(values) - {c.get("custom_id") for c in p.walk_components(modal["components"])}
         if unknown:
             raise LookupError(f"modal {custom_id!r} has no inputs {sorted(unknown)}")
+        uploads = {
+            c["custom_id"]
+            for c in p.walk_components(modal["components"])
+            if c.get("type") == limits.FILE_UPLOAD
+        }
+        resolved: Json = {}
+        values = dict(values)
+        for key in uploads & set(values):
+            # Files (name, bytes[, content type]) uploaded in the form: hosted on the CDN,
+            # submitted by id, their attachments in ``resolved`` as Discord sends them.
+            hosted = [
+                self.host_file(opener.channel_id, f[0], f[1], f[2] if len(f) > 2 else None)
+                for f in values[key]
+            ]
+            resolved.update({a["id"]: a for a in hosted})
+            values[key] = [a["id"] for a in hosted]
         ids = itertools.count(1)
         filled = [_filled(c, values, ids) for c in modal["components"]]
-        data = {"custom_id": custom_id, "components": filled}
+        data: Json = {"custom_id": custom_id, "components": filled}
+        if resolved:
+            data["resolved"] = {"attachments": resolved}
         message = self.messages.get(opener.message_id) if opener.message_id else None
         return await self._interact(5, data, user, opener.channel_id, roles, message)
 

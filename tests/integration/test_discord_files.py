@@ -1,6 +1,7 @@
 """Files through Discord, offline: attachments on a request land in the run's workspace
 under inputs/ (programs refused, the request then not started), the files the agents
-leave under outputs/ come back as attachments, and a long result goes up as a file."""
+leave under outputs/ come back as attachments, a long result goes up as a file, and a
+reply with files comes through a form with a file upload."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pytest
 
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.types.run import RunStatus
-from tests.integration.test_discord_bot import harness
-from tests.integration.test_slack_http import responder
+from tests.fakes import discord_limits as limits
+from tests.integration.test_discord_bot import custom_ids, harness
+from tests.integration.test_slack_http import asking_design, responder
 from tests.planning_helpers import ROUTE_PLAN, as_json, design
 
 pytestmark = pytest.mark.integration
@@ -78,3 +80,38 @@ async def test_files_in_and_out(make_services, real_redis) -> None:
         assert attached[result_file].decode() == LONG
         last = fake.channel_messages(thread["id"])[-1]["content"]
         assert len(last) <= 2000 and "A long answer." in last
+
+
+async def test_a_reply_with_files_from_the_status_messages_form(make_services, real_redis) -> None:
+    """ "Reply with files" under a running run's status: a modal with a FileUpload; the file
+    lands under inputs/ and the words (with the file listed) answer the agent's question."""
+    async with harness(make_services, real_redis, plan=asking_design()) as h:
+        fake = h.fake
+        asked = await fake.mention("general", "alice", "Book a flight: which airport is best?")
+        card, run_id = await h.card()
+        thread = fake.thread_of(asked)
+        assert thread is not None
+        await fake.click(card["id"], f"caramba:approve:{run_id}", "alice")
+        await fake.wait_until(
+            lambda: any("BER or a nearby" in t for t in h.thread_texts(thread["id"])), 10
+        )
+        button = f"caramba:files:{run_id}"
+        status = next(m for m in fake.channel_messages(thread["id"]) if button in custom_ids(m))
+        opened = await fake.click(status["id"], button, "alice")
+        assert (await fake.wait_ack(opened)).json["type"] == 9, "the form"
+        modal, _ = fake.modals[f"caramba:reply:{run_id}"]
+        (label,) = [c for c in modal["components"] if c["type"] == limits.LABEL]
+        assert label["component"]["type"] == limits.FILE_UPLOAD
+        values = {"text": "BER, please", "files": [("brief.csv", CSV, "text/csv")]}
+        sent = await fake.submit_modal(f"caramba:reply:{run_id}", values, "alice")
+        await fake.wait_ack(sent)
+        await fake.wait_until(lambda: bool(sent.followup_ids), 10)
+        said = fake.message(sent.followup_ids[0])
+        assert said["flags"] & 64 and "Sent to the agents (inputs/brief.csv)" in said["content"]
+        await h.runs_end()
+        assert await h.svc.workspace.read(run_id, "inputs/brief.csv") == CSV
+        assert (await h.svc.store.get_run(run_id)).status is RunStatus.COMPLETED
+    model = h.svc.llm
+    assert isinstance(model, ScriptedModel)
+    told = "\n".join(str(m.content) for r in model.requests for m in r.messages)
+    assert "BER, please" in told and "inputs/brief.csv" in told

@@ -30,6 +30,7 @@ from bots.discord.card import decided_layout, edited_layout
 from bots.discord.edit import EditModal
 from bots.discord.forms import FormModal
 from bots.discord.renderer import DiscordRenderer
+from bots.discord.replies import ReplyModal
 from bots.discord.tool_approvals import DenyModal
 from bots.discord.transport import _parts
 from bots.discord.views import pick_view
@@ -118,7 +119,13 @@ def test_the_forms_are_within_the_modal_limits() -> None:
         budget=Budget(max_tokens=50_000, max_cost_usd=1.5),
     )
     edit = EditModal(RUN, 1, agent, [f"openai/m{i}" for i in range(40)], many)
-    for modal in (edit, DenyModal(RUN, "a-1"), FormModal(RUN, "form_1", "S" * 80, FIELDS)):
+    forms = (
+        edit,
+        DenyModal(RUN, "a-1"),
+        FormModal(RUN, "f_1", "S" * 80, FIELDS),
+        ReplyModal(RUN, 50),
+    )
+    for modal in forms:
         assert limits.check_modal(modal.to_dict()) is None, modal.to_dict()
     labels = [c for c in edit.to_dict()["components"] if c["type"] == limits.LABEL]
     assert [c["component"]["custom_id"] for c in labels] == ["model", "tools"]
