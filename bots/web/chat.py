@@ -38,7 +38,7 @@ from bots.web.access import Signer, run_path
 from bots.web.chat_past import PastChat, past_chats
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
-from bots.web.chat_view import HELPERS, thread_view
+from bots.web.chat_view import HELPERS, YOU, thread_view
 from bots.web.guard import NEEDS_OPERATOR, is_local, same_site
 from core.errors import CarambaError, RunError
 from core.runs import people
@@ -171,6 +171,12 @@ class WebChat:
             payload["while"] = "proposed"
         await self.transport.post(Place("web", run_id), text, payload)
 
+    async def asker(self, run: RunState) -> str:
+        """Who asked for ``run``, as its thread names them: "You" when the web chat did."""
+        if run.requested_by == WEB_USER:
+            return YOU
+        return (await self.who.name(run.requested_by)) or "Someone"
+
     async def past(self) -> list[PastChat]:
         return await past_chats(self.svc.store, WEB_USER, PAST_SHOWN)
 
@@ -240,7 +246,9 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
         return page(
             "chat.html",
             run=run,
-            thread=thread_view(run, messages, await chat.svc.workspace.files(run_id)),
+            thread=thread_view(
+                run, messages, await chat.svc.workspace.files(run_id), await chat.asker(run)
+            ),
             last=last,
             t=request.query_params.get("t", ""),
             inspector=run_path(chat.signer, run_id, ttl),

@@ -86,10 +86,13 @@ def _stale(m: ChatMessage, run: RunState) -> bool:
     return m.kind in _FILE_LISTS
 
 
-def thread_view(run: RunState, messages: list[ChatMessage], files: list[FileInfo]) -> Thread:
-    """The thread of ``run`` as a person reads it."""
+def thread_view(
+    run: RunState, messages: list[ChatMessage], files: list[FileInfo], asker: str = YOU
+) -> Thread:
+    """The thread of ``run`` as a person reads it; ``asker``: who asked for it, by name
+    (you, when the web chat did)."""
     ask = ChatMessage("ask", run.task, {"kind": "you"}, run.created_at)
-    bubbles = [Bubble(ask, YOU, "you", run.created_at, run.task)]
+    bubbles = [Bubble(ask, asker, "you", run.created_at, run.task)]
     for m in messages:
         if _stale(m, run):
             continue

@@ -84,3 +84,8 @@ def test_statuses_in_words() -> None:
     assert status_words(RunStatus.PROPOSED) == "waiting for your approval"
     assert status_words(RunStatus.COMPLETED) == "done"
     assert all("_" not in status_words(s) for s in RunStatus)
+
+
+def test_a_run_asked_for_elsewhere_names_who_asked() -> None:
+    shown = thread_view(run(RunStatus.RUNNING), [msg(1, "you", "Porto")], [], "Ada").bubbles
+    assert [b.who for b in shown] == ["Ada", "You"]
