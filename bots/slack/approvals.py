@@ -38,6 +38,7 @@ from bots.chat.approvals import (
 from bots.chat.ports import Place, Rendered
 from bots.slack.context import SlackContext
 from bots.slack.mentions import MENTIONS
+from bots.slack.names import content
 from bots.slack.text import escape, truncate
 from core.runs import people
 from core.runs.outcomes import ActionDecided, Refused
@@ -51,9 +52,9 @@ _CHOICES: dict[str, Choice] = {ONCE: "once", RUN: "run"}
 def approval_message(a: ToolApproval, decided: str = "") -> Rendered:
     """The request; with ``decided`` (mrkdwn, already rendered), that line instead of
     the buttons."""
-    text = escape(headline(a))
-    why = f"\n*Why:* {escape(a.reason)}" if a.reason else ""
-    args = f"\n```{escape(a.arguments)}```" if a.arguments.strip() else ""
+    text = content(headline(a))
+    why = f"\n*Why:* {content(a.reason)}" if a.reason else ""
+    args = f"\n```{content(a.arguments)}```" if a.arguments.strip() else ""
     blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=truncate(text + why + args)))]
     if decided:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=decided)]))
@@ -69,7 +70,7 @@ def approval_message(a: ToolApproval, decided: str = "") -> Rendered:
                 ],
             )
         )
-    return Rendered(text, [b.to_dict() for b in blocks])
+    return Rendered(truncate(text), [b.to_dict() for b in blocks])
 
 
 def deny_form(meta: dict[str, str]) -> View:

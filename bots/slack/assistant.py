@@ -27,6 +27,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.chat.ports import Place, StatusLine
 from bots.chat.store import ChatStore
 from bots.slack.failures import classify
+from bots.slack.names import content
 
 log = logging.getLogger(__name__)
 # How long a thread is remembered as one without a status (a run lasts far less).
@@ -48,6 +49,7 @@ def assistant_status(s: StatusLine) -> str:
             now = f"is working: {s.who} {s.doing}{tool}…"
         case _:
             return ""
+    now = content(now)  # people named, no broadcast (bots.slack.names)
     return now if len(now) <= STATUS_CHARS else now[: STATUS_CHARS - 1] + "…"
 
 

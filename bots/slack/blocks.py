@@ -17,6 +17,7 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.blocks.basic_components import FeedbackButtonObject
 from slack_sdk.models.blocks.block_elements import FeedbackButtonsElement
 
+from bots.slack.names import content, named_now
 from bots.slack.text import MAX_BLOCKS, escape, truncate
 from core.runs.approval import AgentCard, ProposalView
 from core.types.figures import cost, exact_cost, tokens
@@ -40,8 +41,8 @@ def _section(text: str) -> SectionBlock:
 
 def _summary(view: ProposalView) -> list[Block]:
     blocks: list[Block] = [
-        HeaderBlock(text=truncate(f"Proposal: {view.task}", 150)),
-        _section(f"*Task* (asked by <@{escape(view.requested_by)}>)\n{escape(view.task)}"),
+        HeaderBlock(text=truncate(f"Proposal: {named_now(view.task, {})}", 150)),
+        _section(f"*Task* (asked by <@{escape(view.requested_by)}>)\n{content(view.task)}"),
     ]
     if view.steps:
         steps = "\n".join(f"{i}. {escape(s)}" for i, s in enumerate(view.steps, 1))
@@ -119,7 +120,7 @@ def outcome_blocks(view: ProposalView, note: str) -> list[Block]:
 
 def fallback_text(view: ProposalView) -> str:
     """Plain text for notifications and clients without blocks."""
-    return truncate(f"Proposal for {escape(view.task)}", 300)
+    return truncate(f"Proposal for {content(view.task)}", 300)
 
 
 def status_blocks(line: str, run_id: str, *, running: bool) -> list[Block]:

@@ -44,6 +44,7 @@ from bots.chat.forms import (
 )
 from bots.chat.intentions import Form
 from bots.chat.ports import Rendered
+from bots.slack.names import content, named_now
 from bots.slack.text import escape, truncate
 from core.types.forms import FormField, Typed
 
@@ -51,14 +52,15 @@ FILL = "caramba_form_fill"
 ACCEPT = "caramba_form_accept"
 DECLINE = "caramba_form_decline"
 FORM_VIEW = "caramba_form"
-_MAX_INPUTS = 100
+# A modal holds 100 blocks: the message, then at most 99 inputs.
+_MAX_INPUTS = 99
 _MAX_OPTIONS = 100
 
 
 def form_message(f: Form) -> Rendered:
     """The form's message in the thread."""
     link = safe_link(f.url)
-    text = f"{escape(asks(f))}\n{escape(how(f))}"
+    text = f"{content(asks(f))}\n{content(how(f))}"
     if f.url:
         shown = f"<{link.replace('&', '&amp;')}|{escape(link)}>" if link else ""
         text += f"\n{shown}" if shown else f"\n`{escape(f.url)}`"
@@ -80,7 +82,7 @@ def form_message(f: Form) -> Rendered:
             elements=[first, ButtonElement(text=DECLINE_LABEL, action_id=DECLINE, value=value)],
         ),
     ]
-    return Rendered(text, [b.to_dict() for b in blocks])
+    return Rendered(truncate(text), [b.to_dict() for b in blocks])
 
 
 def _options(field: FormField) -> list[Option]:
@@ -133,7 +135,9 @@ def form_view(
     fields: tuple[FormField, ...], message: str, server: str, meta: dict[str, str]
 ) -> View:
     """The modal: the server's message, then one input per field."""
-    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=truncate(escape(message))))]
+    blocks: list[Block] = [
+        SectionBlock(text=MarkdownTextObject(text=truncate(named_now(message, {}))))
+    ]
     for field in fields[:_MAX_INPUTS]:
         blocks.append(
             InputBlock(

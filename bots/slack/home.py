@@ -19,9 +19,10 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bots.slack.context import SlackContext
+from bots.slack.names import named_now
 from bots.slack.overview import RunLine, SavedCohort, Spend, month_spend, recent_runs
 from bots.slack.overview import saved_cohorts as library_cohorts
-from bots.slack.text import escape, plain, truncate
+from bots.slack.text import plain, truncate
 from core.types.figures import cost, tokens
 
 log = logging.getLogger(__name__)
@@ -47,20 +48,31 @@ def _section(text: str) -> SectionBlock:
     return SectionBlock(text=MarkdownTextObject(text=truncate(text)))
 
 
-def _run(r: RunLine) -> str:
+def _text(text: str, limit: int, known: dict[str, str]) -> str:
+    return named_now(plain(text, limit), known)
+
+
+def _run(r: RunLine, known: dict[str, str]) -> str:
     status = _STATUS.get(r.status, r.status.replace("_", " "))
     used = f"{tokens(r.tokens)} · {cost(r.cost_usd)}" if r.tokens else "nothing spent yet"
-    return f"• *{escape(plain(r.task, 140))}*\n   {status} · {_when(r.created_at)} · {used}"
+    return f"• *{_text(r.task, 140, known)}*\n   {status} · {_when(r.created_at)} · {used}"
 
 
-def _cohort(c: SavedCohort) -> str:
+def _cohort(c: SavedCohort, known: dict[str, str]) -> str:
     used = f" · used {c.runs} times" if c.runs else ""
-    about = "" if c.name == c.task else f" — {escape(plain(c.task, 120))}"
-    return f"• *{escape(plain(c.name, 80))}*{about}{used}"
+    about = "" if c.name == c.task else f" — {_text(c.task, 120, known)}"
+    return f"• *{_text(c.name, 80, known)}*{about}{used}"
 
 
-def home_view(runs: list[RunLine], cohorts: list[SavedCohort], spend: Spend) -> View:
-    """The Home tab: spend, recent runs, saved cohorts (within Block Kit's limits)."""
+def home_view(
+    runs: list[RunLine],
+    cohorts: list[SavedCohort],
+    spend: Spend,
+    known: dict[str, str] | None = None,
+) -> View:
+    """The Home tab: spend, recent runs, saved cohorts (within Block Kit's limits);
+    ``known``: people's names by Slack id (mentions in tasks shown as them)."""
+    known = known or {}
     month = datetime.fromtimestamp(spend.since, UTC).strftime("%B %Y")
     blocks: list[Block] = [
         HeaderBlock(text="Caramba"),
@@ -70,11 +82,11 @@ def home_view(runs: list[RunLine], cohorts: list[SavedCohort], spend: Spend) -> 
         ),
         DividerBlock(),
         HeaderBlock(text="Recent runs"),
-        _section("\n".join(_run(r) for r in runs) or "No runs yet: mention me with a task."),
+        _section("\n".join(_run(r, known) for r in runs) or "No runs yet: mention me with a task."),
         DividerBlock(),
         HeaderBlock(text="Saved cohorts"),
         _section(
-            "\n".join(_cohort(c) for c in cohorts)
+            "\n".join(_cohort(c, known) for c in cohorts)
             or "No cohorts saved yet: approved runs that went well are kept here."
         ),
         ContextBlock(
@@ -92,7 +104,7 @@ async def publish_home(ctx: SlackContext, user: str) -> None:
     """Publish ``user``'s Home tab."""
     runs = await recent_runs(ctx.svc, RUNS, user) or await recent_runs(ctx.svc, RUNS)
     cohorts = await library_cohorts(ctx.svc, COHORTS)
-    view = home_view(runs, cohorts, await month_spend(ctx.svc))
+    view = home_view(runs, cohorts, await month_spend(ctx.svc), ctx.people.names)
     await ctx.client.views_publish(user_id=user, view=view)
 
 

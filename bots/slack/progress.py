@@ -23,7 +23,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.chat.ports import Place, StatusLine
 from bots.chat.store import ChatStore
-from bots.slack.text import plain
+from bots.slack.names import content
+from bots.slack.text import truncate
 
 PROGRESS = "progress"
 # Slack shows task titles and details on one line each.
@@ -36,13 +37,18 @@ def plan_payload(s: StatusLine) -> dict[str, Any]:
     tasks = [
         {
             "id": t.agent_id or "run",
-            "title": plain(t.name, TITLE_CHARS),
+            "title": _line(t.name, TITLE_CHARS),
             "status": t.state,
-            "details": plain(t.last, DETAIL_CHARS) or None,
+            "details": _line(t.last, DETAIL_CHARS) or None,
         }
         for t in s.tasks
     ]
     return {"run": s.run_id, "plan": _title(s), "tasks": tasks}
+
+
+def _line(text: str, limit: int) -> str:
+    # One line, escaped like every text Slack gets (no <!channel> from an agent's name).
+    return truncate(content(" ".join(text.split())), limit)
 
 
 def _title(s: StatusLine) -> str:

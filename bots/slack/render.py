@@ -62,7 +62,7 @@ class SlackRenderer:
         return escape(text)
 
     def bold(self, name: str) -> str:
-        return f"*{escape(name)}*"
+        return f"*{content(name)}*"
 
     def split(self, text: str) -> list[str]:
         return split(text, SECTION_LIMIT)
@@ -117,8 +117,8 @@ class SlackRenderer:
         elif s.phase == "ended":
             now = f"Run {s.outcome} · {tokens(s.tokens)} · {cost(s.cost_usd)}"
         else:
-            tool = f" `{s.tool}`" if s.tool else ""
-            now = f"Running: {escape(s.who)} {s.doing}{tool}"
+            tool = f" `{content(s.tool)}`" if s.tool else ""
+            now = f"Running: {content(s.who)} {s.doing}{tool}"
         return f"{now} · agents {s.finished}/{s.agents} done · tool calls {s.tool_calls}"
 
     def result(self, r: Result) -> list[Rendered]:

@@ -106,7 +106,7 @@ class SlackTransport:
             content=file.content,
             filename=file.filename,
             title=file.title,
-            initial_comment=file.comment or None,
+            initial_comment=await self.names.resolve(file.comment) or None,
         )
 
     async def stream(self, place: Place, streamed: Streamed) -> str:
