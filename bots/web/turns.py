@@ -4,9 +4,9 @@ each took (from the run's events).
 
 The n-th answer in the thread is the agent's n-th model call (``LLMCalled``), counted
 from the end when the events stream was trimmed; the tool calls of that answer are the
-``ToolCalled`` events of the same turn, matched by tool name in order. A call a person
-approved later has a second ``ToolCalled`` in the turn it ran in: it gives the call its
-real outcome and time."""
+``ToolCalled`` events of the same turn, matched by tool name in order. A call held for a
+person's approval has a second ``ToolCalled`` in the turn it ran in (the woken turn runs
+it before its model call): that one gives the call its real outcome and time."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ class ToolCallView:
     result: str | None = None
     ok: bool | None = None
     seconds: float | None = None
+    # Its outcome came from a later turn (it waited for a person's approval).
+    settled: bool = False
 
 
 @dataclass
@@ -43,6 +45,7 @@ class TurnView:
     seconds: float | None = None
     model_s: float | None = None
     model_estimated: bool = False
+    model_started: float | None = None
 
 
 def turns(
@@ -80,7 +83,7 @@ def _timed(turn: TurnView, made: LLMCalled, t: Timings, agent_id: str) -> None:
     turn.model = made.model
     turn.tokens = made.prompt_tokens + made.completion_tokens
     turn.cost_usd = made.cost_usd
-    turn.model_s = made.duration_s
+    turn.model_s, turn.model_started = made.duration_s, made.started_at
     whole = t.turn(agent_id, made.seq)
     if whole is not None:
         turn.seconds = whole.seconds
@@ -90,28 +93,34 @@ def _timed(turn: TurnView, made: LLMCalled, t: Timings, agent_id: str) -> None:
 
 def _match_tools(out: list[TurnView], tools: Sequence[ToolCalled]) -> None:
     """Each call's outcome and time from its turn's events, matched by tool name in
-    order. A turn with more events of a tool than calls to it ran a call a person approved
-    (its event comes first): that one settles the latest earlier call of the tool."""
+    order. An event of a turn that started before the turn's model call ran a call an
+    earlier turn held for a person's approval: it settles the latest such call."""
     by_seq: dict[int, list[ToolCalled]] = {}
     for event in tools:
         by_seq.setdefault(event.seq, []).append(event)
     seen: list[ToolCallView] = []
     for turn in out:
         left = by_seq.pop(turn.seq, []) if turn.seq is not None else []
-        for name in {e.tool for e in left}:
-            extra = sum(e.tool == name for e in left) - sum(c.name == name for c in turn.calls)
-            settling = [e for e in left if e.tool == name][: max(0, extra)]
-            held = [v for v in seen if v.name == name][-len(settling) :] if settling else []
-            for view, event in zip(held, settling, strict=False):
-                _apply(view, event)
-            for event in settling:
-                left.remove(event)
+        for event in [e for e in left if _before(e, turn.model_started)]:
+            held = [v for v in seen if v.name == event.tool and not v.settled]
+            if held:
+                _apply(held[-1], event)
+                held[-1].settled = True
+            left.remove(event)
         for view in turn.calls:
             found = next((e for e in left if e.tool == view.name), None)
             if found is not None:
                 _apply(view, found)
                 left.remove(found)
         seen.extend(turn.calls)
+
+
+def _before(event: ToolCalled, model_started: float | None) -> bool:
+    """Whether the call started before the turn's model call (so it was not one of the
+    calls that model call asked for)."""
+    if event.started_at is None or model_started is None:
+        return False
+    return event.started_at < model_started
 
 
 def _apply(view: ToolCallView, event: ToolCalled) -> None:

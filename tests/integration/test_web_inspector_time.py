@@ -13,8 +13,12 @@ from typing import Any
 import pytest
 
 from bots.web.view import read_all_events
+from core.llm.scripted import Reply, ScriptedModel, call
+from core.runs import people
+from core.runs.control import start_run
 from core.types.events import LLMCalled, ToolCalled, TurnStarted
 from tests import scenarios
+from tests.helpers import collect
 from tests.integration.test_web_inspector import (
     EVIL,
     app_for,
@@ -24,6 +28,7 @@ from tests.integration.test_web_inspector import (
     solo,
     token,
 )
+from tests.scenarios.test_tool_approval import ALICE, WRITE, agent, approval_settings, waiting
 
 pytestmark = pytest.mark.integration
 
@@ -148,3 +153,36 @@ async def test_arguments_are_pretty_and_escaped(make_services, settings, real_re
     escaped = args.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     escaped = escaped.replace('"', "&#34;")
     assert f"<pre>{escaped}</pre>" in html  # indented JSON, escaped, in the agent's turn
+
+
+async def test_a_call_held_for_approval_shows_its_real_outcome(make_services, real_redis) -> None:
+    """Denied once, approved once: the held calls get the outcome and time of the event
+    their approval settled (a later turn's), every ToolCalled is a timeline row."""
+    settings = approval_settings()
+    model = ScriptedModel().script(
+        "*",
+        Reply(content="I save the report.", calls=(call("write_file", WRITE),)),
+        Reply(content="Trying again.", calls=(call("write_file", WRITE),)),
+        Reply(calls=(call("finish", {"result": "saved"}),)),
+    )
+    svc = make_services(settings, model, redis=real_redis)
+    run_id = await start_run(svc, "write the report", agent(), requested_by=ALICE.id)
+    first = await waiting(svc, run_id)
+    await people.approve_action(svc, run_id, first.id, ALICE, "deny", reason="not yet")
+    second = await waiting(svc, run_id, count=2)
+    await people.approve_action(svc, run_id, second.id, ALICE, "once")
+    events = await collect(svc, run_id, timeout_s=30)
+    assert events[-1].kind == "run_finished"
+    app, inspector = app_for(settings, real_redis)
+    stored = await read_all_events(inspector.store, run_id)
+    async with client(app) as c:
+        html = (await c.get(f"/runs/{run_id}", params={"t": token(run_id)})).text
+    page = Page(html)
+
+    tool_ids = {i for i, e in stored if isinstance(e, ToolCalled)}
+    assert len(tool_ids) == 5  # two held notes, the denial, the approved run, finish
+    assert tool_ids <= {r["data-id"] for r in page.rows}
+    assert {"approval_asked", "approval_decided"} <= set(page.kinds())
+    # In the agent's turns: the first write_file denied (failed), the second ran.
+    calls = re.findall(r'<div class="call( failed)?">\n<span class="tool">(\w+)</span>', html)
+    assert calls == [(" failed", "write_file"), ("", "write_file"), ("", "finish")]

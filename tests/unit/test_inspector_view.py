@@ -55,8 +55,8 @@ def ran(seq: int, name: str, args: str, ok: bool, started: float, took: float) -
 
 def test_turns_match_calls_in_their_own_turn_and_settled_approvals() -> None:
     """Turn 0 calls write_file (held for approval) and search; turn 1 runs the approved
-    write_file (its event first) and calls write_file again: every call gets its own
-    outcome and time, none is skipped or shifted."""
+    write_file before its model call and calls write_file again: every call gets its
+    own outcome and time, none is skipped or shifted."""
     write = '{"path": "a.md"}'
     thread = [
         ChatMessage(role="system", content="sys"),
@@ -84,9 +84,10 @@ def test_turns_match_calls_in_their_own_turn_and_settled_approvals() -> None:
         ran(0, "write_file", write, True, T0 + 1, 0.0),  # the hold note
         ran(0, "search", '{"q": "x"}', True, T0 + 1, 0.25),
         TurnStarted(run_id="r", agent_id="A", seq=1, at=T0 + 10),
-        ran(1, "write_file", write, True, T0 + 10, 0.5),  # approved: ran now
         said(1, T0 + 12),
         ran(1, "write_file", '{"path": "b.md"}', False, T0 + 12, 0.125),
+        # Approved: ran before the model call, saved after the turn's own calls.
+        ran(1, "write_file", "{masked}", True, T0 + 10, 0.5),
     ]
     llms = [e for e in events if isinstance(e, LLMCalled)]
     tools = [e for e in events if isinstance(e, ToolCalled)]
