@@ -17,7 +17,13 @@ from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
     AgentFinished,
+    ApprovalAsked,
+    ApprovalDecided,
+    FormAsked,
+    FormClosed,
     LLMCalled,
+    QuestionAsked,
+    QuestionClosed,
     RunEvent,
     RunFinished,
     RunStarted,
@@ -25,7 +31,7 @@ from core.types.events import (
     TurnStarted,
 )
 
-SpanKind = Literal["life", "turn", "model", "tool"]
+SpanKind = Literal["life", "wait", "turn", "model", "tool"]
 
 
 @dataclass
@@ -98,10 +104,13 @@ def timings(events: Iterable[RunEvent], now: float) -> Timings:
     out = Timings()
     turns: dict[tuple[str, int], Span] = {}
     lives: dict[str, Span] = {}
+    waits: dict[str, Span] = {}
     last = None
     for event in events:
         last = event.at if last is None else max(last, event.at)
         agent = event.agent_id or ""
+        if _waits(event, waits, now):
+            continue
         match event:
             case RunStarted():
                 out.start = event.at if out.start is None else min(out.start, event.at)
@@ -123,11 +132,38 @@ def timings(events: Iterable[RunEvent], now: float) -> Timings:
                     span = tool_span(event)
                 out.spans.append(span)
                 if turn is not None:
+                    # An approved call runs before its turn's request is built.
+                    turn.start = min(turn.start, span.start)
                     turn.end = max(turn.end, span.end)
                     turn.ok = turn.ok and span.ok
-    out.spans[:0] = lives.values()
+    out.spans[:0] = [*lives.values(), *waits.values()]
     _close(out, last, now)
     return out
+
+
+def _waits(event: RunEvent, waits: dict[str, Span], now: float) -> bool:
+    """Opens or closes a wait for a person (a question, an approval, a form): True when
+    ``event`` was one of those."""
+    agent = event.agent_id or ""
+    match event:
+        case QuestionAsked():
+            waits[event.question_id] = Span("wait", agent, 0, event.at, now, "an answer")
+        case ApprovalAsked():
+            label = f"approval of {event.request.tool}"
+            waits[event.request.id] = Span("wait", event.request.agent_id, 0, event.at, now, label)
+        case FormAsked():
+            waits[event.form_id] = Span("wait", agent, 0, event.at, now, f"a form ({event.server})")
+        case QuestionClosed() | ApprovalDecided() | FormClosed():
+            key = event.approval_id if isinstance(event, ApprovalDecided) else _closed_id(event)
+            if key in waits:
+                waits[key].end = event.at
+        case _:
+            return False
+    return True
+
+
+def _closed_id(event: QuestionClosed | FormClosed) -> str:
+    return event.question_id if isinstance(event, QuestionClosed) else event.form_id
 
 
 def _close(out: Timings, last: float | None, now: float) -> None:
@@ -139,7 +175,7 @@ def _close(out: Timings, last: float | None, now: float) -> None:
         out.end = max(now, last or now)
     if out.finished and out.end is not None:
         for span in out.spans:
-            if span.kind == "life" and span.end > out.end:
+            if span.kind in ("life", "wait") and span.end > out.end:
                 span.end = out.end
 
 

@@ -13,7 +13,7 @@ from bots.web.timing import Span, SpanKind, Timings, seconds
 # A bar too short to see is drawn this wide, in percent of the axis (its title and
 # ``seconds`` say how long it took).
 MIN_WIDTH = 0.3
-_ORDER: dict[SpanKind, int] = {"life": 0, "turn": 1, "model": 2, "tool": 3}
+_ORDER: dict[SpanKind, int] = {"life": 0, "wait": 1, "turn": 2, "model": 3, "tool": 4}
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,8 @@ def _title(span: Span, name: str) -> str:
     match span.kind:
         case "life":
             return f"{name}: alive {took}"
+        case "wait":
+            return f"{name}: waited for {span.label} {took}"
         case "turn":
             return f"{name}, turn {span.seq}: {took}"
         case "model":

@@ -186,3 +186,6 @@ async def test_a_call_held_for_approval_shows_its_real_outcome(make_services, re
     # In the agent's turns: the first write_file denied (failed), the second ran.
     calls = re.findall(r'<div class="call( failed)?">\n<span class="tool">(\w+)</span>', html)
     assert calls == [(" failed", "write_file"), ("", "write_file"), ("", "finish")]
+    # The waterfall shows the two waits for a person in the writer's lane.
+    [lane] = page.lanes.values()
+    assert sum("b-wait" in r["class"] for r in lane) == 2

@@ -13,7 +13,10 @@ from core.types.events import (
     RUN_EVENT,
     AgentCreated,
     AgentFinished,
+    FormAsked,
     LLMCalled,
+    QuestionAsked,
+    QuestionClosed,
     RunEvent,
     RunFinished,
     RunStarted,
@@ -191,3 +194,21 @@ def test_ticks_are_round() -> None:
 )
 def test_durations_as_people_read_them(value: float | None, said: str) -> None:
     assert seconds(value) == said
+
+
+def test_waits_for_people_are_spans_of_their_agent() -> None:
+    asked = QuestionAsked(
+        run_id="r", agent_id="A", at=T0 + 1, question_id="q1", question="?", timeout_s=60
+    )
+    closed = QuestionClosed(run_id="r", agent_id="A", at=T0 + 4, question_id="q1", answer="y")
+    form = FormAsked(
+        run_id="r", agent_id="B", at=T0 + 2, form_id="f1", server="s", message="m", timeout_s=9
+    )
+    events = [RunStarted(run_id="r", at=T0, task="t"), asked, form, closed]
+    t = timings(events, now=T0 + 10)
+    [answer] = t.of("A", "wait")
+    assert (answer.start, answer.end, answer.label) == (T0 + 1, T0 + 4, "an answer")
+    [open_form] = t.of("B", "wait")
+    assert open_form.end == T0 + 10  # still waiting
+    w = waterfall(t, [("A", "Alpha", 0)])
+    assert w is not None and "waited for an answer 3.00 s" in w.lanes[0].bars[0].title
