@@ -69,6 +69,8 @@ class Thread:
     bubbles: list[Bubble] = field(default_factory=list)
     files: list[FileInfo] = field(default_factory=list)
     status: str = ""
+    # A question waits for your answer.
+    asking: bool = False
 
 
 def _who(m: ChatMessage) -> tuple[str, Side]:
@@ -107,7 +109,8 @@ def thread_view(
             for b in bubbles:
                 if b.kind == "status" and b.payload.get("phase") != "ended":
                     b.text = f"Waiting for your answer to {asked.who}'s question."
-    return Thread(bubbles, sorted(files, key=lambda f: f.path), status_words(run.status))
+    asking = any(b.open for b in bubbles)
+    return Thread(bubbles, sorted(files, key=lambda f: f.path), status_words(run.status), asking)
 
 
 def _hm(at: float) -> str:

@@ -27,8 +27,10 @@ from core.process.demo_flow import team_model
 from core.process.demo_planning import design
 from core.process.demo_reading import called
 from core.process.demo_team import BUDGET_FILE, LEAD
+from tests.integration.approval_run import DENIAL, DONE, TASK, asking, writer
 from tests.integration.test_web_chat import chat_app
 from tests.integration.test_web_inspector import served
+from tests.planning_helpers import settings as planning_settings
 
 CHROMIUM = os.environ.get("CARAMBA_CHROMIUM", "/usr/bin/chromium")
 playwright_api = pytest.importorskip("playwright.async_api")
@@ -226,3 +228,34 @@ async def flow(page: Any, base: str, svc: Any, model: ScriptedModel, shots: Shot
     assert lead_models == {EDITED_MODEL}
     lead_prompts = {r.messages[0].content for r in model.requests if r.agent_name == LEAD}
     assert all("Split the budget per person first" in (p or "") for p in lead_prompts)
+
+
+async def test_a_tool_approval_in_a_browser_at_360_px(tmp_path) -> None:
+    """A write waiting for approval, at 360 px: its buttons reachable, the reason typed
+    and Deny pressed, then Approve once; the run completes."""
+    async with (
+        chat_app(asking(planning_settings()), model=writer()) as (app, _svc),
+        served(app) as base,
+        playwright_api.async_playwright() as p,
+    ):
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = await browser.new_page(viewport={"width": 360, "height": 800})
+            shot = Shots(page, shots(tmp_path), 360)
+            await page.goto(f"{base}/chat")
+            await page.fill("textarea[name=task]", TASK)
+            await page.press("textarea[name=task]", "Enter")
+            await page.click("button.b-approve", timeout=20_000)
+            waiting = page.locator(".msg.k-approval")
+            await waiting.locator("button.b-deny").wait_for(timeout=20_000)
+            assert "Writer wants to use write_file" in await waiting.inner_text()
+            await shot.take("tool-1-waiting")
+            await waiting.locator("input[name=text]").fill(DENIAL)
+            await waiting.locator("button.b-deny").click()
+            await page.locator(".msg.k-approval", has_text="Denied by the web chat").wait_for()
+            again = page.locator(".msg.k-approval").last
+            await again.locator("button", has_text="Approve once").click(timeout=20_000)
+            await page.locator(".msg.k-result", has_text=DONE).wait_for(timeout=30_000)
+            await shot.take("tool-2-done")
+        finally:
+            await browser.close()

@@ -49,8 +49,9 @@ def test_a_saved_edit_is_left_out_once_the_proposal_is_decided() -> None:
 def test_a_question_waits_until_answered_and_the_status_line_says_so() -> None:
     status = msg(1, "status", "Starting the agents…", phase="starting")
     question = msg(2, "question", "Lisbon or Porto?", agent="Orchestrator")
-    waiting = thread_view(run(RunStatus.WAITING_HUMAN), [status, question], []).bubbles
-    assert waiting[2].open
+    thread = thread_view(run(RunStatus.WAITING_HUMAN), [status, question], [])
+    waiting = thread.bubbles
+    assert waiting[2].open and thread.asking
     assert waiting[1].text == "Waiting for your answer to Orchestrator's question."
     answered = [status, question, msg(3, "you", "Porto")]
     after = thread_view(run(RunStatus.RUNNING), answered, []).bubbles
