@@ -59,7 +59,7 @@ def _run(r: RunLine, known: dict[str, str]) -> str:
 
 
 def _cohort(c: SavedCohort, known: dict[str, str]) -> str:
-    used = f" · used {c.runs} times" if c.runs else ""
+    used = {0: "", 1: " · used once"}.get(c.runs, f" · used {c.runs} times")
     about = "" if c.name == c.task else f" — {_text(c.task, 120, known)}"
     return f"• *{_text(c.name, 80, known)}*{about}{used}"
 

@@ -51,7 +51,8 @@ class Names:
         if _MARK not in text:
             return text
         names = {uid: await self.people.name(uid) for uid in set(_MARKED.findall(text))}
-        return _MARKED.sub(lambda m: "@" + escape(names[m.group(1)]), text)
+        # (A mark the renderer cut in half goes.)
+        return _MARKED.sub(lambda m: "@" + escape(names[m.group(1)]), text).replace(_MARK, "")
 
     async def resolve_payload(self, payload: Payload) -> Payload:
         """Blocks with names, each text within the limit the renderer kept."""
@@ -67,6 +68,7 @@ def _named(text: str, names: dict[str, str]) -> str:
     """``text`` with its marks as names, never grown past a section's limit by them
     (the renderer cut it to fit with the shorter marks)."""
     named = _MARKED.sub(lambda m: "@" + escape(names.get(m.group(1), "someone")), text)
+    named = named.replace(_MARK, "")  # a mark the renderer cut in half
     if len(named) > len(text) and len(named) > SECTION_LIMIT:
         return truncate(named, max(len(text), SECTION_LIMIT))
     return named
