@@ -18,11 +18,12 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from slack_sdk.models.messages.chunk import PlanUpdateChunk, TaskUpdateChunk
+from slack_sdk.models.messages.chunk import BlocksChunk, PlanUpdateChunk, TaskUpdateChunk
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.chat.ports import Place, StatusLine
 from bots.chat.store import ChatStore
+from bots.slack.blocks import status_blocks
 from bots.slack.names import content
 from bots.slack.text import truncate
 
@@ -43,7 +44,7 @@ def plan_payload(s: StatusLine) -> dict[str, Any]:
         }
         for t in s.tasks
     ]
-    return {"run": s.run_id, "plan": _title(s), "tasks": tasks}
+    return {"run": s.run_id, "plan": _title(s), "tasks": tasks, "cancel": s.running}
 
 
 def _line(text: str, limit: int) -> str:
@@ -80,6 +81,15 @@ class ProgressStreams:
     ) -> None:
         self.client, self.chat, self.recipient, self.keep_s = client, chat, recipient, keep_s
 
+    def _opening(self, payload: dict[str, Any]) -> list[Any]:
+        """The stream's first chunks: Cancel while the run can be cancelled (a click on
+        it after the run ended is told so), the plan and its tasks."""
+        chunks = _chunks(payload, {})
+        if payload.get("cancel"):
+            blocks = status_blocks("", payload["run"], running=True)[1:]
+            chunks.insert(0, BlocksChunk(blocks=blocks))
+        return chunks
+
     def key(self, run_id: str) -> str:
         return self.chat.keys.stream(run_id, PROGRESS)
 
@@ -97,7 +107,7 @@ class ProgressStreams:
             recipient_user_id=user,
             recipient_team_id=team,
             task_display_mode="plan",
-            chunks=_chunks(payload, {}),
+            chunks=self._opening(payload),
         )
         ts = str(response["ts"])
         await self._keep(payload["run"], ts=ts, sent=json.dumps(payload))

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bots.slack.blocks import FEEDBACK, FEEDBACK_DOWN, FEEDBACK_UP
+from bots.slack.blocks import CANCEL, FEEDBACK, FEEDBACK_DOWN, FEEDBACK_UP
 from bots.slack.feedback import ALREADY, THANKS
 from core.llm.scripted import Reply, ScriptedModel, call
 from tests.fakes.slack_api import FakeSlackAPI
@@ -115,6 +115,10 @@ async def check_streamed_run(h: Harness, run_id: str, channel: str, thread: str)
     stream = the_stream(h.slack, channel)
     assert (stream["thread_ts"], stream["stopped"], stream["mode"]) == (thread, True, "plan")
     tasks = [c for c in stream["chunks"] if c["type"] == "task_update"]
+    # Cancel comes first, while the run can be cancelled (the status message's button).
+    opening = stream["chunks"][0]
+    assert opening["type"] == "blocks" and CANCEL in json.dumps(opening["blocks"])
+    assert opening["blocks"][0]["elements"][0]["value"] == run_id
     agents = await h.bot.svc.store.agent_ids(run_id)
     specs = [await h.bot.svc.store.load_spec(run_id, a) for a in agents]
     names = {spec[0].name for spec in specs if spec is not None}
