@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bots.web.timing import seconds
+from core.types.approvals import shown_arguments
 
 # Longer than this (lines or characters) is folded behind its first line.
 FOLD_LINES = 8
@@ -29,6 +30,12 @@ def pretty(text: str | None) -> str:
     if value in ({}, []):
         return stripped
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def arguments(text: str | None) -> str:
+    """A tool call's arguments indented, with what looks like a secret masked (as
+    approvers are shown them)."""
+    return pretty(shown_arguments(text or "", limit=1_000_000)) if text else ""
 
 
 def long(text: str | None) -> bool:
@@ -60,4 +67,10 @@ def _compact(text: str) -> str | None:
 
 def filters() -> dict[str, Callable[..., Any]]:
     """The page's filters for texts and times (registered by ``bots.web.app``)."""
-    return {"pretty": pretty, "long": long, "headline": headline, "secs": seconds}
+    return {
+        "pretty": pretty,
+        "arguments": arguments,
+        "long": long,
+        "headline": headline,
+        "secs": seconds,
+    }

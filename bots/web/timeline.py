@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import assert_never
 
-from bots.web.pretty import pretty
+from bots.web.pretty import arguments, pretty
 from bots.web.shown import category
 from core.types.agent import EndReason
 from core.types.events import (
@@ -95,7 +95,10 @@ def timeline_line(
         case ToolCalled():
             row = line(f"called {event.tool}", tag="ok" if event.ok else "error")
             row.seconds = event.duration_s
-            row.blocks = (("arguments", pretty(event.arguments)), ("result", pretty(event.result)))
+            row.blocks = (
+                ("arguments", arguments(event.arguments)),
+                ("result", pretty(event.result)),
+            )
             return row
         case LLMCalled():
             tokens = event.prompt_tokens + event.completion_tokens

@@ -215,3 +215,23 @@ async def test_the_waterfall_in_the_browser(
         await finish.locator("summary").first.click()
         assert '{\n  "result": ' in await finish.locator("pre").first.inner_text()
         await page.screenshot(path=str(folder / "inspector-filtered.png"), full_page=True)
+
+
+async def test_waits_for_a_person_in_the_waterfall(
+    make_services, real_redis, browser, tmp_path
+) -> None:
+    """A call held for approval twice: two waits in the agent's lane, the denied call
+    shown failed in its turn with the time it took once decided."""
+    from tests.integration.test_web_inspector_time import held_twice
+
+    run_id, settings = await held_twice(make_services, real_redis)
+    app, _ = app_for(settings, real_redis)
+    async with served(app) as base:
+        page = await browser.new_page(viewport={"width": 1280, "height": 900})
+        await page.goto(f"{base}/runs/{run_id}?t={token(run_id)}")
+        assert await page.locator("#waterfall rect.b-wait").count() == 2
+        title = await page.locator("#waterfall rect.b-wait title").first.text_content()
+        assert title is not None and "waited for approval of write_file" in title
+        await page.click("#agents summary >> text=Writer")
+        assert await page.locator("#agents .call.failed .tool").inner_text() == "write_file"
+        await page.screenshot(path=str(shots(tmp_path) / "inspector-approvals.png"), full_page=True)

@@ -28,7 +28,14 @@ from tests.integration.test_web_inspector import (
     solo,
     token,
 )
-from tests.scenarios.test_tool_approval import ALICE, WRITE, agent, approval_settings, waiting
+from tests.scenarios.test_tool_approval import (
+    ALICE,
+    SECRET,
+    WRITE,
+    agent,
+    approval_settings,
+    waiting,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -155,9 +162,8 @@ async def test_arguments_are_pretty_and_escaped(make_services, settings, real_re
     assert f"<pre>{escaped}</pre>" in html  # indented JSON, escaped, in the agent's turn
 
 
-async def test_a_call_held_for_approval_shows_its_real_outcome(make_services, real_redis) -> None:
-    """Denied once, approved once: the held calls get the outcome and time of the event
-    their approval settled (a later turn's), every ToolCalled is a timeline row."""
+async def held_twice(make_services: Any, redis: Any) -> tuple[str, Any]:
+    """A finished run whose write_file waited for approval twice: denied, then approved."""
     settings = approval_settings()
     model = ScriptedModel().script(
         "*",
@@ -165,7 +171,7 @@ async def test_a_call_held_for_approval_shows_its_real_outcome(make_services, re
         Reply(content="Trying again.", calls=(call("write_file", WRITE),)),
         Reply(calls=(call("finish", {"result": "saved"}),)),
     )
-    svc = make_services(settings, model, redis=real_redis)
+    svc = make_services(settings, model, redis=redis)
     run_id = await start_run(svc, "write the report", agent(), requested_by=ALICE.id)
     first = await waiting(svc, run_id)
     await people.approve_action(svc, run_id, first.id, ALICE, "deny", reason="not yet")
@@ -173,6 +179,13 @@ async def test_a_call_held_for_approval_shows_its_real_outcome(make_services, re
     await people.approve_action(svc, run_id, second.id, ALICE, "once")
     events = await collect(svc, run_id, timeout_s=30)
     assert events[-1].kind == "run_finished"
+    return run_id, settings
+
+
+async def test_a_call_held_for_approval_shows_its_real_outcome(make_services, real_redis) -> None:
+    """Denied once, approved once: the held calls get the outcome and time of the event
+    their approval settled (a later turn's), every ToolCalled is a timeline row."""
+    run_id, settings = await held_twice(make_services, real_redis)
     app, inspector = app_for(settings, real_redis)
     stored = await read_all_events(inspector.store, run_id)
     async with client(app) as c:
@@ -189,3 +202,5 @@ async def test_a_call_held_for_approval_shows_its_real_outcome(make_services, re
     # The waterfall shows the two waits for a person in the writer's lane.
     [lane] = page.lanes.values()
     assert sum("b-wait" in r["class"] for r in lane) == 2
+    # Arguments are shown as approvers see them: the key masked, in turns and timeline.
+    assert SECRET not in html and "v1 key ••••" in html

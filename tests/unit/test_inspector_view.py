@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from bots.web.pretty import headline, long, pretty
+from bots.web.pretty import arguments, headline, long, pretty
 from bots.web.runs import ran_for
 from bots.web.shown import Shown, category
 from bots.web.timeline import timeline_line
@@ -150,3 +150,9 @@ def test_a_run_ran_from_its_start_to_its_end() -> None:
     assert ran_for(run, now=T0 + 50) == 49  # still running
     run.history += [moved(RunStatus.RUNNING, T0 + 9), moved(RunStatus.COMPLETED, T0 + 12.5)]
     assert ran_for(run, now=T0 + 50) == 11.5
+
+
+def test_arguments_are_shown_with_secrets_masked() -> None:
+    shown = arguments(json.dumps({"url": "https://x.test/?api_key=sk-abcdefghijklmnop", "n": 1}))
+    assert "sk-abcdefghijklmnop" not in shown and shown.startswith('{\n  "url": ')
+    assert arguments("") == "" and arguments(None) == ""
