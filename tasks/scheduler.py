@@ -126,6 +126,8 @@ class CeleryScheduler:
             log.warning("could not settle %d turns in the ledger (%r)", len(members), exc)
 
     async def _move(self, *, settle: Sequence[str] = (), hold: Sequence[str] = ()) -> None:
+        if not settle and not hold:
+            return
         for member in hold:
             self.holdings.add(member)
         try:
@@ -147,12 +149,6 @@ class CeleryScheduler:
             self.ledger.settle(member)
         if hold:
             self.ledger.hold(hold, self.lease_s)
-
-    def hold_sync(self, task_id: str, job: TurnJob | dict[str, object]) -> None:
-        """This worker runs the turn: its entry is held under this process's lease."""
-        member = TurnLedger.member(task_id, job)
-        self.holdings.add(member)
-        self.ledger.hold([member], self.lease_s)
 
     def settle_sync(self, task_id: str, job: TurnJob | dict[str, object]) -> None:
         """The turn ran to its end: its entry leaves the ledger."""
