@@ -35,7 +35,7 @@ from bots.chat.store import ChatStore
 from bots.chat.threads import Threads
 from bots.web import chat_approvals
 from bots.web.access import Signer, run_path
-from bots.web.chat_past import PastChat, past_chats
+from bots.web.chat_past import PastChat, PastChats
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
 from bots.web.chat_view import HELPERS, YOU, thread_view
@@ -84,6 +84,7 @@ class WebChat:
     threads: Threads = field(init=False)
     relays: Relays = field(init=False)
     who: WebNames = field(init=False)
+    _past: PastChats = field(init=False)
     # Who acts from this chat (the people room's person).
     person: Person = WEB
 
@@ -95,6 +96,7 @@ class WebChat:
         adapter = Adapter("web", "the web chat", WebRenderer(), self.transport, limits)
         self.threads = Threads(store)
         self.relays = Relays(self.svc, adapter, self.threads)
+        self._past = PastChats(self.svc.store, WEB_USER, PAST_SHOWN)
 
     async def start(self) -> int:
         """Take up the web threads earlier processes left."""
@@ -118,6 +120,7 @@ class WebChat:
         opened = await take_request(self.relays, task, WEB, Place("web", run_id), run_id=run_id)
         if isinstance(opened, NotOpened):
             raise RunError(opened.reason)
+        self._past.forget()
         return opened.run_id
 
     async def act(self, run_id: str, action: str, text: str) -> str | None:
@@ -177,8 +180,10 @@ class WebChat:
             return YOU
         return (await self.who.name(run.requested_by)) or "Someone"
 
-    async def past(self) -> list[PastChat]:
-        return await past_chats(self.svc.store, WEB_USER, PAST_SHOWN)
+    async def past(self, *, fresh: bool = False) -> list[PastChat]:
+        if fresh:
+            self._past.forget()
+        return await self._past.get()
 
     async def changes(self, run_id: str, after: str) -> AsyncIterator[str]:
         """Server-sent events: ``change`` whenever the thread changes (polled: no
@@ -224,7 +229,7 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             return forbidden()
         if request.method == "GET":
             t = request.query_params.get("t", "")
-            return page("chat_new.html", t=t, past=await chat.past(), **HELPERS)
+            return page("chat_new.html", t=t, past=await chat.past(fresh=True), **HELPERS)
         if not same_origin(request):
             return PlainTextResponse("Forms are taken from this site only.", status_code=403)
         task = (await form(request)).get("task", "").strip()
