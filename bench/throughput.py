@@ -35,7 +35,6 @@ import argparse
 import asyncio
 import os
 import re
-import resource
 import sys
 import time
 import uuid
@@ -47,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from redis.asyncio import Redis
 
+from bench.throughput_probe import bounded, consume, cpu_s, others_cpu_s, rss_mb, wait_all
 from core.config import Settings, load_settings
 from core.llm.scripted import ScriptedModel
 from core.process.wiring import build_services
@@ -66,7 +66,6 @@ MODEL = os.environ.get("CARAMBA_BENCH_MODEL", "hosted_vllm/fake-model")
 # "" = the configured default (llm.client); "litellm" or "openai_compat" to choose.
 CLIENT = os.environ.get("CARAMBA_BENCH_CLIENT", "")
 _NAME = re.compile(r"You are (.+?), ")
-_TICK = os.sysconf("SC_CLK_TCK")
 _REDIS_PID = 0  # the Redis server's process (its CPU is reported beside the workers')
 
 
@@ -128,70 +127,12 @@ def respond(body: dict[str, Any]) -> FakeReply:
     return FakeReply(tool_calls=[("finish", {"result": f"{name}: {n}"})])
 
 
-def _cpu_s(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
-
-
-def _others_cpu_s() -> tuple[float, float]:
-    """This process's CPU (the fake model server and the bench) and the Redis server's."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    try:
-        redis_cpu = _cpu_s(_REDIS_PID)
-    except (OSError, ValueError):
-        redis_cpu = float("nan")
-    return own.ru_utime + own.ru_stime, redis_cpu
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def client_settings(prefix: str, queue: str) -> Settings:
     return load_settings(
         redis={"url": URL, "key_prefix": prefix},
         celery={"queue": queue},
         limits={"stall_repeats": 50},
     )
-
-
-async def _wait_all(
-    redis: Redis,
-    prefix: str,
-    run_ids: list[str],
-    timeout_s: float,
-    calls: tuple[ThreadedFakeLLMServer, int] | None = None,
-) -> None:
-    """Until every run has ended. The bench must not take the workers' CPU or Redis's to
-    find out: with ``calls`` (the fake and how many model calls the runs make in all), it
-    first waits for the fake to have served them (no Redis at all), then reads the runs'
-    heads every 5 ms until they have ended (their last turns' saves come a moment after
-    their last calls). Before, it read all 1,000 heads every 0.5 s: about ten GETs per
-    turn in Redis and their parsing in this process, beside the fake."""
-    deadline = time.monotonic() + timeout_s
-    if calls is not None:
-        server, wanted = calls
-        for _ in range(int(timeout_s * 100)):  # a list's length: nothing else is read
-            if len(server.requests) >= wanted:
-                break
-            await asyncio.sleep(0.01)
-    pending = list(run_ids)
-    while pending:
-        async with redis.pipeline(transaction=False) as pipe:
-            for run_id in pending:
-                pipe.get(f"{prefix}:run:{run_id}:head")  # its status, not the whole record
-            raws = await pipe.execute()
-        pending = [
-            r
-            for r, raw in zip(pending, raws, strict=True)
-            if not re.search(r'"status":"(completed|failed|cancelled)"', raw or "")
-        ]
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{len(pending)} runs unfinished after {timeout_s} s")
-        await asyncio.sleep(0.005)
 
 
 async def _phase(
@@ -236,28 +177,29 @@ async def _phase(
             for _ in range(processes * 2)
         ]
         await asyncio.gather(*(approve_run(svc, r, "bench") for r in warm))
-        await _wait_all(redis, prefix, warm, timeout_s)
+        await wait_all(redis, prefix, warm, timeout_s)
         server.latency_s = llm_ms / 1000
-        proposed = await _bounded(
+        proposed = await bounded(
             [propose_run(svc, "bench", root, requested_by="bench") for root in roots]
         )
         calls_before = len(server.requests)
-        cpu_before = sum(_cpu_s(p.pid) for p in procs)
-        others_before = _others_cpu_s()
+        cpu_before = sum(cpu_s(p.pid) for p in procs)
+        others_before = others_cpu_s(_REDIS_PID)
         if hold:
-            await asyncio.to_thread(_consume, app, queue, False)
+            await asyncio.to_thread(consume, app, queue, False, len(procs))
         t0 = time.perf_counter()
-        await _bounded([approve_run(svc, r, "bench") for r in proposed])
+        await bounded([approve_run(svc, r, "bench") for r in proposed])
         approved_s = time.perf_counter() - t0
+        ran_held = len(server.requests) - calls_before  # 0: the workers did hold off
         if hold:  # every agent's first turn is queued: all start now
-            await asyncio.to_thread(_consume, app, queue, True)
             t0 = time.perf_counter()
+            await asyncio.to_thread(consume, app, queue, True, len(procs))
         wanted = calls_before + calls_per_run * len(proposed)
         waited = (server, wanted) if calls_per_run else None
-        await _wait_all(redis, prefix, list(proposed), timeout_s, waited)
+        await wait_all(redis, prefix, list(proposed), timeout_s, waited)
         wall = time.perf_counter() - t0
-        cpu = sum(_cpu_s(p.pid) for p in procs) - cpu_before
-        others = [b - a for a, b in zip(others_before, _others_cpu_s(), strict=True)]
+        cpu = sum(cpu_s(p.pid) for p in procs) - cpu_before
+        others = [b - a for a, b in zip(others_before, others_cpu_s(_REDIS_PID), strict=True)]
         turns = len(server.requests) - calls_before
         by_role = Counter(_name(b).split(" ")[0] for b in server.requests[calls_before:])
         failed = 0
@@ -267,9 +209,10 @@ async def _phase(
         return {
             "wall_s": wall,
             "approved_s": approved_s,
+            "calls_while_held": ran_held,
             "turns": turns,
             "cpu_ms_per_turn": cpu * 1000 / max(1, turns),
-            "rss_mb": sum(_rss_mb(p.pid) for p in procs),
+            "rss_mb": sum(rss_mb(p.pid) for p in procs),
             "bench_cpu_ms_per_turn": others[0] * 1000 / max(1, turns),
             "redis_cpu_ms_per_turn": others[1] * 1000 / max(1, turns),
             "failed": failed,
@@ -284,28 +227,6 @@ async def _phase(
         for i in range(0, len(keys), 5000):
             await redis.delete(*keys[i : i + 5000])
         await redis.aclose()
-
-
-def _consume(app: Any, queue: str, on: bool) -> None:
-    """Have every worker stop (or start again) taking turns from ``queue`` (Celery's
-    remote control), and wait for their replies."""
-    if on:
-        replies = app.control.add_consumer(queue, reply=True, timeout=5)
-    else:
-        replies = app.control.cancel_consumer(queue, reply=True, timeout=5)
-    if not replies:
-        raise RuntimeError("no worker answered the remote control")
-
-
-async def _bounded(coros: list[Any], limit: int = 50) -> list[Any]:
-    """gather with at most ``limit`` at once: the Redis pool has 100 connections."""
-    gate = asyncio.Semaphore(limit)
-
-    async def one(coro: Any) -> Any:
-        async with gate:
-            return await coro
-
-    return await asyncio.gather(*(one(c) for c in coros))
 
 
 def _client_used() -> str:
