@@ -1,11 +1,20 @@
-"""Turn chaining (tasks.chain): which turn a task takes back to run next."""
+"""Turn chaining (tasks.chain): which turn a task takes back to run next, and what the
+turn ledger is told as a chain runs (no broker, no Redis: the moves are recorded)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
-from core.scheduler.base import TurnJob
-from tasks.chain import Chain
+import pytest
+
+from core.config import load_settings
+from core.scheduler.base import TurnJob, TurnOutcome
+from tasks.app import make_app
+from tasks.chain import Chain, run_chain
+from tasks.ledger import TurnLedger
+from tasks.scheduler import CeleryScheduler
 
 
 def _chain(turns_left: int = 5, span_s: float = 60.0) -> Chain:
@@ -26,3 +35,91 @@ def test_a_chain_takes_no_other_run_no_planning_and_nothing_once_spent() -> None
     assert not _chain().accepts(TurnJob(run_id="r1", kind="plan"))
     assert not _chain(turns_left=0).accepts(TurnJob(run_id="r1", agent_id="lead", seq=1))
     assert not _chain(span_s=-1).accepts(TurnJob(run_id="r1", agent_id="lead", seq=1))
+
+
+# --- run_chain: what the ledger is told, turn by turn ------------------------------------
+
+
+class Moves:
+    """Stands for the worker's LedgerMoves: records each move as (settled, held) task ids."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[list[str], list[str]]] = []
+
+    async def move(self, *, settle=(), hold=(), lease_s=0.0) -> None:
+        self.log.append(([_task(m) for m in settle], [_task(m) for m in hold]))
+
+
+def _task(member: str) -> str:
+    return TurnLedger.parse(member)[1].agent_id + f":{TurnLedger.parse(member)[1].seq}"
+
+
+@pytest.fixture
+def scheduler(monkeypatch) -> Iterator[tuple[CeleryScheduler, Moves, list[str]]]:
+    settings = load_settings(
+        redis={"url": "redis://127.0.0.1:6379/15", "key_prefix": "unit"},
+        celery={"chain_turns": 5},
+    )
+    app = make_app(settings)
+    scheduler = CeleryScheduler(app, settings)
+    moves, handed = Moves(), []
+    scheduler._moves = moves  # type: ignore[assignment]
+
+    async def hand_over(task_id: str, job: TurnJob) -> None:
+        handed.append(f"{job.agent_id}:{job.seq}")
+
+    monkeypatch.setattr(scheduler, "hand_over", hand_over)
+    yield scheduler, moves, handed
+    scheduler.close()
+    app.close()
+
+
+def _turns(scheduler: CeleryScheduler, raising: set[int]) -> Callable[[TurnJob], Any]:
+    """Agent a's turns 0, 1, 2: each schedules the next, the last ends; those in
+    ``raising`` raise after scheduling."""
+
+    async def handle(job: TurnJob) -> TurnOutcome:
+        if job.seq < 2:
+            await scheduler.submit(job.model_copy(update={"seq": job.seq + 1}))
+        if job.seq in raising:
+            raise RuntimeError(f"turn {job.seq} failed")
+        return TurnOutcome.ENDED if job.seq == 2 else TurnOutcome.CONTINUED
+
+    return handle
+
+
+async def test_a_chain_holds_each_turn_as_it_is_scheduled_and_settles_the_ended_ones(
+    scheduler,
+) -> None:
+    sched, moves, handed = scheduler
+    job = TurnJob(run_id="r1", agent_id="a", seq=0)
+    assert await run_chain(sched, _turns(sched, set()), job, "task-0") is TurnOutcome.ENDED
+    assert moves.log == [
+        ([], ["a:0"]),  # the task's own turn, as it starts
+        ([], ["a:1"]),  # scheduled by turn 0: held before submit returned
+        (["a:0"], ["a:2"]),  # scheduled by turn 1, with turn 0 settled in the same script
+        (["a:1", "a:2"], []),  # the chain ended
+    ]
+    assert handed == [] and sched.holdings.snapshot() == []
+
+
+async def test_a_chained_turn_that_raises_goes_to_the_broker_and_the_rest_is_settled(
+    scheduler,
+) -> None:
+    sched, moves, handed = scheduler
+    job = TurnJob(run_id="r1", agent_id="a", seq=0)
+    assert await run_chain(sched, _turns(sched, {1}), job, "task-0") is TurnOutcome.CONTINUED
+    # Turn 1 scheduled turn 2 then raised: both go back to the broker (held → queued).
+    assert sorted(handed) == ["a:1", "a:2"]
+    # Turn 0 was settled as turn 1 scheduled turn 2; nothing is left to settle.
+    assert moves.log == [([], ["a:0"]), ([], ["a:1"]), (["a:0"], ["a:2"])]
+
+
+async def test_the_tasks_own_turn_that_raises_stays_held_for_the_tasks_retry(scheduler) -> None:
+    sched, moves, handed = scheduler
+    job = TurnJob(run_id="r1", agent_id="a", seq=0)
+    with pytest.raises(RuntimeError, match="turn 0 failed"):
+        await run_chain(sched, _turns(sched, {0}), job, "task-0")
+    assert handed == ["a:1"]  # the turn it had scheduled, given to the broker
+    assert moves.log == [([], ["a:0"]), ([], ["a:1"])]  # a:0 not settled: the task retries it
+    assert TurnLedger.member("task-0", job) in sched.holdings.snapshot()
