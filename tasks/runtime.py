@@ -96,7 +96,7 @@ class WorkerRuntime:
         except BaseException:
             await scheduler.aclose()
             raise
-        scheduler.attach(svc.redis)
+        scheduler.attach(svc)
         self._scheduler = scheduler
         self._stop_background = stop = asyncio.Event()
         self._background = [

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 
 from core.config import Settings
 from core.scheduler.base import TurnJob
-from core.state.client import Client
 from core.state.keys import Keys
 from core.state.ledger import LedgerSets, SyncClient, broker_queue_length
 from core.state.ledger_moves import LedgerMoves
@@ -34,6 +33,8 @@ from tasks.ledger import Holdings, TurnLedger
 
 if TYPE_CHECKING:
     from celery import Celery
+
+    from core.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -99,10 +100,10 @@ class CeleryScheduler:
             return
         await asyncio.get_running_loop().run_in_executor(self._executor, self.publish, job)
 
-    def attach(self, redis: Client) -> None:
-        """The worker's event-loop client: chains hold and settle their turns through it
-        (one script, no thread hop) instead of the synchronous ledger."""
-        self._moves = LedgerMoves(redis, self.settings.redis.key_prefix)
+    def attach(self, svc: Services) -> None:
+        """The worker's Services (its event-loop client): chains hold and settle their
+        turns through it (one script, no thread hop) instead of the synchronous ledger."""
+        self._moves = LedgerMoves.of(svc, self.settings.redis.key_prefix)
 
     @staticmethod
     def member(task_id: str, job: TurnJob | dict[str, object]) -> str:

@@ -9,9 +9,10 @@ platform refuses the upload for good, a note says which files could not be uploa
 from __future__ import annotations
 
 import logging
+from pathlib import PurePosixPath
 
 from bots.chat.outbox import Entry
-from bots.chat.ports import Artifacts, Limits, Note, OutFile, Renderer
+from bots.chat.ports import Artifacts, Limits, Note, OutFile, Renderer, TextFile
 from core.services import Services
 from core.types.files import human_size
 from core.workspace.base import FileInfo
@@ -99,3 +100,14 @@ async def queue_outputs(
         note = Note("I could not list the files the agents made.", "warning")
         return _notes(run_id, "note that the files could not be listed", note, renderer)
     return output_entries(run_id, files, limits, renderer)
+
+
+def plain_filename(name: str) -> str:
+    """An agent's file name as a plain name (no folders), at most 100 characters."""
+    return PurePosixPath(name.replace("\\", "/")).name[-100:] or "post.txt"
+
+
+def result_file(run_id: str, text: str) -> TextFile:
+    """The whole result ``text`` as a file, kept as is (a file is not markup)."""
+    name = run_id or "run"
+    return TextFile(content=text, filename=f"result-{name}.md", title=f"Result of {name}")

@@ -21,14 +21,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from pathlib import PurePosixPath
 from typing import Any
 
 from bots.chat.approvals import follow_approval
 from bots.chat.forms import follow_form
 from bots.chat.links import run_link
 from bots.chat.outbox import Entry
-from bots.chat.outputs import queue_outputs
+from bots.chat.outputs import plain_filename, queue_outputs, result_file
 from bots.chat.pause import follow_pause
 from bots.chat.ports import (
     Card,
@@ -71,17 +70,6 @@ from core.types.run import RunStatus
 
 log = logging.getLogger(__name__)
 NO_CARD = "I could not post the proposal here; ask me again."
-
-
-def _filename(name: str) -> str:
-    """An agent's file name as a plain name (no folders), at most 100 characters."""
-    return PurePosixPath(name.replace("\\", "/")).name[-100:] or "post.txt"
-
-
-def result_file(run_id: str, text: str) -> TextFile:
-    """The whole result ``text`` as a file, kept as is (a file is not markup)."""
-    name = run_id or "run"
-    return TextFile(content=text, filename=f"result-{name}.md", title=f"Result of {name}")
 
 
 class ThreadRelay:
@@ -240,7 +228,7 @@ class ThreadRelay:
         if post.filename is None or self.quiet:
             self.reply("chat post", post)
             return
-        name, r = _filename(post.filename), self.renderer
+        name, r = plain_filename(post.filename), self.renderer
         comment = f"{r.bold(post.agent)} posted {r.escape(name)}"
         file = TextFile(content=post.text, filename=name, title=name, comment=comment)
         instead = tuple(self.entries("chat post", post))

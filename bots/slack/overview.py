@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from core.services import Services
-from core.state.keys import Keys
 from core.state.library_store import LibraryStore
 from core.state.listing import newest_runs
 from core.types.run import RunState
@@ -84,7 +83,7 @@ async def month_spend(svc: Services, now: float | None = None) -> Spend:
 
 async def saved_cohorts(svc: Services, limit: int) -> list[SavedCohort]:
     """Cohorts in the library, the most used first (then the newest)."""
-    store = LibraryStore(svc.redis, Keys(svc.settings.redis.key_prefix), ())
+    store = LibraryStore.reading(svc, svc.settings.redis.key_prefix)
     ids: list[str] = []
     async for entry_id in store.entry_ids(LIBRARY_SCAN):
         ids.append(entry_id)

@@ -13,6 +13,7 @@ may call the Redis client and ``core.state.keys``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 from core.state.client import Client
 from core.state.keys import Keys
@@ -30,8 +31,20 @@ for i = 3 + settled, #ARGV do
 end"""
 
 
+class _Wired(Protocol):
+    """What a process's Services hold (``core.process.wiring``): its Redis client."""
+
+    @property
+    def redis(self) -> Client: ...
+
+
 class LedgerMoves:
     """Hold and settle turn ledger entries from an event loop; every call one round trip."""
+
+    @classmethod
+    def of(cls, svc: _Wired, key_prefix: str) -> LedgerMoves:
+        """The moves through the process's own client (``svc``: its Services)."""
+        return cls(svc.redis, key_prefix)
 
     def __init__(self, redis: Client, key_prefix: str) -> None:
         keys = Keys(key_prefix)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from redis.asyncio import Redis
 
@@ -42,8 +42,21 @@ class EntryWrite:
     previous: str | None = None
 
 
+class _Wired(Protocol):
+    """What a process's Services hold (``core.process.wiring``): its Redis client."""
+
+    @property
+    def redis(self) -> Redis: ...
+
+
 class LibraryStore:
     """Entries, names and term statistics of one deployment's library."""
+
+    @classmethod
+    def reading(cls, svc: _Wired, key_prefix: str) -> LibraryStore:
+        """The store through the process's own client (``svc``: its Services), for reading
+        rows (no field list: the rows as stored)."""
+        return cls(svc.redis, Keys(key_prefix), ())
 
     def __init__(self, redis: Redis, keys: Keys, fields: Sequence[str]) -> None:
         self.redis = redis
