@@ -47,7 +47,8 @@ def _agent(a: AgentCard, excerpt: int) -> str:
 
 
 def budget_line(view: ProposalView) -> str:
-    """``Budget: 20,000 tokens · $0.03 · 1800 s · planning used … · run run_…``."""
+    """``Budget: 20,000 tokens · $0.03 · 1800 s · planning used 2,123 tokens ($0.01)`` (no
+    run id: people read names and words; the inspector's link carries the run)."""
     parts: list[str] = []
     if view.budget is not None:
         b = view.budget
@@ -58,8 +59,7 @@ def budget_line(view: ProposalView) -> str:
     if view.planning is not None:
         spent = view.planning
         parts.append(f"planning used {tokens(spent.total_tokens)} ({cost(spent.cost_usd)})")
-    parts.append(f"run {view.run_id}")
-    return " · ".join(parts)
+    return " · ".join(parts) or "Budget: the defaults"
 
 
 def _head(view: ProposalView, steps_limit: int) -> str:
