@@ -20,6 +20,7 @@ from bots.console.card import money, tokens
 from bots.console.text import escape
 from core.runs.approval import AgentCard, ProposalView
 from core.runs.edits import AgentEdit, Edit, EditField, EditProblem, invalid_fields
+from core.types.figures import number
 
 Said = Callable[..., str]  # asks a question (rich Prompt.ask's options), returns the answer
 Check = Callable[[AgentEdit], Sequence[EditProblem]]  # core's problems with an edit
@@ -198,7 +199,8 @@ def _number(text: str) -> float:
 
 def _token_count(text: str, keep: str) -> int:
     how = (
-        f"write a whole number of tokens, at least {MIN_TOKENS:,}, or leave it empty to keep {keep}"
+        f"write a whole number of tokens, at least {number(MIN_TOKENS)}, "
+        f"or leave it empty to keep {keep}"
     )
     try:
         value = _number(text)

@@ -10,6 +10,7 @@ from typing import assert_never
 
 from bots.web.pretty import arguments, pretty
 from bots.web.shown import category
+from core.types import figures
 from core.types.agent import EndReason
 from core.types.events import (
     AgentCreated,
@@ -101,8 +102,8 @@ def timeline_line(
             )
             return row
         case LLMCalled():
-            tokens = event.prompt_tokens + event.completion_tokens
-            row = line(f"model call ({event.model}), {tokens:,} tokens")
+            used = figures.tokens(event.prompt_tokens + event.completion_tokens)
+            row = line(f"model call ({event.model}), {used}")
             row.seconds = event.duration_s
             row.blocks = (("said", event.text),) if event.text else ()
             return row
