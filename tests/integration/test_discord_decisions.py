@@ -214,6 +214,10 @@ async def test_a_restarted_bot_answers_the_cards_buttons_and_resumes_the_relay(
         await fake.wait_until(lambda: fake.gateway.connected() == 0)
         # A new process: its bot never sent the card, yet answers its buttons.
         async with harness(make_services, real_redis, fake=fake) as h:
+            # An agent's Edit button (a V2 section's accessory) opens its form here too.
+            agent = next(c for c in custom_ids(card) if c.startswith("caramba:agent:"))
+            opened = await fake.click(card["id"], agent, "alice")
+            assert (await fake.wait_ack(opened)).json["type"] == 9
             click = await fake.click(card["id"], f"caramba:approve:{run_id}", "alice")
             assert (await fake.wait_ack(click)).json["type"] == 6
             await fake.wait_until(lambda: custom_ids(fake.message(card["id"])) == [])
