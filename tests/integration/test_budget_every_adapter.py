@@ -190,9 +190,9 @@ async def test_web_chat_form_card_shows_the_planned_budget_and_pauses_there(sett
         run_id = path.rsplit("/", 1)[1]
         card = await until(c, path, r'value="approve"')
         assert await _approved_budget(svc, run_id) == _planned(svc)
-        (budget_line,) = re.findall(r"budget: [^<]*", card)
+        (budget_line,) = re.findall(r"Budget: [^<]*", card)
         print("Web card:", budget_line)
-        assert budget_line == "budget: 20,000 tokens, $0.03"
+        assert budget_line == "Budget: 20,000 tokens, $0.03"
 
         assert (await post(c, f"{path}/act", action="approve")).status_code == 303
         page = await until(c, path, r'value="extend"')
