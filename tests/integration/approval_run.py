@@ -40,8 +40,10 @@ def _writer(request: LLMRequest) -> Reply:
     if "The agent: " in (request.messages[-1].content or ""):
         return prompt_writer(request)
     results = [m for m in request.messages if m.role == "tool"]
-    if results and "outputs/report.md" in (results[-1].content or "") and "Denied" not in (
-        results[-1].content or ""
+    if (
+        results
+        and "outputs/report.md" in (results[-1].content or "")
+        and "Denied" not in (results[-1].content or "")
     ):
         return Reply(calls=(call("finish", {"result": DONE}),))
     return Reply(content=REASON, calls=(call("write_file", WRITE),))
