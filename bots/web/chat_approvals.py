@@ -64,9 +64,7 @@ async def act(chat: WebChat, run_id: str, action: str, text: str) -> str | None:
 async def decided(chat: WebChat, run_id: str, approval_id: str, line: str) -> None:
     """The request's message, without its buttons, saying who decided."""
     messages, _ = await chat.transport.messages(run_id)
-    found = next(
-        (m for m in reversed(messages) if m.payload.get("approval") == approval_id), None
-    )
+    found = next((m for m in reversed(messages) if m.payload.get("approval") == approval_id), None)
     if found is not None:
         payload = {**found.payload, "decided": line}
         await chat.transport.update(Place("web", run_id), found.id, found.text, payload)

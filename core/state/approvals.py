@@ -75,9 +75,7 @@ async def result(store: Store, run_id: str, approval_id: str) -> str | None:
     return None if raw is None else raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
-async def every(
-    store: Store, run_id: str
-) -> list[tuple[ApprovalRequest, ApprovalDecision | None]]:
+async def every(store: Store, run_id: str) -> list[tuple[ApprovalRequest, ApprovalDecision | None]]:
     """The run's requests, oldest first, each with its decision (None: still open)."""
     raw: Any = await store.redis.hgetall(store.keys.approvals(run_id))
     fields = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}

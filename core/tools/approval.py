@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["asks_words", "direct_safe", "needs_approval", "shown_arguments"]
 
+
 def needs_approval(policy: ToolApprovalSettings, t: Tool) -> bool:
     """Whether every call of ``t`` waits for a person (a grant for the run aside)."""
     if t.name in policy.never:

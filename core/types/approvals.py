@@ -77,7 +77,6 @@ def shown_arguments(arguments: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-
 # once: this call; run: this call and the tool's later calls in the run; deny: not run.
 Choice = Literal["once", "run", "deny"]
 

@@ -29,6 +29,8 @@ async def test_a_complex_request_gets_a_cohort_of_its_own(settings) -> None:
         await post(c, f"{path}/act", action="approve")
         done = await until(c, path, r'class="msg k-result"', timeout_s=60)
         assert "MySQL researcher: Finds the facts about MySQL — notes in" in done
-        assert done.index("<h2>Research</h2>") < done.index("<h2>Writing</h2>") and "Demo mode" in done
+        assert (
+            done.index("<h2>Research</h2>") < done.index("<h2>Writing</h2>") and "Demo mode" in done
+        )
         run = await svc.store.get_run(path.rsplit("/", 1)[1])
         assert run.status.value == "completed"

@@ -53,9 +53,7 @@ def test_the_end_ladder_in_order(turn: Turn) -> None:
         EndReason.MAX_TOKENS, "used 2,000 tokens (agent limit 1,000)"
     )
     state.usage = Usage(completion_tokens=10, cost_usd=2.0)
-    assert next_step(turn, go_on) == Finish(
-        EndReason.MAX_COST, "spent $2.00 (agent limit $1.00)"
-    )
+    assert next_step(turn, go_on) == Finish(EndReason.MAX_COST, "spent $2.00 (agent limit $1.00)")
     state.usage = Usage(completion_tokens=10)
     turn.io.seq = 4  # this turn is the fifth: the cap counts it
     assert next_step(turn, go_on) == Finish(
