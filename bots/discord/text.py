@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 import discord
 
 # A message's content, at most (Discord refuses longer ones).
 MESSAGE_LIMIT = 2000
 # Every message the bot sends pings nobody: no @everyone/@here, roles or users.
 NO_PINGS = discord.AllowedMentions.none()
+_EVERYONE = re.compile(r"@(everyone|here)")
 
 
 def escape(text: str) -> str:
-    """``text`` shown as written: markdown escaped, and @everyone/@here and mentions
-    defused (they would ping nobody anyway: :data:`NO_PINGS`)."""
-    return discord.utils.escape_mentions(discord.utils.escape_markdown(text))
+    """``text`` shown as written: markdown escaped and @everyone/@here defused. A person's
+    or a role's mention (``<@id>``, ``<@&id>``) is kept: Discord shows it as the name, and
+    it pings nobody (every message is sent with :data:`NO_PINGS`)."""
+    return _EVERYONE.sub("@\u200b\\1", discord.utils.escape_markdown(text))
 
 
 def truncate(text: str, limit: int, pointer: str = "") -> str:

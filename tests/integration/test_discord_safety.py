@@ -52,6 +52,8 @@ async def test_agent_text_with_everyone_and_mentions_pings_nobody(
         assert "fares: 49, 55, 61" in result["content"]
         assert "\\*\\*done\\*\\*" in result["content"], "markdown escaped"
         assert "@\u200beveryone" in result["content"]
+        # A person's and a role's mention kept: Discord shows their names (pinging nobody).
+        assert f"<@&{role}> <@{user}>" in result["content"]
     # Every message, edit, interaction reply and follow-up said: ping nobody.
     assert fake.pinged() == [] and fake.unguarded_mentions() == []
     sent = [r for r in fake.log if r.route in ("create_message", "edit_message")]
