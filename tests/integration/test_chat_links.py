@@ -104,6 +104,19 @@ async def test_slack_card_and_status_link_to_the_run(
         assert opened_runs(approved["blocks"]) == [run_id]
 
 
+def _buttons(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every button of a message, in rows or nested in a Components V2 layout (containers,
+    sections' accessories)."""
+    found: list[dict[str, Any]] = []
+    for c in components:
+        if c.get("type") == 2:
+            found.append(c)
+        found += _buttons(c.get("components") or [])
+        if c.get("accessory"):
+            found += _buttons([c["accessory"]])
+    return found
+
+
 @pytest.mark.parametrize("base_url", [BASE, ""])
 async def test_discord_card_and_status_link_to_the_run(
     make_services, real_redis, monkeypatch: pytest.MonkeyPatch, base_url: str
@@ -124,7 +137,6 @@ async def test_discord_card_and_status_link_to_the_run(
             return
         card = next(r.json for r in sent if "caramba:approve:" in json.dumps(r.json))
         for message in [card, *statuses]:
-            buttons = [b for row in message["components"] for b in row["components"]]
-            links = [b for b in buttons if b.get("url")]
+            links = [b for b in _buttons(message["components"]) if b.get("url")]
             assert [(b["label"], b["style"]) for b in links] == [(INSPECT, 5)]
             assert opened_runs(links) == [run_id]
