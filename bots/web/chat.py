@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -40,6 +40,7 @@ from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
 from bots.web.chat_view import HELPERS, YOU, thread_view
 from bots.web.guard import NEEDS_OPERATOR, is_local, same_site
+from bots.web.mentions import mentioned, named
 from core.errors import CarambaError, RunError
 from core.runs import people
 from core.runs.approval import Approve, Reject
@@ -248,12 +249,15 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             return PlainTextResponse(f"There is no run {run_id}.", status_code=404)
         messages, last = await chat.transport.messages(run_id)
         ttl = chat.svc.settings.web_ui.link_ttl_s
+        known = await people.names(chat.svc, mentioned(m.text for m in messages))
+        messages = [replace(m, text=named(m.text, known)) for m in messages]
+        view = thread_view(
+            run, messages, await chat.svc.workspace.files(run_id), await chat.asker(run)
+        )
         return page(
             "chat.html",
             run=run,
-            thread=thread_view(
-                run, messages, await chat.svc.workspace.files(run_id), await chat.asker(run)
-            ),
+            thread=view,
             last=last,
             t=request.query_params.get("t", ""),
             inspector=run_path(chat.signer, run_id, ttl),
