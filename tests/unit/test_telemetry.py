@@ -47,6 +47,16 @@ def by_kind(found: list[ReadableSpan], prefix: str) -> list[ReadableSpan]:
     return [s for s in found if s.name.startswith(prefix)]
 
 
+async def finished(spans: InMemorySpanExporter, kind: str) -> list[ReadableSpan]:
+    """The finished spans once one of ``kind`` is among them (at most 5 s)."""
+    for _ in range(500):
+        found = list(spans.get_finished_spans())
+        if by_kind(found, kind):
+            return found
+        await asyncio.sleep(0.01)
+    return list(spans.get_finished_spans())
+
+
 def parent_of(span: ReadableSpan) -> int | None:
     return span.parent.span_id if span.parent is not None else None
 
@@ -62,7 +72,9 @@ async def test_a_run_gives_the_span_tree(make_services, settings, spans) -> None
     parsed = parse_traceparent(run.traceparent)
     assert parsed is not None
     trace_id, run_span_id = parsed
-    found = list(spans.get_finished_spans())
+    # The run's end is seen as soon as its last turn's save; that turn's spans end as the
+    # turn returns, a moment later.
+    found = await finished(spans, "caramba.run")
     assert {s.context.trace_id for s in found} == {trace_id}
 
     (run_span,) = by_kind(found, "caramba.run")
