@@ -7,17 +7,11 @@ row found none (an idle process makes a few Redis round trips a second, not thir
 Timers stay on time whatever the pace: the loop sleeps no later than the soonest timer in
 the set, and a timer this process schedules meanwhile wakes it (a timer scheduled by a
 process with no loop of its own, such as a chat bot's proposal expiry, is seen by the
-next tick).
-
-When the first loop of a process starts, its start-up is over: what start-up made
-(modules, settings, clients, the services) is moved out of the garbage collector's way
-(:func:`freeze_startup`), as the chat bots do, so full collections do not walk it
-between turns."""
+next tick)."""
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import time
 from dataclasses import dataclass, field
@@ -141,30 +135,11 @@ async def _first_set(a: asyncio.Event, b: asyncio.Event, seconds: float) -> None
             waiter.cancel()
 
 
-_frozen = False
-
-
-def freeze_startup() -> None:
-    """Once per process: collect, then move every object alive into the collector's
-    permanent generation. A full collection otherwise walks all of start-up's objects
-    (about 65,000 in a worker) and paused a turn 30-80 ms about once every hundred turns
-    (bench/bus.py: that pause was the p99 of an agent-to-agent delivery). Objects made
-    later are collected as usual; only start-up's, which live as long as the process, are
-    never walked again."""
-    global _frozen
-    if _frozen:
-        return
-    _frozen = True
-    gc.collect()
-    gc.freeze()
-
-
 async def run_background(svc: Services, stop: asyncio.Event) -> None:
     """Tick until ``stop`` is set, at the :class:`Pace`.
 
     A failing tick is logged and retried on the next one: the loop never dies.
     """
-    freeze_startup()
     pace = Pace(svc.settings.scheduler)
     unwatch = svc.store.timers.watch(pace.added)
     try:
