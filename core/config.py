@@ -29,6 +29,7 @@ from core.config_chat import (
     with_shared_chat,
 )
 from core.config_observe import TelemetrySettings, WebUISettings
+from core.config_schedules import ScheduleSettings
 from core.config_sections import (
     AgentsSettings,
     ApprovalSettings,
@@ -42,6 +43,7 @@ from core.config_sections import (
     PromptSettings,
     RedisSettings,
     SchedulerSettings,
+    refuse_password_in_file,
 )
 from core.config_tools import (
     ImageSettings,
@@ -91,6 +93,7 @@ class Settings(BaseSettings):
     tools: ToolsSettings = ToolsSettings()
     web_ui: WebUISettings = WebUISettings()
     telemetry: TelemetrySettings = TelemetrySettings()
+    schedules: ScheduleSettings = ScheduleSettings()
     config_file: Path | None = None
 
     @model_validator(mode="before")
@@ -156,6 +159,7 @@ def find_config_file() -> Path | None:
 def load_settings(path: Path | None = None, **overrides: Any) -> Settings:
     """Load settings once at start-up: overrides > environment > config file > defaults."""
     path = path or find_config_file()
+    refuse_password_in_file(path)
     token = _config_file.set(path)
     try:
         return Settings(config_file=path, **overrides)
