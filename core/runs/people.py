@@ -57,6 +57,7 @@ from core.runs.requests import request_run
 from core.state.people import PeopleMarks
 from core.types.files import AttachedFile
 from core.types.people import AS_IS, Person, Who
+from core.types.place import Place
 from core.types.run import RunState, RunStatus
 
 if TYPE_CHECKING:
@@ -87,12 +88,16 @@ async def request(
     *,
     files: Sequence[AttachedFile] = (),
     run_id: str | None = None,
+    place: Place | None = None,
 ) -> Requested | NotTaken:
     """Record ``person``'s ``task`` as a run (its ``files`` already in the workspace of
-    ``run_id``: ``core.runs.requests.new_run_id``); a worker plans it."""
+    ``run_id``: ``core.runs.requests.new_run_id``); a worker plans it. ``place``: where
+    it was asked (its cost is counted there: ``core.spend``)."""
     try:
         await _marks(svc).remember(person.id, person.name)
-        made = await request_run(svc, task, requested_by=person.id, run_id=run_id, files=files)
+        made = await request_run(
+            svc, task, requested_by=person.id, run_id=run_id, files=files, place=place
+        )
     except Exception as exc:
         log.exception("could not record %s's request", person.id)
         return not_taken(exc)

@@ -35,6 +35,7 @@ from core.types._base import new_id
 from core.types.cohort import Cohort
 from core.types.events import ErrorRaised, RunEvent, RunFinished, RunStatusChanged
 from core.types.files import AttachedFile
+from core.types.place import Place
 from core.types.run import SYSTEM, RunState, RunStatus
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ async def request_run(
     requested_by: str,
     run_id: str | None = None,
     files: Sequence[AttachedFile] = (),
+    place: Place | None = None,
 ) -> str:
     """Record ``task`` as a run in ``planning`` and hand its planning to the scheduler.
 
@@ -67,7 +69,8 @@ async def request_run(
     and it runs with (``core.runs.budget.proposal_budget``).
 
     ``files`` were attached to the request and are in the workspace of ``run_id``
-    already: the planner and the agents are told they exist.
+    already: the planner and the agents are told they exist. ``place``: where it was
+    asked (the spend ledger's channel and workspace).
     """
     run = RunState(
         id=run_id or new_run_id(),
@@ -75,6 +78,7 @@ async def request_run(
         status=RunStatus.PLANNING,
         requested_by=requested_by,
         files=list(files),
+        place=place,
     )
     await svc.store.create_run(run)
     await svc.scheduler.submit(TurnJob(run_id=run.id, kind="plan"))

@@ -11,6 +11,7 @@ from core.types.agent import AgentSpec
 from core.types.chat import Usage
 from core.types.cohort import Cohort
 from core.types.files import AttachedFile
+from core.types.place import Place
 
 # Who a step is recorded as when no person took it (an expiry, a pause at a limit).
 SYSTEM = "caramba"
@@ -133,6 +134,9 @@ class RunState(BaseModel):
     # The run's span in its trace (W3C traceparent), set when it is recorded with tracing
     # on: every worker continues the run's trace from it (core.telemetry).
     traceparent: str | None = None
+    # Where it was asked (platform, workspace, channel): the spend ledger attributes the
+    # run's cost there (core.spend); None for a run recorded without one.
+    place: Place | None = None
 
     def head(self) -> RunHead:
         return RunHead(
