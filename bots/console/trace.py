@@ -35,6 +35,9 @@ from core.types.events import (
     RunFinished,
     RunStarted,
     RunStatusChanged,
+    SpendApprovalAsked,
+    SpendApprovalDecided,
+    SpendWarned,
     ToolCalled,
     ToolProgress,
     TurnStarted,
@@ -100,6 +103,8 @@ class Trace:
                 return []  # in the thread
             case BudgetReached() | RunFinished():
                 return []  # in the thread
+            case SpendApprovalAsked() | SpendApprovalDecided() | SpendWarned():
+                return []  # in the thread (bots.console.spend)
             case _:
                 assert_never(event)
 

@@ -31,6 +31,9 @@ from core.types.events import (
     RunFinished,
     RunStarted,
     RunStatusChanged,
+    SpendApprovalAsked,
+    SpendApprovalDecided,
+    SpendWarned,
     ToolCalled,
     ToolProgress,
     TurnStarted,
@@ -169,6 +172,18 @@ def timeline_line(
             # A status an agent caused (waiting for a person) names the agent.
             by = names.get(event.by, event.by)
             return line(f"the run is {event.status.value}", by=by, detail=event.note)
+        case SpendApprovalAsked():
+            owner = event.owner_name or "its owner"
+            spent = f"{figures.cost(event.spent_usd)} of {figures.cost(event.month_usd)}"
+            text = f"over the {event.scope} budget of {event.place_name} (waits for {owner})"
+            return line(text, tag="question", detail=f"{event.month}: {spent}")
+        case SpendApprovalDecided():
+            said = "approved" if event.approved else "denied"
+            by = names.get(event.by, event.by_name or event.by)
+            return line(f"spend over budget {said}", by=by, tag="ok" if event.approved else "error")
+        case SpendWarned():
+            spent = f"{figures.cost(event.spent_usd)} of {figures.cost(event.month_usd)}"
+            return line(f"{event.place_name} has spent {spent} this month", tag="question")
         case TurnStarted() | ToolProgress():
             return None
         case _:

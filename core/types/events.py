@@ -213,6 +213,42 @@ class RunStatusChanged(_EventBase):
     note: str = ""
 
 
+class SpendApprovalAsked(_EventBase):
+    """The request would take its channel's (or workspace's) month over its budget: it
+    waits, before planning, for the budget's owner (or an admin) to approve or deny
+    (``core.runs.spend.approve_spend``)."""
+
+    kind: Literal["spend_asked"] = "spend_asked"
+    place_name: str
+    scope: Literal["channel", "workspace"] = "channel"
+    month: str
+    spent_usd: float
+    month_usd: float
+    owner_id: str = ""
+    owner_name: str = ""
+
+
+class SpendApprovalDecided(_EventBase):
+    """The owner (or an admin, ``by``/``by_name``) approved or denied the request."""
+
+    kind: Literal["spend_decided"] = "spend_decided"
+    approved: bool
+    by: str
+    by_name: str = ""
+
+
+class SpendWarned(_EventBase):
+    """The channel's (or workspace's) month reached ``warn_at`` of its budget (said once
+    per place and month, in the thread of the request that found it)."""
+
+    kind: Literal["spend_warned"] = "spend_warned"
+    place_name: str
+    scope: Literal["channel", "workspace"] = "channel"
+    month: str
+    spent_usd: float
+    month_usd: float
+
+
 RunEvent = Annotated[
     RunStarted
     | AgentCreated
@@ -233,7 +269,10 @@ RunEvent = Annotated[
     | ApprovalAsked
     | ApprovalDecided
     | BudgetReached
-    | RunStatusChanged,
+    | RunStatusChanged
+    | SpendApprovalAsked
+    | SpendApprovalDecided
+    | SpendWarned,
     Field(discriminator="kind"),
 ]
 RUN_EVENT: TypeAdapter[RunEvent] = TypeAdapter(RunEvent)
