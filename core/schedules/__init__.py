@@ -1,0 +1,1 @@
+"""Recurring cohorts: rules (core.schedules.rules), claims and policies per firing."""
