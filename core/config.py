@@ -28,6 +28,7 @@ from core.config_chat import (
     WebChatSettings,
     with_shared_chat,
 )
+from core.config_governance import GovernanceSettings
 from core.config_observe import TelemetrySettings, WebUISettings
 from core.config_schedules import ScheduleSettings
 from core.config_sections import (
@@ -94,6 +95,7 @@ class Settings(BaseSettings):
     web_ui: WebUISettings = WebUISettings()
     telemetry: TelemetrySettings = TelemetrySettings()
     schedules: ScheduleSettings = ScheduleSettings()
+    governance: GovernanceSettings = GovernanceSettings()
     config_file: Path | None = None
 
     @model_validator(mode="before")
