@@ -305,3 +305,46 @@ class Keys:
     def schedule_firings(self) -> str:
         """Stream of firings for the chat bots to post (``core.state.schedules``)."""
         return f"{self.prefix}:schedules:firings"
+
+    # -- spend: the cost ledger and budgets (core.state.spend) ---------------------------
+
+    def spend_open(self) -> str:
+        """Hash run id → where its cost goes (``channel team``), for runs not folded into
+        the ledger yet (their live usage counts when a budget is checked)."""
+        return f"{self.prefix}:spend:open"
+
+    def spend_folded(self, month: str) -> str:
+        """Set of the run ids folded into ``month``'s ledger (the claim: counted once)."""
+        return f"{self.prefix}:spend:{month}:folded"
+
+    def spend_rows(self, month: str) -> str:
+        """Hash ``<run id>|<model>`` → a ``SpendRow`` (JSON) of ``month``."""
+        return f"{self.prefix}:spend:{month}:rows"
+
+    def spend_totals(self, month: str, by: str) -> str:
+        """Hash key → USD of ``month``, ``by`` channel, team, person, model or day."""
+        return f"{self.prefix}:spend:{month}:by:{by}"
+
+    def spend_names(self) -> str:
+        """Hash place key or person id → the name people read (last seen)."""
+        return f"{self.prefix}:spend:names"
+
+    def spend_budgets(self) -> str:
+        """Hash place key → a ``ChannelBudget`` set from chat (JSON; wins over config)."""
+        return f"{self.prefix}:spend:budgets"
+
+    def spend_asks(self) -> str:
+        """Hash run id → the over-budget ask its request waits on (JSON)."""
+        return f"{self.prefix}:spend:asks"
+
+    def spend_pass(self, run_id: str) -> str:
+        """Set (with a TTL) once a request over budget was approved: planning goes on."""
+        return f"{self.prefix}:spend:pass:{run_id}"
+
+    def spend_warned(self, month: str) -> str:
+        """Set of the place keys warned about ``month`` (the 80 % line, said once)."""
+        return f"{self.prefix}:spend:{month}:warned"
+
+    def spend_images(self, run_id: str) -> str:
+        """Hash image model → USD its calls cost a run (folded with the run's usage)."""
+        return f"{self.prefix}:run:{run_id}:spend-images"
