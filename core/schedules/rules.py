@@ -8,6 +8,7 @@ reads a clock: every function takes the time it works from.
 from __future__ import annotations
 
 import itertools
+import warnings
 from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -68,7 +69,10 @@ def _words_to_cron(text: str, default_time: str) -> str | None:
     """The cron expression of plain words, through ``recurrent``'s RRULE; None if the
     words are no recurrence, or one cron cannot say ("every 3 weeks")."""
     try:
-        found = RecurringEvent().parse(text)
+        with warnings.catch_warnings():
+            # parsedatetime (under recurrent) warns about its own flag style on every use.
+            warnings.simplefilter("ignore")
+            found = RecurringEvent().parse(text)
     except Exception:  # the library's own parse errors on odd input
         return None
     if not isinstance(found, str) or not found.startswith("RRULE:"):
