@@ -29,6 +29,7 @@ from bots.web.guard import NEEDS_OPERATOR, HostGuard, allowed_hosts, is_local
 from bots.web.live import Live
 from bots.web.pretty import filters
 from bots.web.runs import list_runs
+from bots.web.spend import SpendSource, spend_routes
 from bots.web.timeline import short, timeline_line
 from bots.web.view import age, run_page
 from core.config import Settings
@@ -72,6 +73,8 @@ class Inspector:
     # The runs list may be open without an operator's token (the server listens on
     # loopback); it is, for direct loopback requests naming a loopback host only.
     open_list: bool = False
+    # Where the spend page reads a month's report (core.runs.spend.report); None: no page.
+    spend: SpendSource | None = None
 
 
 def templates() -> Environment:
@@ -112,7 +115,7 @@ def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
         rows = await list_runs(inspector.store, inspector.settings.web_ui.runs_shown, PLATFORMS)
         ttl = inspector.settings.web_ui.link_ttl_s
         links = {row.id: run_path(inspector.signer, row.id, ttl) for row in rows}
-        return page("runs.html", rows=rows, links=links)
+        return page("runs.html", rows=rows, links=links, nav=True, t=token(request) or "")
 
     async def run(request: Request) -> Response:
         run_id = request.path_params["run_id"]
@@ -176,6 +179,10 @@ def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
             stream, media_type="text/event-stream", headers={"x-accel-buffering": "no"}
         )
 
+    def sees_all(request: Request) -> bool:
+        open_here = inspector.open_list and is_local(request.scope)
+        return open_here or inspector.signer.is_operator(token(request))
+
     async def health(_request: Request) -> Response:
         return PlainTextResponse("ok")
 
@@ -187,9 +194,14 @@ def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
             else []
         )
     ]
+    spend_routes_ = [
+        Route(path, endpoint, methods=methods)
+        for path, endpoint, methods in spend_routes(inspector.spend, sees_all, page)
+    ]
     app = Starlette(
         routes=[
             *chat_routes_,
+            *spend_routes_,
             Route("/", runs),
             Route("/healthz", health),
             Route("/runs/{run_id}", run),
