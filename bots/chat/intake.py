@@ -25,6 +25,7 @@ from core.runs.outcomes import NotTaken
 from core.runs.requests import new_run_id
 from core.types.files import AttachedFile
 from core.types.people import Person
+from core.types.place import Place as Where
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +57,12 @@ async def take_request(
     fetch: Fetch | None = None,
     *,
     run_id: str | None = None,
+    where: Where | None = None,
 ) -> Opened | NotOpened:
     """``person``'s ``task`` asked in ``place`` (its files fetched with ``fetch``) → run
-    ``run_id`` (a new one by default) shown there, or why not."""
+    ``run_id`` (a new one by default) shown there, or why not. ``where``: the platform,
+    workspace and channel it was asked in, with their names (the spend ledger counts the
+    run's cost there: ``core.types.place.Place``)."""
     svc = relays.svc
     run_id = run_id or new_run_id()
     kept: list[AttachedFile] = []
@@ -72,7 +76,7 @@ async def take_request(
             await svc.workspace.clear(run_id)
             return NotOpened(files=tuple(fetched.refused))
         kept = fetched.kept
-    taken = await people.request(svc, task, person, files=kept, run_id=run_id)
+    taken = await people.request(svc, task, person, files=kept, run_id=run_id, place=where)
     if isinstance(taken, NotTaken):
         return NotOpened(taken.reason)
     await relays.open(run_id, place)
