@@ -20,7 +20,7 @@ from core.agent.wake import wake_agent
 from core.config_sections import SchedulerSettings
 from core.effects.intents import process_pending
 from core.effects.timers import TIMER, DeliverMessage, ExpireProposal, Timer
-from core.runs import watchdog
+from core.runs import firings, watchdog
 from core.runs.control import expire_if_due
 from core.runs.learning import learn_ended
 from core.services import Services
@@ -45,7 +45,9 @@ async def tick(svc: Services) -> tuple[bool, float | None]:
     done = await process_pending(svc)
     learned = await learn_ended(svc)
     ended = await watchdog.watch(svc)
-    return bool(fired or done or learned or ended), soonest
+    # Schedules due now: each slot fired by one process (core.runs.firings).
+    scheduled = await firings.fire_due(svc)
+    return bool(fired or done or learned or ended or scheduled), soonest
 
 
 async def fire_due(svc: Services, now: float | None = None) -> int:
