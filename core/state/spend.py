@@ -1,0 +1,198 @@
+"""The spend ledger in Redis (keys: ``Keys.spend_*``). A run's cost is folded into the
+month it ended in once (a Lua script: the run's id added to the month's folded set is the
+claim; its rows and every total are written with it, or nothing is). Until then the run
+is "open" and its live usage (``Keys.run_usage``) counts when a budget is checked. Budgets
+set from chat, the over-budget asks a request waits on, the approvals that let it go on
+and the 80 % warnings are kept here too. Every month key expires ``ttl_s`` after it was
+last written (``[governance] months_kept``).
+
+Part of the state room: called by ``core.spend`` and ``core.runs.spend`` (and the image
+tool, for its calls' cost)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from core.state.store import Store
+from core.types.spend import ChannelBudget, SpendRow
+
+BY = ("channel", "team", "person", "model", "day")
+
+# KEYS: open, folded, rows, by channel, team, person, model, day, names.
+# ARGV: run id, ttl, number of rows, then per row: field, row JSON, channel, team,
+# person, model, day, cost; then name pairs (key, name).
+_FOLD = """
+if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+  return 0
+end
+local n = tonumber(ARGV[3])
+local i = 4
+for _ = 1, n do
+  redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+  for d = 0, 4 do
+    redis.call('HINCRBYFLOAT', KEYS[4 + d], ARGV[i + 2 + d], ARGV[i + 7])
+  end
+  i = i + 8
+end
+while i < #ARGV do
+  redis.call('HSET', KEYS[9], ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+redis.call('HDEL', KEYS[1], ARGV[1])
+for k = 2, 8 do
+  redis.call('EXPIRE', KEYS[k], tonumber(ARGV[2]))
+end
+return 1
+"""
+
+
+async def open_run(store: Store, run_id: str, channel_key: str, team_key: str) -> None:
+    """Count ``run_id`` as open (its live usage belongs to ``channel_key``/``team_key``)."""
+    await store.redis.hset(store.keys.spend_open(), run_id, f"{channel_key} {team_key}")
+
+
+async def open_runs(store: Store) -> dict[str, tuple[str, str]]:
+    """Run id → (channel key, team key) of every run not folded yet."""
+    raw: Mapping[Any, Any] = await store.redis.hgetall(store.keys.spend_open())
+    found: dict[str, tuple[str, str]] = {}
+    for run_id, where in raw.items():
+        channel, _, team = _text(where).partition(" ")
+        found[_text(run_id)] = (channel, team)
+    return found
+
+
+async def live_costs(store: Store, run_ids: Iterable[str]) -> dict[str, float]:
+    """What each of ``run_ids`` has spent on model calls so far (its usage counter)."""
+    ids = list(run_ids)
+    if not ids:
+        return {}
+    async with store.redis.pipeline(transaction=False) as pipe:
+        for run_id in ids:
+            pipe.hget(store.keys.run_usage(run_id), "cost_usd")
+            pipe.hvals(store.keys.spend_images(run_id))
+        got = await pipe.execute()
+    costs: dict[str, float] = {}
+    for n, run_id in enumerate(ids):
+        images = sum(float(v) for v in got[2 * n + 1] or ())
+        costs[run_id] = float(got[2 * n] or 0.0) + images
+    return costs
+
+
+async def fold(
+    store: Store,
+    run_id: str,
+    month: str,
+    rows: Iterable[SpendRow],
+    names: Mapping[str, str],
+    ttl_s: int,
+) -> bool:
+    """Write ``run_id``'s ``rows`` into ``month`` once; False if it was folded already."""
+    keys = store.keys
+    month_keys = [keys.spend_totals(month, by) for by in BY]
+    all_keys = [keys.spend_open(), keys.spend_folded(month), keys.spend_rows(month)]
+    all_keys += [*month_keys, keys.spend_names()]
+    listed = list(rows)
+    argv: list[str | float | int] = [run_id, ttl_s, len(listed)]
+    for row in listed:
+        argv += [f"{row.run_id}|{row.model}", row.model_dump_json(), row.channel_key]
+        argv += [row.team_key, row.requester_id, row.model, row.day, repr(row.cost_usd)]
+    for key, name in names.items():
+        if name:
+            argv += [key, name]
+    script = store.redis.register_script(_FOLD)
+    return bool(await script(keys=all_keys, args=argv))
+
+
+async def drop_open(store: Store, run_id: str) -> None:
+    """Forget an open run that has nothing to fold (it no longer exists)."""
+    await store.redis.hdel(store.keys.spend_open(), run_id)
+
+
+async def month_totals(store: Store, month: str) -> dict[str, dict[str, float]]:
+    """``month``'s totals: by → key → USD."""
+    async with store.redis.pipeline(transaction=False) as pipe:
+        for by in BY:
+            pipe.hgetall(store.keys.spend_totals(month, by))
+        got = await pipe.execute()
+    return {
+        by: {_text(k): float(v) for k, v in (raw or {}).items()}
+        for by, raw in zip(BY, got, strict=True)
+    }
+
+
+async def month_rows(store: Store, month: str) -> list[SpendRow]:
+    """Every row of ``month``."""
+    raw: Mapping[Any, Any] = await store.redis.hgetall(store.keys.spend_rows(month))
+    return [SpendRow.model_validate_json(v) for v in raw.values()]
+
+
+async def names(store: Store) -> dict[str, str]:
+    """Place key or person id → the name last seen."""
+    raw: Mapping[Any, Any] = await store.redis.hgetall(store.keys.spend_names())
+    return {_text(k): _text(v) for k, v in raw.items()}
+
+
+async def budgets(store: Store) -> dict[str, ChannelBudget]:
+    """The budgets set from chat, by place key."""
+    raw: Mapping[Any, Any] = await store.redis.hgetall(store.keys.spend_budgets())
+    return {_text(k): ChannelBudget.model_validate_json(v) for k, v in raw.items()}
+
+
+async def set_budget(store: Store, budget: ChannelBudget) -> None:
+    await store.redis.hset(store.keys.spend_budgets(), budget.place_key, budget.model_dump_json())
+
+
+async def put_ask(store: Store, run_id: str, ask: str) -> None:
+    """Keep the over-budget ask ``run_id`` waits on (JSON, ``core.spend.budgets.Ask``)."""
+    await store.redis.hset(store.keys.spend_asks(), run_id, ask)
+
+
+async def get_ask(store: Store, run_id: str) -> str | None:
+    found: Any = await store.redis.hget(store.keys.spend_asks(), run_id)
+    return None if found is None else _text(found)
+
+
+async def take_ask(store: Store, run_id: str) -> str | None:
+    """Remove the ask ``run_id`` waits on and return it; None if none was (another
+    click took it): concurrent decisions make one."""
+    async with store.redis.pipeline(transaction=True) as pipe:
+        pipe.hget(store.keys.spend_asks(), run_id)
+        pipe.hdel(store.keys.spend_asks(), run_id)
+        found, removed = await pipe.execute()
+    return _text(found) if removed and found is not None else None
+
+
+async def grant_pass(store: Store, run_id: str, ttl_s: int) -> None:
+    """Let ``run_id``'s planning go on past its budget (a person approved)."""
+    await store.redis.set(store.keys.spend_pass(run_id), "1", ex=ttl_s)
+
+
+async def has_pass(store: Store, run_id: str) -> bool:
+    return bool(await store.redis.exists(store.keys.spend_pass(run_id)))
+
+
+async def warn_once(store: Store, month: str, place_key: str, ttl_s: int) -> bool:
+    """True the first time ``place_key`` is warned about ``month``."""
+    key = store.keys.spend_warned(month)
+    async with store.redis.pipeline(transaction=True) as pipe:
+        pipe.sadd(key, place_key)
+        pipe.expire(key, ttl_s)
+        added, _ = await pipe.execute()
+    return bool(added)
+
+
+async def add_image_cost(store: Store, run_id: str, model: str, usd: float) -> None:
+    """Count an image call's cost to ``run_id`` (folded with its model calls)."""
+    if usd > 0:
+        await store.redis.hincrbyfloat(store.keys.spend_images(run_id), model, usd)
+
+
+async def image_costs(store: Store, run_id: str) -> dict[str, float]:
+    raw: Mapping[Any, Any] = await store.redis.hgetall(store.keys.spend_images(run_id))
+    return {_text(k): float(v) for k, v in raw.items()}
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
