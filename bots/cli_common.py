@@ -47,7 +47,7 @@ def redis_or_exit(settings: Settings) -> None:
         return
     from core.state.reach import redis_problem
 
-    problem = asyncio.run(redis_problem(settings.redis.url))
+    problem = asyncio.run(redis_problem(settings.redis))
     if problem is not None:
         raise configuration_error(problem)
 

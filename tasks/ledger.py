@@ -47,6 +47,7 @@ from typing import Any
 
 from core.config import Settings
 from core.scheduler.base import TurnJob
+from core.state.client import sync_client
 from core.state.ledger import LedgerSets
 
 
@@ -61,7 +62,7 @@ class TurnLedger(LedgerSets):
     @classmethod
     def for_settings(cls, settings: Settings) -> TurnLedger:
         """The ledger in the Redis of ``redis.url`` (where the turns' state lives)."""
-        return cls(cls.client(settings.redis.url), settings.redis.key_prefix)
+        return cls(sync_client(settings.redis), settings.redis.key_prefix)
 
     @staticmethod
     def member(task_id: str, job: TurnJob | dict[str, Any]) -> str:

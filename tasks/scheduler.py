@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from core.config import Settings
 from core.scheduler.base import TurnJob
+from core.state.client import sync_client
 from core.state.keys import Keys
 from core.state.ledger import LedgerSets, SyncClient, broker_queue_length
 from core.state.ledger_moves import LedgerMoves
@@ -215,8 +216,8 @@ class CeleryScheduler:
     def broker_queue_empty(self) -> bool:
         """No message of the turn queue waits in the broker (LLEN of its Redis lists)."""
         if self._broker is None:
-            url = self.settings.celery.broker_url or self.settings.redis.url
-            self._broker = LedgerSets.client(url)
+            url = self.settings.celery.broker_url
+            self._broker = LedgerSets.client(url) if url else sync_client(self.settings.redis)
         lists = Keys(self.settings.redis.key_prefix).celery_queue_lists(self.queue)
         return broker_queue_length(self._broker, lists) == 0
 

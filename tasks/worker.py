@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         settings = load_settings()
         require_redis(settings)
         # Said in one line now, not as Celery's traceback after its retries.
-        problem = asyncio.run(redis_problem(settings.redis.url))
+        problem = asyncio.run(redis_problem(settings.redis))
         if problem is not None:
             raise problem
     except CarambaError as exc:

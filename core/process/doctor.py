@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from core.config import LLMSettings, Settings
-from core.errors import CarambaError
+from core.errors import CarambaError, ConfigError
 from core.llm.gateway import import_litellm
 from core.llm.routes import is_direct
 from core.llm.setup import key_variables, missing_key
@@ -19,7 +19,7 @@ from core.process.doctor_slack import check_slack
 from core.process.doctor_types import Check, Level
 from core.process.doctor_web import check_web_ui
 from core.prompts import PromptLibrary
-from core.state.reach import redis_problem, redis_version, shown_url
+from core.state.reach import describe_redis, redis_problem, redis_version
 
 
 async def run_checks(settings: Settings) -> list[Check]:
@@ -94,13 +94,17 @@ async def _check_redis(settings: Settings) -> Check:
             "redis.url is empty: embedded mode (in-process, nothing survives a restart)",
             "export CARAMBA_REDIS__URL=redis://127.0.0.1:6379/0 for production",
         )
-    shown = shown_url(settings.redis.url)  # its password is never printed
-    problem = await redis_problem(settings.redis.url)
+    # Which Redis: host, TLS, user, Sentinel service; never a password.
+    try:
+        shown = describe_redis(settings.redis)
+    except ConfigError as exc:
+        return Check("redis", Level.FAIL, str(exc).removesuffix(f" — {exc.hint}"), exc.hint)
+    problem = await redis_problem(settings.redis)
     if problem is not None:
         detail = str(problem).removesuffix(f" — {problem.hint}")
         return Check("redis", Level.FAIL, detail, problem.hint)
     try:
-        version = await redis_version(settings.redis.url)
+        version = await redis_version(settings.redis)
     except Exception as exc:
         return Check("redis", Level.FAIL, f"{shown} answers but not to INFO: {exc}", "")
     if tuple(int(p) for p in version.split(".")[:2] if p.isdigit()) < (6, 2):

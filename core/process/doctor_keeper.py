@@ -22,7 +22,7 @@ async def check_keeper(settings: Settings) -> Check | None:
             "set llm.keeper = true (the default); caramba worker then runs one per host",
         )
     try:
-        name = await keeper_alive(settings.redis.url, Keys(settings.redis.key_prefix))
+        name = await keeper_alive(settings.redis, Keys(settings.redis.key_prefix))
     except Exception:
         return None  # the redis row already says why
     if name:

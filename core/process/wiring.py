@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
@@ -19,7 +19,7 @@ from core.prompts import PromptLibrary
 from core.scheduler.base import Scheduler
 from core.services import Services
 from core.state.bus import Bus
-from core.state.client import connection_options
+from core.state.client import SENTINEL_RETRIES, async_client, connection_options, target
 from core.state.keys import Keys
 from core.state.store import Store
 from core.tools.defaults import default_registry
@@ -37,20 +37,24 @@ def connect_redis(settings: Settings) -> Redis:
 
         return fakeredis.FakeAsyncRedis(decode_responses=True)
     # A blocking pool: at the limit a turn waits for a free connection instead of failing
-    # with "Too many connections" (hundreds of turns share one process's client).
-    pool = BlockingConnectionPool.from_url(
-        settings.redis.url,
-        decode_responses=True,
+    # with "Too many connections" (hundreds of turns share one process's client). TLS, the
+    # ACL user and Sentinel as redis.* says (core/state/client.py).
+    return async_client(
+        settings.redis,
         max_connections=settings.redis.max_connections,
         timeout=settings.redis.pool_timeout_s,
         # A Redis restart leaves every pooled connection stale: a command retries on a new
-        # one (about 6 s in all) instead of failing the turn. A transaction that was
-        # WATCHing is not retried blindly: redis-py raises WatchError, and the CAS retries.
-        retry=Retry(ExponentialWithJitterBackoff(base=0.1, cap=2.0), retries=6),
+        # one (about 6 s in all) instead of failing the turn; behind Sentinel through the
+        # failover (a demoted primary's READONLY is a ConnectionError: retried on the new
+        # one). A transaction that was WATCHing is not retried blindly: redis-py raises
+        # WatchError, and the CAS retries.
+        retry=Retry(
+            ExponentialWithJitterBackoff(base=0.1, cap=2.0),
+            retries=SENTINEL_RETRIES if target(settings.redis).sentinels else 6,
+        ),
         # No per-command time-out; dead servers found by TCP (core/state/client.py).
         **connection_options(settings.redis),
     )
-    return Redis(connection_pool=pool)
 
 
 def build_llm(settings: Settings, *, keeper: bool = False) -> LLM:

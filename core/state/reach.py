@@ -8,18 +8,26 @@ Part of the state room, the only room that speaks Redis commands (``core.state``
 from __future__ import annotations
 
 import socket
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio import Redis
 from redis.backoff import NoBackoff
-from redis.exceptions import AuthenticationError, RedisError
+from redis.exceptions import (
+    AuthenticationError,
+    AuthorizationError,
+    NoPermissionError,
+    RedisError,
+)
 from redis.retry import Retry
 
+from core.config_sections import RedisSettings
 from core.errors import ConfigError
+from core.state.client import async_client, target
 from core.state.keeper_channel import KeeperChannel
 from core.state.keys import Keys
 
-_WHERE = "CARAMBA_REDIS__URL (or [redis] url in config.toml)"
+_WHERE = "CARAMBA_REDIS__URL (or [redis] url in config.toml), CARAMBA_REDIS_PASSWORD"
 
 
 def shown_url(url: str) -> str:
@@ -33,25 +41,51 @@ def shown_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
 
 
-async def redis_problem(url: str, timeout_s: float = 2.0) -> ConfigError | None:
-    """None when the Redis at ``url`` answers a PING within ``timeout_s``; else the error
-    to say (where it was tried, why it failed, what to do)."""
-    client = Redis.from_url(
-        url,
-        socket_connect_timeout=timeout_s,
-        socket_timeout=timeout_s,
-        retry=Retry(NoBackoff(), 0),
-    )
+def _one_shot(where: RedisSettings | str, timeout_s: float, *, decode: bool = False) -> Redis:
+    """A client of its own for one question, no retries: ``where`` a url, or the settings
+    (TLS, the ACL user, Sentinel; core/state/client.py)."""
+    options: dict[str, Any] = {
+        "socket_connect_timeout": timeout_s,
+        "socket_timeout": timeout_s,
+        "retry": Retry(NoBackoff(), 0),
+    }
+    if isinstance(where, str):
+        return Redis.from_url(where, decode_responses=decode, **options)
+    return async_client(where, **options)
+
+
+def describe_redis(settings: RedisSettings) -> str:
+    """Which Redis the settings reach (url without password, TLS, user, Sentinel
+    service); raises ConfigError when they do not parse."""
+    return target(settings).describe()
+
+
+def _shown(where: RedisSettings | str) -> str:
+    return shown_url(where) if isinstance(where, str) else describe_redis(where)
+
+
+async def redis_problem(where: RedisSettings | str, timeout_s: float = 2.0) -> ConfigError | None:
+    """None when the Redis of ``where`` (a url, or ``[redis]``) answers a PING within
+    ``timeout_s``; else the error to say (where it was tried, why it failed, what to do)."""
+    try:
+        client = _one_shot(where, timeout_s)
+    except ConfigError as exc:
+        return exc
     try:
         await client.ping()
     except AuthenticationError as exc:
         return ConfigError(
-            f"Redis at {shown_url(url)} refused the login ({exc})",
+            f"Redis at {_shown(where)} refused the login ({exc})",
             hint=f"put the right password in {_WHERE}",
+        )
+    except (AuthorizationError, NoPermissionError) as exc:
+        return ConfigError(
+            f"Redis at {_shown(where)} refused a command to this user ({exc})",
+            hint="give the ACL user the commands docs/redis.md lists, on ~PREFIX:*",
         )
     except (RedisError, OSError, TimeoutError) as exc:
         return ConfigError(
-            f"Redis is not reachable at {shown_url(url)} ({_reason(exc)})",
+            f"Redis is not reachable at {_shown(where)} ({_reason(exc)})",
             hint=f"start it (redis-server), or point {_WHERE} at where it runs",
         )
     finally:
@@ -72,10 +106,10 @@ def _reason(exc: BaseException) -> str:
     return str(exc).strip() or type(exc).__name__
 
 
-async def redis_version(url: str, timeout_s: float = 2.0) -> str:
-    """The version the Redis at ``url`` reports (``INFO server``); raises if it does
+async def redis_version(where: RedisSettings | str, timeout_s: float = 2.0) -> str:
+    """The version the Redis of ``where`` reports (``INFO server``); raises if it does
     not answer."""
-    client = Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
+    client = _one_shot(where, timeout_s)
     try:
         info = await client.info("server")
     finally:
@@ -83,12 +117,12 @@ async def redis_version(url: str, timeout_s: float = 2.0) -> str:
     return str(info.get("redis_version", "?"))
 
 
-async def keeper_alive(url: str, keys: Keys, timeout_s: float = 2.0) -> str | None:
-    """The name of a call keeper whose heartbeat is on in the Redis at ``url``, if any;
+async def keeper_alive(
+    where: RedisSettings | str, keys: Keys, timeout_s: float = 2.0
+) -> str | None:
+    """The name of a call keeper whose heartbeat is on in the Redis of ``where``, if any;
     raises if Redis does not answer."""
-    client = Redis.from_url(
-        url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s, decode_responses=True
-    )
+    client = _one_shot(where, timeout_s, decode=True)
     try:
         return await KeeperChannel(client, keys).alive()
     finally:
