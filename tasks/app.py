@@ -26,6 +26,7 @@ from celery.exceptions import Reject
 
 from core.config import Settings
 from core.scheduler.base import TurnJob
+from core.state.client import broker as redis_broker
 from tasks.consumer import TurnConsumer
 from tasks.production import require_redis
 from tasks.runtime import ServicesFactory, WorkerRuntime, WorkerStopped
@@ -61,7 +62,26 @@ def worker_of(app: Celery) -> Any:
 
 
 def broker_url(settings: Settings) -> str:
-    return settings.celery.broker_url or settings.redis.url
+    """``celery.broker_url``, else the Redis of ``redis.url`` as kombu names it (behind
+    Sentinel ``sentinel://host:port;…``, its ``master_name`` in the transport options)."""
+    return settings.celery.broker_url or redis_broker(settings.redis).url
+
+
+def broker_security(settings: Settings) -> dict[str, Any]:
+    """The broker's TLS and ACL user when it is the Redis of ``redis.url`` (Celery's
+    ``broker_use_ssl``, ``broker_user``, ``broker_password``; the password from the
+    environment only, ``CARAMBA_REDIS_PASSWORD``)."""
+    if settings.celery.broker_url or settings.redis.embedded:
+        return {}
+    found = redis_broker(settings.redis)
+    options: dict[str, Any] = {}
+    if found.use_ssl is not None:
+        options["broker_use_ssl"] = found.use_ssl
+    if found.user:
+        options["broker_user"] = found.user
+    if found.password:
+        options["broker_password"] = found.password
+    return options
 
 
 def transport_options(settings: Settings) -> dict[str, Any]:
@@ -87,6 +107,8 @@ def transport_options(settings: Settings) -> dict[str, Any]:
         "unacked_restore_interval": int(max(1.0, min(60.0, visibility / 4))),
         "unacked_restore_throttle": 1,
         "global_keyprefix": broker_key_prefix(settings),
+        # Behind Sentinel: master_name and how the Sentinels are spoken to.
+        **({} if settings.celery.broker_url else redis_broker(settings.redis).transport_options),
     }
 
 
@@ -118,6 +140,7 @@ def _configure(app: Celery, settings: Settings) -> None:
     app.conf.update(
         broker_url=broker_url(settings),
         broker_transport_options=transport_options(settings),
+        **broker_security(settings),
         # A lost broker connection (Redis restarting) is retried for as long as it takes:
         # Celery's default gives up after 100 tries (about 47 minutes) and the worker exits.
         broker_connection_retry=True,
