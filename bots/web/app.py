@@ -24,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 from bots.web.access import Signer, run_path
 from bots.web.chat import WebChat, chat_routes
 from bots.web.chat_edit import edit_routes
+from bots.web.chat_schedules import schedule_routes
 from bots.web.forms import form_routes
 from bots.web.guard import NEEDS_OPERATOR, HostGuard, allowed_hosts, is_local
 from bots.web.live import Live
@@ -189,7 +190,14 @@ def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
     chat_routes_ = [
         Route(path, endpoint, methods=methods)
         for path, endpoint, methods in (
-            [*chat_routes(chat, page), *edit_routes(chat, page), *form_routes(chat)]
+            [
+                # The schedules' first: "/chat/schedules" is not a run, "schedule …" typed
+                # in a new chat is read before it is taken as a request.
+                *schedule_routes(chat, page),
+                *chat_routes(chat, page),
+                *edit_routes(chat, page),
+                *form_routes(chat),
+            ]
             if chat is not None
             else []
         )

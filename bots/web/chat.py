@@ -36,6 +36,7 @@ from bots.chat.threads import Threads
 from bots.web import chat_approvals
 from bots.web.access import Signer, run_path
 from bots.web.chat_past import PastChat, PastChats
+from bots.web.chat_place import web_schedules
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
 from bots.web.chat_view import HELPERS, YOU, thread_view
@@ -230,7 +231,9 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             return forbidden()
         if request.method == "GET":
             t = request.query_params.get("t", "")
-            return page("chat_new.html", t=t, past=await chat.past(fresh=True), **HELPERS)
+            past = await chat.past(fresh=True)
+            schedules = await web_schedules(chat.svc)
+            return page("chat_new.html", t=t, past=past, schedules=schedules, **HELPERS)
         if not same_origin(request):
             return PlainTextResponse("Forms are taken from this site only.", status_code=403)
         task = (await form(request)).get("task", "").strip()
@@ -264,6 +267,7 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             names=await chat.names(run),  # who decided, when the card does not say
             file_token=chat.signer.token(f"run:{run_id}", ttl),
             past=await chat.past(),
+            schedules=await web_schedules(chat.svc),
             **HELPERS,
         )
 

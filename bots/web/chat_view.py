@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from bots.web.chat_markdown import markdown
 from bots.web.chat_transport import ChatMessage
+from core.schedules.rules import when_shown
 from core.types import figures
 from core.types.run import RunState, RunStatus
 from core.workspace import FileInfo
@@ -137,4 +138,6 @@ HELPERS: dict[str, Any] = {
     "hm": _hm,
     "iso": _iso,
     "size": _size,
+    # A schedule's next firing in its time zone ("Mon 1 Dec 09:00 (UTC)").
+    "next_shown": when_shown,
 }

@@ -1,0 +1,121 @@
+"""Schedules from the web chat (demo mode, through HTTP; the browser's side is in
+test_web_chat_schedules_browser.py): "schedule …" typed where a request goes makes one
+(listed beside every chat, escaped); words that are no schedule, a missing task, a bad
+budget are said back; Pause / Resume / Delete; a schedule made by someone else is theirs
+(refused, by name); forms from other sites and pages without an operator's token are
+refused; other requests still go on as requests."""
+
+from __future__ import annotations
+
+import re
+
+from bots.web.chat_place import WEB_PLACE
+from bots.web.chat_schedules import HOW, Typed, typed
+from core.runs import schedules as plans
+from core.types.people import Person
+from core.types.schedules import Scheduled
+from tests.integration.test_web_chat import ORIGIN, chat_app, client, post
+
+ANA = Person("U0ANA", "Ana")
+
+
+def test_typed_words_read_as_a_schedule() -> None:
+    assert typed("summarise the tickets") is None
+    assert typed("schedule every weekday at 9:00: summarise the open tickets, $2") == Typed(
+        "every weekday at 9:00", "summarise the open tickets", 2.0
+    )
+    assert typed("Schedule 0 9 * * 1-5 | ping the ops team (up to $0.50)") == Typed(
+        "0 9 * * 1-5", "ping the ops team", 0.5
+    )
+    assert typed("schedule every monday at 8:30 — plan the week") == Typed(
+        "every monday at 8:30", "plan the week", None
+    )
+    assert typed("schedule every day") == HOW
+    assert typed("schedule") == HOW
+    assert typed("schedule : nothing") == HOW
+
+
+async def test_typed_schedule_listed_paused_resumed_deleted(settings) -> None:
+    async with chat_app(settings) as (app, svc), client(app) as c:
+        made = await post(
+            c, "/chat", task="schedule every weekday at 9:00: sum up <b>tickets</b>, $2"
+        )
+        assert made.status_code == 200, made.text
+        assert "Scheduled by the web chat" in made.text
+        assert "&lt;b&gt;tickets&lt;/b&gt;" in made.text and "<b>tickets" not in made.text
+        (s,) = (await plans.listed(svc, WEB_PLACE)).schedules
+        assert s.task == "sum up <b>tickets</b>" and s.budget_usd == 2.0
+        assert s.rule.cron == "0 9 * * 1,2,3,4,5" and s.owner == "web"
+
+        # Beside every chat: the new-chat page lists it, with its buttons.
+        page = (await c.get("/chat")).text
+        assert 'id="schedules"' in page and "every weekday at 9:00" in page
+        assert f'action="/chat/schedules/{s.id}"' in page
+
+        paused = await post(c, f"/chat/schedules/{s.id}", action="pause")
+        assert paused.status_code == 200 and "Paused by the web chat" in paused.text
+        assert (await plans.listed(svc, WEB_PLACE)).schedules[0].paused
+        assert 'value="resume"' in paused.text
+        resumed = await post(c, f"/chat/schedules/{s.id}", action="resume")
+        assert "Resumed by the web chat" in resumed.text
+        assert not (await plans.listed(svc, WEB_PLACE)).schedules[0].paused
+
+        weird = await post(c, f"/chat/schedules/{s.id}", action="explode")
+        assert weird.status_code == 400 and "pause, resume or delete" in weird.text
+
+        gone = await post(c, f"/chat/schedules/{s.id}", action="delete")
+        assert "Deleted by the web chat" in gone.text
+        assert (await plans.listed(svc, WEB_PLACE)).schedules == ()
+        again = await post(c, f"/chat/schedules/{s.id}", action="delete")
+        assert again.status_code == 400 and "no longer exists" in again.text
+
+
+async def test_what_is_no_schedule_is_said_back(settings) -> None:
+    async with chat_app(settings) as (app, svc), client(app) as c:
+        blursday = await post(c, "/chat", task="schedule every blursday at 9: sum up")
+        assert blursday.status_code == 400
+        assert "I could not read “every blursday at 9” as a schedule" in blursday.text
+        half = await post(c, "/chat", task="schedule every day")
+        assert half.status_code == 400 and "when, a colon, the task" in half.text
+        form = await post(c, "/chat/schedules", when="every day at 8:00", task="x", budget="lots")
+        assert form.status_code == 400 and "“lots” is not an amount" in form.text
+        assert 'value="every day at 8:00"' in form.text, "what was typed is kept"
+        too_much = await post(
+            c, "/chat/schedules", when="every day at 8:00", task="x", budget="999"
+        )
+        assert too_much.status_code == 400 and "more than the $20.00 allowed" in too_much.text
+        no_task = await post(c, "/chat/schedules", when="every day at 8:00")
+        assert no_task.status_code == 400 and "Say when, and what to run." in no_task.text
+        assert (await plans.listed(svc, WEB_PLACE)).schedules == ()
+
+        # Any other request is still a request: a new chat.
+        asked = await post(c, "/chat", task="Budget our offsite")
+        assert asked.status_code == 303 and re.match(r"/chat/run_", asked.headers["location"])
+
+
+async def test_someone_elses_schedule_is_theirs(settings) -> None:
+    async with chat_app(settings) as (app, svc), client(app) as c:
+        made = await plans.schedule(svc, ANA, WEB_PLACE, task="ping ops", when="every day at 7:00")
+        assert isinstance(made, Scheduled)
+        refused = await post(c, f"/chat/schedules/{made.schedule.id}", action="delete")
+        assert refused.status_code == 400
+        assert "Only Ana, who made this schedule, or one of the approvers" in refused.text
+        assert len((await plans.listed(svc, WEB_PLACE)).schedules) == 1
+
+
+async def test_other_sites_and_strangers_are_refused(settings) -> None:
+    async with chat_app(settings, local=False) as (app, _svc), client(app) as c:
+        assert (await c.get("/chat/schedules")).status_code == 403
+    async with chat_app(settings) as (app, svc), client(app) as c:
+        made = await plans.schedule(svc, ANA, WEB_PLACE, task="ping ops", when="every day at 7:00")
+        assert isinstance(made, Scheduled)
+        elsewhere = {"origin": "https://evil.example"}
+        for path, data in (
+            ("/chat", {"task": "schedule every day at 9:00: x"}),
+            ("/chat/schedules", {"when": "every day at 9:00", "task": "x"}),
+            (f"/chat/schedules/{made.schedule.id}", {"action": "pause"}),
+        ):
+            answer = await c.post(path, data=data, headers=elsewhere)
+            assert answer.status_code == 403, path
+        assert not (await plans.listed(svc, WEB_PLACE)).schedules[0].paused
+        assert ORIGIN.startswith("http://127.0.0.1")
