@@ -348,3 +348,8 @@ class Keys:
     def spend_images(self, run_id: str) -> str:
         """Hash image model → USD its calls cost a run (folded with the run's usage)."""
         return f"{self.prefix}:run:{run_id}:spend-images"
+
+    def replicated(self) -> str:
+        """A one-byte marker written before a WAIT, so that the WAIT covers every write
+        made before it on any connection (core/state/durable_writes.py; short expiry)."""
+        return f"{self.prefix}:replicated"
