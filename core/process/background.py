@@ -20,7 +20,7 @@ from core.agent.wake import wake_agent
 from core.config_sections import SchedulerSettings
 from core.effects.intents import process_pending
 from core.effects.timers import TIMER, DeliverMessage, ExpireProposal, Timer
-from core.runs import firings, watchdog
+from core.runs import firings, spend, watchdog
 from core.runs.control import expire_if_due
 from core.runs.learning import learn_ended
 from core.services import Services
@@ -47,7 +47,9 @@ async def tick(svc: Services) -> tuple[bool, float | None]:
     ended = await watchdog.watch(svc)
     # Schedules due now: each slot fired by one process (core.runs.firings).
     scheduled = await firings.fire_due(svc)
-    return bool(fired or done or learned or ended or scheduled), soonest
+    # Ended runs' cost into the spend ledger, once each (every [governance] fold_every_s).
+    folded = await spend.fold_ended(svc)
+    return bool(fired or done or learned or ended or scheduled or folded), soonest
 
 
 async def fire_due(svc: Services, now: float | None = None) -> int:

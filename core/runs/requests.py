@@ -26,6 +26,7 @@ from core import telemetry
 from core.agent.responses import RememberingLLM
 from core.errors import CarambaError
 from core.planning import plan
+from core.runs import spend
 from core.runs.budget import proposal_budget
 from core.runs.control import approve_run, schedule_expiry
 from core.scheduler.base import TurnJob, TurnOutcome
@@ -81,6 +82,7 @@ async def request_run(
         place=place,
     )
     await svc.store.create_run(run)
+    await spend.open_run(svc, run)
     await svc.scheduler.submit(TurnJob(run_id=run.id, kind="plan"))
     return run.id
 
@@ -113,6 +115,8 @@ async def _plan(svc: Services, run_id: str) -> TurnOutcome:
     run = await svc.store.get_run(run_id)
     if run.status is not RunStatus.PLANNING:
         return TurnOutcome.DROPPED
+    if not await spend.gate(svc, run):  # over its budget: waits for the owner
+        return TurnOutcome.ENDED
     # A delivery after a crash mid-planning reuses the answers the first one paid for.
     llm = RememberingLLM(svc.llm, svc, run_id)
     try:
@@ -205,6 +209,10 @@ async def give_up_if_stuck(svc: Services, run_id: str) -> bool:
     True if it was failed now. Called by whoever shows the request to people."""
     run = await svc.store.get_run(run_id)
     if run.status is not RunStatus.PLANNING or time.time() < stuck_after(svc, run):
+        return False
+    # Waiting for a spending decision (or planned again since one): not stuck.
+    started = await spend.planning_from(svc, run)
+    if started is None or time.time() < stuck_after(svc, run) - run.created_at + started:
         return False
     return await _fail(
         svc,

@@ -11,6 +11,7 @@ tool, for its calls' cost)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -64,7 +65,8 @@ async def open_runs(store: Store) -> dict[str, tuple[str, str]]:
 
 
 async def live_costs(store: Store, run_ids: Iterable[str]) -> dict[str, float]:
-    """What each of ``run_ids`` has spent on model calls so far (its usage counter)."""
+    """What each of ``run_ids`` has spent so far: its model calls (the usage counter),
+    its planning (the run record's) and its image calls."""
     ids = list(run_ids)
     if not ids:
         return {}
@@ -72,11 +74,17 @@ async def live_costs(store: Store, run_ids: Iterable[str]) -> dict[str, float]:
         for run_id in ids:
             pipe.hget(store.keys.run_usage(run_id), "cost_usd")
             pipe.hvals(store.keys.spend_images(run_id))
+            pipe.get(store.keys.run(run_id))
         got = await pipe.execute()
     costs: dict[str, float] = {}
     for n, run_id in enumerate(ids):
-        images = sum(float(v) for v in got[2 * n + 1] or ())
-        costs[run_id] = float(got[2 * n] or 0.0) + images
+        used, images, record = got[3 * n : 3 * n + 3]
+        planning = (json.loads(record).get("planning") or {}) if record else {}
+        costs[run_id] = (
+            float(used or 0.0)
+            + sum(float(v) for v in images or ())
+            + float(planning.get("cost_usd") or 0.0)
+        )
     return costs
 
 
@@ -164,13 +172,21 @@ async def take_ask(store: Store, run_id: str) -> str | None:
     return _text(found) if removed and found is not None else None
 
 
-async def grant_pass(store: Store, run_id: str, ttl_s: int) -> None:
-    """Let ``run_id``'s planning go on past its budget (a person approved)."""
-    await store.redis.set(store.keys.spend_pass(run_id), "1", ex=ttl_s)
+async def grant_pass(store: Store, run_id: str, at: float, ttl_s: int) -> None:
+    """Let ``run_id``'s planning go on past its budget (a person approved at ``at``)."""
+    await store.redis.set(store.keys.spend_pass(run_id), repr(at), ex=ttl_s)
 
 
-async def has_pass(store: Store, run_id: str) -> bool:
-    return bool(await store.redis.exists(store.keys.spend_pass(run_id)))
+async def passed_at(store: Store, run_id: str) -> float | None:
+    """When going over budget was approved for ``run_id``, if it was."""
+    found: Any = await store.redis.get(store.keys.spend_pass(run_id))
+    return None if found is None else float(found)
+
+
+async def release_planning(store: Store, run_id: str) -> None:
+    """Drop the planning claim of a request that now waits for a spending decision, so
+    the planning job sent once it is approved is not taken for a second delivery."""
+    await store.redis.delete(store.keys.planning(run_id))
 
 
 async def warn_once(store: Store, month: str, place_key: str, ttl_s: int) -> bool:

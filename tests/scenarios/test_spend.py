@@ -1,0 +1,200 @@
+"""Team spend (``core.runs.spend``, ``core.spend``): a channel over its monthly budget asks
+its owner before planning — approve → the run is planned and runs, deny → it ends with
+the reason, a stranger's click is refused, a second click is told; the ledger counts
+each ended run once and its report sums to the runs' costs; the 80 % warning is said
+once; budgets are set by admins only. Inline (fakeredis, real Redis) and on a real
+Celery worker."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from core.config import Settings
+from core.config_governance import BudgetRule, GovernanceSettings
+from core.llm.scripted import Reply, ScriptedModel, call
+from core.runs import people, requests
+from core.runs import spend as spending
+from core.runs.outcomes import Done, Refused, Requested
+from core.services import Services
+from core.spend import ledger
+from core.state import spend as kept
+from core.types.events import (
+    RunEvent,
+    RunFinished,
+    SpendApprovalAsked,
+    SpendApprovalDecided,
+    SpendWarned,
+)
+from core.types.people import Person
+from core.types.place import Place
+from core.types.run import RunStatus
+from tests.helpers import collect
+from tests.planning_helpers import settings as planning_settings
+from tests.schedulers import SCHEDULERS
+
+OPS = Place(
+    platform="slack",
+    workspace="T0ACME",
+    channel="C0OPS",
+    workspace_name="Acme",
+    channel_name="#ops",
+)
+ANA = Person(id="U0ANA", name="Ana")
+BOB = Person(id="U0BOB", name="Bob")
+CALL_USD = 0.01
+
+
+def governed(month_usd: float, **more: Any) -> Settings:
+    base = planning_settings(library_top_k=0)
+    rule = BudgetRule(month_usd=month_usd, owner=ANA.id, owner_name="Ana", name="#ops")
+    gov = GovernanceSettings(channels={OPS.key: rule}, fold_every_s=0.01, **more)
+    return base.model_copy(update={"governance": gov})
+
+
+def direct_model() -> ScriptedModel:
+    """Every request answered directly: a router call, then the UI agent's turns."""
+    m = ScriptedModel(cost_per_call_usd=CALL_USD)
+    direct = {"path": "direct", "reason": "a fact", "answer": "Paris."}
+    return m.script("router", *[Reply(calls=(call("submit_router", direct),))] * 6)
+
+
+async def ask(svc: Services, who: Person = BOB, place: Place = OPS) -> str:
+    made = await people.request(svc, "What is the capital of France?", who, place=place)
+    assert isinstance(made, Requested)
+    return made.run_id
+
+
+async def events_until(
+    svc: Services, run_id: str, kind: type, timeout_s: float = 20
+) -> list[RunEvent]:
+    for _ in range(int(timeout_s / 0.05)):
+        events = [e for _, e in await svc.store.read_events(run_id)]
+        if any(isinstance(e, kind) for e in events):
+            return events
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no {kind.__name__} on {run_id}")
+
+
+async def runs_cost(svc: Services, run_ids: list[str]) -> float:
+    """The runs' costs as the run records and usage counters hold them."""
+    total = 0.0
+    for run_id in run_ids:
+        run = await svc.store.get_run(run_id)
+        total += (await svc.store.run_usage(run_id)).cost_usd
+        total += run.planning.cost_usd if run.planning else 0.0
+    return total
+
+
+@SCHEDULERS
+async def test_over_budget_asks_the_owner_and_approval_lets_the_run_proceed(
+    services, kind, monkeypatch
+) -> None:
+    svc = await services(governed(month_usd=0.015), direct_model())
+    first = await ask(svc)
+    ended = await collect(svc, first, timeout_s=20)
+    assert ended[-1].status is RunStatus.COMPLETED  # type: ignore[union-attr]
+    spent = await runs_cost(svc, [first])
+    assert spent >= 0.015  # the month is now over its budget
+
+    second = await ask(svc)
+    events = await events_until(svc, second, SpendApprovalAsked)
+    asked = next(e for e in events if isinstance(e, SpendApprovalAsked))
+    assert (asked.owner_id, asked.owner_name, asked.place_name) == (ANA.id, "Ana", "#ops")
+    assert asked.spent_usd == spent and asked.month_usd == 0.015
+    assert "Ana" in spending.asked_text(asked) and "U0ANA" not in spending.asked_text(asked)
+    await asyncio.sleep(0.3)  # nothing plans it meanwhile
+    assert (await svc.store.get_run(second)).status is RunStatus.PLANNING
+    # Long after planning would have timed out, the waiting request is not given up.
+    monkeypatch.setattr(requests, "stuck_after", lambda svc, run: 0.0)
+    assert await requests.give_up_if_stuck(svc, second) is False
+    monkeypatch.undo()
+
+    refused = await spending.approve_spend(svc, second, BOB, approve=True)
+    assert isinstance(refused, Refused) and "Ana" in refused.reason
+    approved = await spending.approve_spend(svc, second, ANA, approve=True)
+    assert isinstance(approved, Done) and approved.said.line.endswith("by Ana.")
+    again = await spending.approve_spend(svc, second, ANA, approve=False)
+    assert isinstance(again, Refused)
+
+    done = await collect(svc, second, timeout_s=20)
+    assert done[-1].status is RunStatus.COMPLETED  # type: ignore[union-attr]
+    decided = [e for e in done if isinstance(e, SpendApprovalDecided)]
+    assert [(d.approved, d.by_name) for d in decided] == [(True, "Ana")]
+
+    # Both ended runs folded once (a worker's background loop may have folded some
+    # already; a second pass counts nothing twice).
+    await ledger.fold_ended(svc)
+    assert await kept.open_runs(svc.store) == {}
+    assert await ledger.fold_ended(svc) == 0
+    for run_id in (first, second):
+        assert await ledger.fold_run(svc, await svc.store.get_run(run_id)) is False
+    report = await spending.report(svc, channel_key=OPS.key)
+    expected = await runs_cost(svc, [first, second])
+    assert abs(report.total_usd - expected) < 1e-9
+    assert {r.run_id for r in report.rows} == {first, second}
+    assert [(t.name, round(t.cost_usd, 9)) for t in report.by_person] == [
+        ("Bob", round(expected, 9))
+    ]
+    assert [t.name for t in report.by_channel] == ["#ops"]
+    assert {t.key for t in report.by_model} >= {ledger.PLANNING}
+    (use,) = report.budgets
+    assert use.budget.owner_name == "Ana" and abs(use.spent_usd - expected) < 1e-9
+
+
+@SCHEDULERS
+async def test_a_denied_request_ends_with_the_reason(services, kind) -> None:
+    svc = await services(governed(month_usd=0.0), direct_model())
+    run_id = await ask(svc)
+    await events_until(svc, run_id, SpendApprovalAsked)
+    denied = await spending.approve_spend(svc, run_id, ANA, approve=False)
+    assert isinstance(denied, Done)
+    events = await collect(svc, run_id, timeout_s=10)
+    finished = events[-1]
+    assert isinstance(finished, RunFinished) and finished.status is RunStatus.FAILED
+    assert finished.error is not None and "Ana did not approve" in finished.error
+    assert "#ops" in finished.error
+    assert (await svc.store.agent_ids(run_id)) == []  # never planned, nothing ran
+
+
+@SCHEDULERS
+async def test_the_warning_is_said_once_at_its_line(services, kind) -> None:
+    # The line at 30 % (80 % by default), so the month is past it after one run and
+    # still under the budget after two.
+    svc = await services(governed(month_usd=1.0, warn_at=0.3), direct_model())
+    first = await ask(svc)
+    await collect(svc, first, timeout_s=20)
+    spent = await runs_cost(svc, [first])
+    # A budget the month is now at a third of, set by an admin.
+    admin = Person(id="U0ADM", name="Ada", approver=True)
+    made = await spending.set_budget(svc, admin, OPS, month_usd=spent * 3, owner=ANA)
+    assert isinstance(made, spending.BudgetSet) and "Ana approves" in made.line
+    second = await ask(svc)
+    events = await collect(svc, second, timeout_s=20)
+    warned = [e for e in events if isinstance(e, SpendWarned)]
+    assert len(warned) == 1 and warned[0].place_name == "#ops"
+    assert "33%" in spending.warned_text(warned[0])
+    third = await ask(svc)
+    events = await collect(svc, third, timeout_s=20)
+    assert not any(isinstance(e, SpendWarned) for e in events)
+
+
+async def test_only_admins_set_budgets_and_bad_amounts_are_refused(make_services) -> None:
+    svc = make_services(governed(month_usd=5.0, admins=("U0ADM",)), direct_model())
+    refused = await spending.set_budget(svc, BOB, OPS, month_usd=10.0)
+    assert isinstance(refused, Refused) and "admins" in refused.reason
+    admin = Person(id="U0ADM", name="Ada")
+    for bad in (-1.0, 1e12):
+        assert isinstance(await spending.set_budget(svc, admin, OPS, month_usd=bad), Refused)
+    made = await spending.set_budget(svc, admin, OPS, month_usd=10.0, scope="workspace")
+    assert isinstance(made, spending.BudgetSet) and made.budget.place_key == "slack:T0ACME"
+    report = await spending.report(svc)
+    keys = {(u.budget.place_key, u.budget.month_usd) for u in report.budgets}
+    assert keys == {(OPS.key, 5.0), ("slack:T0ACME", 10.0)}
+    for bad_month in ("2026-13", "last month", "2026-1"):
+        try:
+            await spending.report(svc, month=bad_month)
+        except ValueError as exc:
+            assert "2026-11" in str(exc)
+        else:
+            raise AssertionError(f"{bad_month!r} accepted")
