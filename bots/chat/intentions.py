@@ -199,6 +199,22 @@ class ToolApproval:
     kind: Literal["tool_approval"] = "tool_approval"
 
 
+@dataclass(frozen=True)
+class SpendAsk:
+    """The request would take ``place_name``'s month over its budget (``spent_usd`` of
+    ``month_usd``); it waits, before planning, for the budget's owner (``owner_name``) or
+    an admin: Approve / Deny. ``text``: the ask in core's plain words. Words:
+    ``bots.chat.spend_asks``."""
+
+    run_id: str
+    text: str
+    place_name: str
+    owner_name: str = ""
+    spent_usd: float = 0.0
+    month_usd: float = 0.0
+    kind: Literal["spend_ask"] = "spend_ask"
+
+
 Intention = (
     StatusLine
     | Card
@@ -212,4 +228,5 @@ Intention = (
     | Paused
     | Form
     | ToolApproval
+    | SpendAsk
 )

@@ -45,6 +45,7 @@ from bots.chat.ports import (
     StatusLine,
     TextFile,
 )
+from bots.chat.spend_asks import follow_spend
 from bots.chat.tasks import all_ended, with_task
 from core.runs.approval import view
 from core.services import Services
@@ -208,8 +209,9 @@ class ThreadRelay:
                 self.post_result(event)
             case BudgetReached() | RunStatusChanged(status=RunStatus.RUNNING):
                 await follow_pause(self, event)
-            case _:  # a tool call waiting for approval, or nothing shown
+            case _:  # a tool call or a request over budget waiting, or nothing shown
                 await follow_approval(self, event)
+                follow_spend(self, event)
 
     def is_milestone(self, event: AgentFinished, agents: int) -> bool:
         """Whether an agent's end is worth a reply of its own: in a run of several

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, assert_never
 
 from bots.chat.approvals import ToolApproval
-from bots.chat.intentions import Form, Paused
+from bots.chat.intentions import Form, Paused, SpendAsk
 from bots.chat.pause import extend_label, spent
 from bots.chat.ports import (
     Artifacts,
@@ -90,6 +90,8 @@ class ConsoleRenderer:
                 return []  # asked by the run's console (bots.console.forms)
             case ToolApproval():
                 return [Rendered(approval_lines(intention))]
+            case SpendAsk():
+                return [Rendered(_NOTES["warning"].format(escape(intention.text)))]
             case _:
                 assert_never(intention)
 

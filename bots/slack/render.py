@@ -10,7 +10,7 @@ from typing import Any, assert_never
 from slack_sdk.models.blocks import Block
 
 from bots.chat.approvals import ToolApproval
-from bots.chat.intentions import Form, Paused
+from bots.chat.intentions import Form, Paused, SpendAsk
 from bots.chat.ports import (
     Artifacts,
     Card,
@@ -107,6 +107,8 @@ class SlackRenderer:
                 return [form_message(intention)]
             case ToolApproval():
                 return [approval_message(intention)]
+            case SpendAsk():
+                return self._plain(escape(intention.text))
             case _:
                 assert_never(intention)
 

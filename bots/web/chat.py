@@ -33,7 +33,7 @@ from bots.chat.ports import Adapter, Limits, Place
 from bots.chat.relays import Relays
 from bots.chat.store import ChatStore
 from bots.chat.threads import Threads
-from bots.web import chat_approvals
+from bots.web import chat_approvals, chat_spend
 from bots.web.access import Signer, run_path
 from bots.web.chat_past import PastChat, PastChats
 from bots.web.chat_place import web_schedules
@@ -119,7 +119,14 @@ class WebChat:
         """Record ``task`` as a request (a worker plans it) and relay it into its thread
         (``bots.chat.intake``; the thread is named by the run's id)."""
         run_id = new_run_id()
-        opened = await take_request(self.relays, task, WEB, Place("web", run_id), run_id=run_id)
+        opened = await take_request(
+            self.relays,
+            task,
+            WEB,
+            Place("web", run_id),
+            run_id=run_id,
+            where=chat_spend.where(run_id),
+        )
         if isinstance(opened, NotOpened):
             raise RunError(opened.reason)
         self._past.forget()
@@ -145,6 +152,8 @@ class WebChat:
             return (await people.rate(svc, run_id, WEB, up=action == "up")).line
         if action.startswith(chat_approvals.PREFIX):
             return await chat_approvals.act(self, run_id, action, text)
+        if action.startswith(chat_spend.PREFIX):
+            return await chat_spend.act(self, run_id, action)
         if action == "say" and text.strip():
             said = await people.reply(svc, run_id, text, WEB)
             if not isinstance(said, Delivered):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, assert_never
 
 from bots.chat.approvals import ToolApproval, headline
-from bots.chat.intentions import Form, Paused
+from bots.chat.intentions import Form, Paused, SpendAsk
 from bots.chat.pause import STOP_LABEL, extend_label, pause_text
 from bots.chat.ports import (
     Artifacts,
@@ -25,6 +25,7 @@ from bots.chat.ports import (
     StatusLine,
 )
 from bots.web.chat_approvals import approval_payload
+from bots.web.chat_spend import ask_payload
 from bots.web.form_render import form_message
 from core.types import figures
 from core.types.run import RunStatus
@@ -80,6 +81,8 @@ class WebRenderer:
                 return [form_message(intention)]
             case ToolApproval():
                 return [Rendered(headline(intention), approval_payload(intention))]
+            case SpendAsk():
+                return [Rendered(intention.text, ask_payload(intention))]
             case _:
                 assert_never(intention)
 

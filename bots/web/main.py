@@ -15,6 +15,7 @@ from bots.web.access import Signer, operator_link, signer
 from bots.web.app import Inspector, create_app, secured
 from bots.web.chat import WebChat
 from bots.web.live import Live
+from bots.web.spend import ledger_source
 from core.config import Settings
 from core.errors import ConfigError
 from core.process.demo_flow import offline_settings, team_model
@@ -100,7 +101,15 @@ async def run_web(
     sign = local_signer(settings, host)
     async with web_services(settings, demo, pace_s) as svc:
         live = Live(svc.store, blocking=not svc.settings.redis.embedded)
-        inspector = Inspector(svc.settings, svc.store, svc.workspace, sign, live, open_list=local)
+        inspector = Inspector(
+            svc.settings,
+            svc.store,
+            svc.workspace,
+            sign,
+            live,
+            open_list=local,
+            spend=ledger_source(svc),
+        )
         chat = WebChat(svc, sign, open=local)
         taken = await chat.start()
         app = secured(create_app(inspector, chat))

@@ -21,6 +21,8 @@ from starlette.responses import PlainTextResponse, Response
 
 from bots.web.guard import NEEDS_OPERATOR
 from bots.web.spend_chart import day_chart
+from core.runs import spend as spending
+from core.services import Services
 from core.types.spend import MONTH_PATTERN, BudgetUse, SpendReport, SpendTotal
 
 BAD_MONTH = "The month is written like 2026-11 (a year and a month)."
@@ -39,6 +41,15 @@ class SpendSource(Protocol):
 
 
 Page = Callable[..., Response]
+
+
+def ledger_source(svc: Services) -> SpendSource:
+    """The spend ledger of ``svc`` as the page's source."""
+
+    async def source(*, month: str, team_key: str | None, channel_key: str | None) -> SpendReport:
+        return await spending.report(svc, month=month, team_key=team_key, channel_key=channel_key)
+
+    return source
 
 
 @dataclass(frozen=True)
@@ -141,4 +152,12 @@ def spend_routes(
     return [("/spend", spend, ["GET"])]
 
 
-__all__ = ["SpendSource", "SpendView", "month_days", "shift", "spend_routes", "spend_view"]
+__all__ = [
+    "SpendSource",
+    "SpendView",
+    "ledger_source",
+    "month_days",
+    "shift",
+    "spend_routes",
+    "spend_view",
+]
