@@ -21,6 +21,7 @@ from bots.cli_common import (
     settings_or_exit,
 )
 from bots.cli_doctor import doctor
+from bots.cli_spend import spend
 from bots.console.text import escape
 from core.errors import CarambaError
 
@@ -280,7 +281,7 @@ def tools() -> None:
         )
 
 
-for command in (doctor, slack, discord, web):
+for command in (doctor, slack, discord, web, spend):
     app.command()(command)
 
 
