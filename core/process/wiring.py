@@ -20,6 +20,7 @@ from core.scheduler.base import Scheduler
 from core.services import Services
 from core.state.bus import Bus
 from core.state.client import SENTINEL_RETRIES, async_client, connection_options, target
+from core.state.durable_writes import require_replicas
 from core.state.keys import Keys
 from core.state.store import Store
 from core.tools.defaults import default_registry
@@ -83,6 +84,11 @@ def build_services(
     configured ones (tests, the demo)."""
     telemetry.setup(settings.telemetry)
     client = redis if redis is not None else connect_redis(settings)
+    # Writes that must survive a failover wait for redis.replicas_to_ack replicas (0: off).
+    if not settings.redis.embedded:
+        require_replicas(
+            client, settings.redis.replicas_to_ack, settings.redis.replicas_ack_timeout_ms
+        )
     keys = Keys(settings.redis.key_prefix)
     store = Store(client, keys, settings.redis.events_maxlen)
 

@@ -14,14 +14,17 @@ from urllib.parse import urlsplit
 
 from redis import Redis as SyncRedis
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.connection import SSLConnection
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool, SentinelManagedConnection
 from redis.backoff import ExponentialWithJitterBackoff
+from redis.connection import SSLConnection as SyncSSLConnection
 from redis.exceptions import ConnectionError as _ConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as _TimeoutError
 from redis.retry import Retry as SyncRetry
 from redis.sentinel import Sentinel as SyncSentinel
+from redis.sentinel import SentinelManagedConnection as SyncSentinelManagedConnection
 
 from core.config_sections import RedisSettings
 from core.errors import ConfigError
@@ -234,6 +237,38 @@ class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
     as the direct client's does (hundreds of turns share one process's client)."""
 
 
+# redis-py 8.1's Sentinel connections ask the Sentinels where the primary is only when the
+# pool hands one out: a command retried on a connection that broke (its send reconnects
+# through ``connect_check_health``) dialled the dead primary again until its retries ran
+# out, and never reached the new one. Here every reconnect asks the Sentinels first.
+class _FollowingConnection(SentinelManagedConnection):
+    async def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        if retry_socket_connect and not self.is_connected:
+            await self.connect()  # the Sentinels' primary, with the retry's back-off
+        else:
+            await super().connect_check_health(check_health, retry_socket_connect)
+
+
+class _FollowingSSLConnection(_FollowingConnection, SSLConnection):
+    pass
+
+
+class _SyncFollowingConnection(SyncSentinelManagedConnection):
+    def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        if retry_socket_connect and self._sock is None:
+            self.connect()
+        else:
+            super().connect_check_health(check_health, retry_socket_connect)
+
+
+class _SyncFollowingSSLConnection(_SyncFollowingConnection, SyncSSLConnection):
+    pass
+
+
 def async_client(settings: RedisSettings, *, retry: Retry | None = None, **options: Any) -> Redis:
     """The asyncio client of ``settings`` (TLS, ACL user, Sentinel), replies decoded.
     ``options``: redis-py pool keywords (``max_connections``, ``timeout``, socket ones)."""
@@ -248,6 +283,7 @@ def async_client(settings: RedisSettings, *, retry: Retry | None = None, **optio
     return sentinel.master_for(
         where.service_name,
         connection_pool_class=_BlockingSentinelPool,
+        connection_class=_FollowingSSLConnection if where.tls else _FollowingConnection,
         db=where.db,
         decode_responses=True,
         retry=retry,
@@ -270,7 +306,7 @@ def sync_client(settings: RedisSettings, **options: Any) -> SyncRedis:
         where.service_name,
         db=where.db,
         decode_responses=True,
-        ssl=where.tls,
+        connection_class=_SyncFollowingSSLConnection if where.tls else _SyncFollowingConnection,
         **security,
         **options,
     )
