@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from core.state.durable_writes import replicated
 from core.state.leases import release_lease
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 from core.state.run_changes import RunChange
@@ -91,6 +92,8 @@ class Turns:
             saved = await commit_with_run_change(
                 self, state, expected_seq, token, events, usage, run_change, writes, after
             )
+        if saved.saved:  # redis.replicas_to_ack > 0: on that many replicas (a WAIT)
+            await replicated(self.redis, self.keys)
         if saved.saved and not state.status.terminal:
             self._hold(state, token)
         return _noted(saved, state, expected_seq)
