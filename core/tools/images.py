@@ -23,6 +23,7 @@ from core.config import Settings
 from core.config_tools import ImageSettings
 from core.errors import ToolRetry, WorkspaceError
 from core.llm.gateway import import_litellm
+from core.state import spend as spend_ledger
 from core.tools.registry import Tool, ToolRegistry, tool
 from core.tools.web.guard import WebError
 
@@ -69,6 +70,8 @@ async def generate_image(ctx: ToolContext, prompt: str, path: str = "outputs/ima
         raise ToolRetry(str(exc)) from None
     width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
     cost = _cost(litellm, response, cfg)
+    if cost:  # counted to the run in the spend ledger (core.spend), with its model calls
+        await spend_ledger.add_image_cost(ctx.store, ctx.run_id, cfg.model, cost)
     spent = f"cost ${cost:.4f}" if cost is not None else "cost not reported by the provider"
     return f"Saved {info.describe()}, {width}×{height} pixels, made by {cfg.model} ({spent})."
 

@@ -14,10 +14,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import fakeredis
 import pytest
 from aiohttp import web
 
 from core.errors import ToolRetry
+from core.state import spend as spend_ledger
+from core.state.keys import Keys
+from core.state.store import Store
 from core.tools.images import generate_image
 from core.tools.web.fetcher import aclose_clients
 from core.tools.web.tools import download, fetch_url, web_search
@@ -160,6 +164,8 @@ class Ctx:
         self.workspace = workspace
         self.run_id = "run_web"
         self.settings = make_settings(**settings)
+        # Where an image call's cost is counted (the spend ledger, core.state.spend).
+        self.store = Store(fakeredis.FakeAsyncRedis(decode_responses=True), Keys("t"), 100)
 
 
 @pytest.fixture
@@ -331,6 +337,10 @@ async def test_generate_image_through_litellm_saves_a_png(workspace: Workspace) 
         out = await generate_image.fn(ctx, prompt="an otter reading a map", path="outputs/otter")
         assert out.startswith("Saved outputs/otter.png (")
         assert "1×1 pixels, made by openai/gpt-image-1 (cost $0.0" in out
+        # The call's cost is counted to the run, under the image model, for the ledger.
+        counted = await spend_ledger.image_costs(ctx.store, "run_web")  # type: ignore[arg-type]
+        assert list(counted) == ["openai/gpt-image-1"] and counted["openai/gpt-image-1"] > 0
+        assert f"cost ${counted['openai/gpt-image-1']:.4f}" in out
         data = await workspace.read("run_web", "outputs/otter.png")
         assert data.startswith(b"\x89PNG\r\n\x1a\n")
         request = llm.requests[-1]
