@@ -115,7 +115,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -128,7 +128,7 @@ from redis.exceptions import RedisError
 from bench.chaos_victims import MODES, Victims, ready
 from core.config import Settings, load_settings
 from core.llm.scripted import ScriptedModel
-from core.process.wiring import build_services
+from core.process.wiring import build_services, connect_redis
 from core.runs.control import approve_run, propose_run
 from core.state.keys import Keys
 from core.types import AgentSpec
@@ -428,10 +428,15 @@ class Report:
 
 
 async def run_phase(
-    server: ThreadedFakeLLMServer, cfg: ChaosConfig, redis_server: RedisServer | None = None
+    server: ThreadedFakeLLMServer,
+    cfg: ChaosConfig,
+    redis_server: RedisServer | None = None,
+    disrupt: Callable[[Report], Coroutine[Any, Any, None]] | None = None,
 ) -> Report:
     """``cfg.runs`` runs on ``cfg.workers`` real worker processes, with the chaos of
-    ``cfg`` (kills, or restarts of ``redis_server``); the figures once they ended."""
+    ``cfg`` (kills, or restarts of ``redis_server``); the figures once they ended.
+    ``disrupt``: a chaos of the caller's, started with the runs and awaited before the
+    figures (a Redis failover: tests/integration/test_sentinel_failover.py)."""
     tag = f"{cfg.name}-{uuid.uuid4().hex[:6]}"
     prefix = queue = f"bench-{tag}"
     url = redis_server.url if redis_server is not None else cfg.redis_url
@@ -469,7 +474,7 @@ async def run_phase(
     started = [*slots, *([keeper] if keeper is not None else [])]
     app = make_app(settings)
     publisher = CeleryScheduler(app, settings)
-    redis = Redis.from_url(url, decode_responses=True)
+    redis = connect_redis(settings)  # a redis+sentinel:// url too
     svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
     keys = Keys(prefix)
     rng = random.Random(cfg.seed)
@@ -526,6 +531,7 @@ async def run_phase(
         t0 = time.monotonic()
         launcher = asyncio.create_task(launch())
         killer = asyncio.create_task(chaos()) if cfg.kills != 0 else None
+        disrupter = asyncio.create_task(disrupt(report)) if disrupt is not None else None
         calm_since: float | None = None  # when the last run was launched and the chaos ended
         while True:
             await asyncio.sleep(0.25)
@@ -546,6 +552,8 @@ async def run_phase(
             if everything or (calm_since and time.monotonic() - calm_since > report.deadline_s):
                 break
         report.wall_s = time.monotonic() - t0
+        if disrupter is not None:
+            await disrupter
         await _settle(redis, keys, cfg.settle_s)
         report.workers_alive = sum(p.returncode is None for p in slots)
         # Stopped (running turns finish) before counting: no model call comes after. The
