@@ -1,0 +1,188 @@
+"""A primary, its replicas and three Sentinels on loopback, for failover tests and benches:
+random free ports, temporary folders, quorum 2, the primary seen down after 1 s.
+
+``start`` returns once every Sentinel knows the primary and its replicas (a failover needs
+both); ``kill_primary`` SIGKILLs the primary; ``wait_for_failover`` returns once the
+Sentinels name a new primary that answers as one. ``url`` is the ``redis+sentinel://`` url
+the processes are given; ``cleanup`` stops everything and removes the folders.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from redis import Redis
+
+from tests.integration.processes import RedisServer, free_port
+
+SERVICE = "caramba"
+DOWN_AFTER_MS = 1000
+FAILOVER_TIMEOUT_MS = 3000
+
+
+class _Replica(RedisServer):
+    """A redis-server that replicates ``primary_port`` (no persistence: it has it all)."""
+
+    def __init__(self, primary_port: int) -> None:
+        super().__init__()
+        self.primary_port = primary_port
+
+    def start(self, timeout: float = 10) -> None:
+        args = [
+            self.executable,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--dir", str(self.dir),
+            "--save", "",
+            "--appendonly", "no",
+            "--logfile", str(self.log),
+            "--replicaof", "127.0.0.1", str(self.primary_port),
+        ]  # fmt: skip
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.wait_ready(timeout)
+
+
+@dataclass
+class SentinelCluster:
+    replicas: int = 1
+    sentinels: int = 3
+    quorum: int = 2
+    primary: RedisServer = field(init=False)
+    copies: list[RedisServer] = field(init=False, default_factory=list)
+    sentinel_ports: list[int] = field(init=False, default_factory=list)
+    _procs: list[subprocess.Popen[bytes]] = field(init=False, default_factory=list)
+    _dir: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._dir = Path(tempfile.mkdtemp(prefix="caramba-sentinel-"))
+        self.primary = RedisServer()
+
+    @property
+    def url(self) -> str:
+        hosts = ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports)
+        return f"redis+sentinel://{hosts}/{SERVICE}/0"
+
+    def start(self, timeout: float = 20) -> None:
+        self.primary.start()
+        for _ in range(self.replicas):
+            copy = _Replica(self.primary.port)
+            copy.start()
+            self.copies.append(copy)
+        for i in range(self.sentinels):
+            port = free_port()
+            conf = self._dir / f"sentinel-{i}.conf"
+            conf.write_text(
+                f"port {port}\nbind 127.0.0.1\ndir {self._dir}\n"
+                f"logfile {self._dir / f'sentinel-{i}.log'}\n"
+                f"sentinel monitor {SERVICE} 127.0.0.1 {self.primary.port} {self.quorum}\n"
+                f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}\n"
+                f"sentinel failover-timeout {SERVICE} {FAILOVER_TIMEOUT_MS}\n"
+                f"sentinel parallel-syncs {SERVICE} 1\n"
+            )
+            proc = subprocess.Popen(
+                [self.primary.executable, str(conf), "--sentinel"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+            )
+            self._procs.append(proc)
+            self.sentinel_ports.append(port)
+        self._wait_known(timeout)
+
+    def _wait_known(self, timeout: float) -> None:
+        """Until the replicas are in sync, and each Sentinel sees them and the others."""
+        deadline = time.monotonic() + timeout
+        primary = Redis(host="127.0.0.1", port=self.primary.port, decode_responses=True)
+        try:
+            while _online(primary.info("replication")) < self.replicas:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"replicas not in sync: {self.primary.tail()}")
+                time.sleep(0.05)
+        finally:
+            primary.close()
+        for port in self.sentinel_ports:
+            client = Redis(host="127.0.0.1", port=port, socket_timeout=1, decode_responses=True)
+            try:
+                while True:
+                    try:
+                        info = client.sentinel_master(SERVICE)
+                        known = int(info.get("num-slaves", 0)) >= self.replicas and (
+                            int(info.get("num-other-sentinels", 0)) >= self.sentinels - 1
+                        )
+                    except Exception:
+                        known = False
+                    if known:
+                        break
+                    if time.monotonic() > deadline:
+                        raise AssertionError(f"sentinel {port}: not ready: {self.tail()}")
+                    time.sleep(0.1)
+            finally:
+                client.close()
+
+    def primary_address(self) -> tuple[str, int] | None:
+        """The primary the Sentinels name (the first that answers)."""
+        for port in self.sentinel_ports:
+            client = Redis(host="127.0.0.1", port=port, socket_timeout=1, decode_responses=True)
+            try:
+                found = client.sentinel_get_master_addr_by_name(SERVICE)
+                if found:
+                    return str(found[0]), int(found[1])
+            except Exception:
+                continue
+            finally:
+                client.close()
+        return None
+
+    def kill_primary(self) -> None:
+        self.primary.stop(signal.SIGKILL)
+
+    def wait_for_failover(self, timeout: float = 30) -> tuple[str, int]:
+        """Until the Sentinels name another primary and it answers as a primary."""
+        old = ("127.0.0.1", self.primary.port)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.primary_address()
+            if found is not None and found != old:
+                client = Redis(host=found[0], port=found[1], socket_timeout=1)
+                try:
+                    if client.info("replication").get("role") == "master":
+                        return found
+                except Exception:
+                    pass
+                finally:
+                    client.close()
+            time.sleep(0.05)
+        raise AssertionError(f"no failover within {timeout} s: {self.tail()}")
+
+    def tail(self, lines: int = 15) -> str:
+        out = []
+        for log in sorted(self._dir.glob("sentinel-*.log")):
+            out.append(f"--- {log.name}\n" + "\n".join(log.read_text().splitlines()[-lines:]))
+        return "\n".join(out)
+
+    def cleanup(self) -> None:
+        for proc in self._procs:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5)
+        for server in (self.primary, *self.copies):
+            server.cleanup()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _online(replication: dict[str, object]) -> int:
+    """The replicas in sync with a primary (INFO replication's slaveN entries)."""
+    return sum(
+        1
+        for key, value in replication.items()
+        if key.startswith("slave") and isinstance(value, dict) and value.get("state") == "online"
+    )

@@ -1,0 +1,183 @@
+"""Redis behind Sentinel: the primary dies (SIGKILL) and every process follows the replica
+Sentinel promotes, by itself.
+
+On loopback: a primary, a replica and three Sentinels (tests/integration/sentinel_cluster.py:
+quorum 2, the primary seen down after 1 s), every process given only the
+``redis+sentinel://`` url. The clients' test writes through the failover and checks
+nothing failed; the runs' test is bench/chaos.py's harness (real ``python -m
+tasks.worker`` processes and a call keeper, the Celery broker on kombu's Sentinel
+transport, the OpenAI-compatible fake playing an Orchestrator and two members who exchange
+messages and post to the chat): 10 runs in flight, the primary killed, every run completes
+with nothing done twice. The failover's time and the model calls repeated are printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from bench.chaos import ChaosConfig, Report, run_phase
+from core.config import load_settings
+from core.process.wiring import build_services, connect_redis
+from core.state.client import sync_client
+from core.state.durable_writes import replicated, short_acks
+from core.state.keys import Keys
+from tests.conftest import REDIS_URL
+from tests.fakes.llm_server import ThreadedFakeLLMServer
+from tests.integration.sentinel_cluster import SentinelCluster
+
+pytestmark = pytest.mark.integration
+
+RUNS = 10
+
+
+@pytest.fixture
+def cluster() -> Iterator[SentinelCluster]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    found = SentinelCluster()
+    try:
+        found.start()
+        yield found
+    finally:
+        found.cleanup()
+
+
+async def test_clients_follow_the_new_primary_and_writes_wait_for_the_replica(
+    cluster: SentinelCluster,
+) -> None:
+    settings = load_settings(
+        redis={"url": cluster.url, "key_prefix": "failover", "replicas_to_ack": 1}
+    )
+    keys = Keys("failover")
+    client = connect_redis(settings)
+    build_services(settings, scheduler=None, redis=client)  # type: ignore[arg-type]
+    sync = sync_client(settings.redis)
+    script = client.register_script("return redis.call('INCR', KEYS[1])")
+    try:
+        await client.set("failover:before", "kept")
+        # With a replica in sync, the write is on it before the call returns.
+        assert await replicated(client, keys) == 1
+        assert short_acks(client) == 0
+        old = cluster.primary_address()
+        cluster.kill_primary()
+        killed = time.monotonic()
+        writes, errors = 0, 0
+        while time.monotonic() - killed < 6:
+            try:
+                await script(keys=["failover:n"])  # a script: loaded again on the new one
+                sync.incr("failover:sync")
+                writes += 1
+            except Exception:
+                errors += 1
+            await asyncio.sleep(0.02)
+        new = await asyncio.to_thread(cluster.wait_for_failover)
+        # No command failed: each waited (retrying) until the new primary answered.
+        assert errors == 0 and writes > 0
+        assert new != old
+        assert await client.get("failover:before") == "kept"
+        assert int(await client.get("failover:n") or 0) == writes
+        assert int(sync.get("failover:sync") or 0) == writes
+        # The old primary's replica is the primary now, with no replica left: a write that
+        # wants one is said short, and goes on.
+        assert await replicated(client, keys) == 0
+        assert short_acks(client) == 1
+    finally:
+        await client.aclose()
+        sync.close()
+
+
+async def test_writes_wait_for_no_one_when_replicas_to_ack_is_0() -> None:
+    settings = load_settings(redis={"url": REDIS_URL, "key_prefix": "no-wait"})
+    client = connect_redis(settings)
+    build_services(settings, scheduler=None, redis=client)  # type: ignore[arg-type]
+    try:
+        assert await replicated(client, Keys("no-wait")) is None
+        assert await client.exists(Keys("no-wait").replicated()) == 0
+    finally:
+        await client.aclose()
+
+
+async def test_a_write_no_replica_acknowledges_is_said_and_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = load_settings(
+        redis={
+            "url": REDIS_URL,
+            "key_prefix": "short-wait",
+            "replicas_to_ack": 2,
+            "replicas_ack_timeout_ms": 20,
+        }
+    )
+    client = connect_redis(settings)
+    build_services(settings, scheduler=None, redis=client)  # type: ignore[arg-type]
+    try:
+        assert await replicated(client, Keys("short-wait")) == 0  # the test Redis has none
+        assert await replicated(client, Keys("short-wait")) == 0
+        assert short_acks(client) == 2
+        warnings = [r.getMessage() for r in caplog.records if "replicas wanted" in r.getMessage()]
+        assert len(warnings) == 1, warnings  # said once a minute, counted each time
+        assert "0 of the 2 replicas" in warnings[0]
+    finally:
+        await client.delete(Keys("short-wait").replicated())
+        await client.aclose()
+
+
+async def test_runs_in_flight_complete_after_the_primary_is_killed(
+    cluster: SentinelCluster,
+) -> None:
+    timings: dict[str, float] = {}
+
+    with ThreadedFakeLLMServer() as server:
+
+        async def failover(report: Report) -> None:
+            # Mid-flight: every run started and a good part of their turns asked.
+            while len(server.requests) < RUNS * 4:
+                await asyncio.sleep(0.05)
+            cluster.kill_primary()
+            killed = time.monotonic()
+            report.kill_times.append(killed)
+            timings["asked_at_kill"] = len(server.requests)
+            timings["ended_at_kill"] = len(report.ended_at_s)
+            await asyncio.to_thread(cluster.wait_for_failover)
+            timings["failover_s"] = time.monotonic() - killed
+
+        config = ChaosConfig(
+            name="failover",
+            runs=RUNS,
+            kills=0,
+            latency_ms=150,
+            stagger_s=0.05,
+            workers=2,
+            concurrency=16,
+            deadline_s=40,
+            settle_s=5,
+            redis_url=cluster.url,
+        )
+        report = await run_phase(server, config, disrupt=failover)
+    summary = "\n".join([report.line(), report.details(), report.diagnosis(), report.log_summary()])
+    print(
+        f"failover: the new primary answered {timings.get('failover_s', -1):.1f} s after the "
+        f"kill ({timings.get('asked_at_kill')} model calls asked by then); runs ended "
+        f"{report.wall_s:.1f} s after the first start; model calls repeated: "
+        f"{report.extra_llm_calls} ({report.reasks_in_flight_at_kill} in flight at the kill); "
+        f"runs ended before the kill: {timings.get('ended_at_kill')}"
+    )
+    print(report.log_summary())
+    assert "failover_s" in timings, summary
+    # The primary died with the runs in flight.
+    assert timings["ended_at_kill"] < RUNS, (timings, summary)
+    assert report.completed == RUNS, summary
+    assert report.stuck == 0 and report.failed == 0, summary
+    assert report.lost_messages == 0, summary
+    # Nothing done twice: no chat post made twice, no turn applied twice, no message sent
+    # twice; and nothing a saved turn asked for left undone.
+    assert report.duplicate_effects == 0, summary
+    assert report.double_applied == 0, summary
+    assert report.duplicate_sends == 0, summary
+    assert report.missing_effects == 0, summary
+    assert report.workers_alive == 2, summary
