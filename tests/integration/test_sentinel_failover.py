@@ -136,7 +136,10 @@ async def test_runs_in_flight_complete_after_the_primary_is_killed(
 
         async def failover(report: Report) -> None:
             # Mid-flight: every run started and a good part of their turns asked.
-            while len(server.requests) < RUNS * 4:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                if len(server.requests) >= RUNS * 4:
+                    break
                 await asyncio.sleep(0.05)
             cluster.kill_primary()
             killed = time.monotonic()
