@@ -34,6 +34,7 @@ from bots.slack.edit import (
 )
 from bots.slack.inspector import with_link
 from bots.slack.mentions import MENTIONS, shown
+from bots.slack.spend import SpendButtons
 from bots.slack.text import escape
 from core.runs import approval, people
 from core.runs.approval import Approve, Decision, ProposalView, Reject
@@ -54,6 +55,7 @@ class Decisions:
         app.view(EDIT_VIEW)(self._on_edit_submit)
         self.budget = BudgetButtons(ctx, self._refuse)
         self.tool_approvals = ApprovalButtons(ctx, self._refuse)
+        self.spend_asks = SpendButtons(ctx, self._refuse)
 
     async def _refuse(self, body: dict[str, Any], text: str) -> None:
         message = body["message"]

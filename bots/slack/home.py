@@ -22,6 +22,7 @@ from bots.slack.context import SlackContext
 from bots.slack.names import named_now
 from bots.slack.overview import RunLine, SavedCohort, Spend, month_spend, recent_runs
 from bots.slack.overview import saved_cohorts as library_cohorts
+from bots.slack.spend import home_lines
 from bots.slack.text import plain, truncate
 from core.types.figures import cost, tokens
 
@@ -69,6 +70,7 @@ def home_view(
     cohorts: list[SavedCohort],
     spend: Spend,
     known: dict[str, str] | None = None,
+    channels: list[str] | None = None,
 ) -> View:
     """The Home tab: spend, recent runs, saved cohorts (within Block Kit's limits);
     ``known``: people's names by Slack id (mentions in tasks shown as them)."""
@@ -79,6 +81,11 @@ def home_view(
         _section(
             f"*Spend in {month}*: {cost(spend.cost_usd)} · {tokens(spend.tokens)} "
             f"over {spend.runs} run{'s' if spend.runs != 1 else ''}"
+        ),
+        *(
+            [_section("*Channels this month*\n" + "\n".join(channels))]
+            if channels  # the spend ledger's (bots.slack.spend.home_lines)
+            else []
         ),
         DividerBlock(),
         HeaderBlock(text="Recent runs"),
@@ -104,7 +111,12 @@ async def publish_home(ctx: SlackContext, user: str) -> None:
     """Publish ``user``'s Home tab."""
     runs = await recent_runs(ctx.svc, RUNS, user) or await recent_runs(ctx.svc, RUNS)
     cohorts = await library_cohorts(ctx.svc, COHORTS)
-    view = home_view(runs, cohorts, await month_spend(ctx.svc), ctx.people.names)
+    try:
+        channels = await home_lines(ctx.svc)
+    except Exception:  # the Home still shows without the ledger's lines
+        log.exception("reading the spend ledger for the Home tab failed")
+        channels = []
+    view = home_view(runs, cohorts, await month_spend(ctx.svc), ctx.people.names, channels)
     await ctx.client.views_publish(user_id=user, view=view)
 
 

@@ -32,6 +32,7 @@ from bots.slack.forms import form_message
 from bots.slack.inspector import with_link
 from bots.slack.names import content
 from bots.slack.progress import plan_payload
+from bots.slack.spend import ask_message
 from bots.slack.stream import streamed_message
 from bots.slack.text import SECTION_LIMIT, escape, split
 from bots.slack.upload import preview
@@ -108,7 +109,7 @@ class SlackRenderer:
             case ToolApproval():
                 return [approval_message(intention)]
             case SpendAsk():
-                return self._plain(escape(intention.text))
+                return [ask_message(intention)]  # with Approve spending / Deny
             case _:
                 assert_never(intention)
 
