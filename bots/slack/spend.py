@@ -14,7 +14,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from slack_bolt.async_app import AsyncAck, AsyncRespond
+from slack_bolt.async_app import AsyncAck
 from slack_sdk.models.blocks import (
     ActionsBlock,
     Block,
@@ -211,7 +211,7 @@ async def handle_budget(
     people: People,
     places: SlackPlaces,
     command: dict[str, Any],
-    respond: AsyncRespond,
+    respond: Callable[..., Awaitable[Any]],
 ) -> None:
     """``/caramba budget …``: the channel's month (anybody), or a budget set (admins).
     Answered to the person only, except a budget set: said in the channel."""
