@@ -16,8 +16,10 @@ from typing import Any, Protocol
 from slack_bolt.async_app import AsyncAck, AsyncRespond
 from slack_sdk.errors import SlackApiError
 
+from bots.chat.schedule_command import is_schedule
 from bots.slack.context import SlackContext
 from bots.slack.mentions import People, task_text
+from bots.slack.schedules import handle_schedule
 from bots.slack.text import escape, truncate
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,9 @@ class SlashCommand:
             await ack(text=HELP)  # Slack shows the ack's text to the person only
             return
         await ack()
+        if is_schedule(command.get("text", "")):  # /caramba schedule …: bots.slack.schedules
+            self.ctx.spawn(handle_schedule(self.ctx.svc, self.people, command, respond))
+            return
         self.ctx.spawn(self.handle(command, context.get("bot_user_id"), respond))
 
     async def handle(
