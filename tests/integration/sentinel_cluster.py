@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from redis import Redis
 
@@ -26,10 +27,11 @@ DOWN_AFTER_MS = 1000
 FAILOVER_TIMEOUT_MS = 3000
 
 
-class _Replica(RedisServer):
-    """A redis-server that replicates ``primary_port`` (no persistence: it has it all)."""
+class _Server(RedisServer):
+    """A redis-server with no persistence (the replicas have its writes), replicating
+    ``primary_port`` if given."""
 
-    def __init__(self, primary_port: int) -> None:
+    def __init__(self, primary_port: int | None = None) -> None:
         super().__init__()
         self.primary_port = primary_port
 
@@ -42,8 +44,9 @@ class _Replica(RedisServer):
             "--save", "",
             "--appendonly", "no",
             "--logfile", str(self.log),
-            "--replicaof", "127.0.0.1", str(self.primary_port),
         ]  # fmt: skip
+        if self.primary_port is not None:
+            args += ["--replicaof", "127.0.0.1", str(self.primary_port)]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         self.wait_ready(timeout)
 
@@ -61,7 +64,7 @@ class SentinelCluster:
 
     def __post_init__(self) -> None:
         self._dir = Path(tempfile.mkdtemp(prefix="caramba-sentinel-"))
-        self.primary = RedisServer()
+        self.primary: RedisServer = _Server()
 
     @property
     def url(self) -> str:
@@ -71,7 +74,7 @@ class SentinelCluster:
     def start(self, timeout: float = 20) -> None:
         self.primary.start()
         for _ in range(self.replicas):
-            copy = _Replica(self.primary.port)
+            copy = _Server(self.primary.port)
             copy.start()
             self.copies.append(copy)
         for i in range(self.sentinels):
@@ -110,7 +113,7 @@ class SentinelCluster:
             try:
                 while True:
                     try:
-                        info = client.sentinel_master(SERVICE)
+                        info: Any = client.sentinel_master(SERVICE)
                         known = int(info.get("num-slaves", 0)) >= self.replicas and (
                             int(info.get("num-other-sentinels", 0)) >= self.sentinels - 1
                         )
@@ -129,7 +132,7 @@ class SentinelCluster:
         for port in self.sentinel_ports:
             client = Redis(host="127.0.0.1", port=port, socket_timeout=1, decode_responses=True)
             try:
-                found = client.sentinel_get_master_addr_by_name(SERVICE)
+                found: Any = client.sentinel_get_master_addr_by_name(SERVICE)
                 if found:
                     return str(found[0]), int(found[1])
             except Exception:
