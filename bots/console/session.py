@@ -33,6 +33,7 @@ from bots.console.forms import ConsoleForms
 from bots.console.lines import Lines
 from bots.console.paused import PausedBudget
 from bots.console.person import ConsoleWho, console_person
+from bots.console.spend import SpendAsks
 from bots.console.text import escape
 from bots.console.thread import ConsoleThread
 from bots.console.tool_approvals import ToolApprovals
@@ -51,6 +52,8 @@ from core.types.events import (
     RunEvent,
     RunFinished,
     RunStatusChanged,
+    SpendApprovalAsked,
+    SpendApprovalDecided,
 )
 from core.types.people import Person
 from core.types.run import RunState, RunStatus
@@ -86,6 +89,7 @@ class RunConsole:
         self.budget = PausedBudget(svc, self.person, self.say)
         self.forms = ConsoleForms(svc, self.person, self.say)
         self.approvals = ToolApprovals(svc, self.person, self.say)
+        self.spend = SpendAsks(svc, self.person, self.say)
         self.input_ended = False
         # Lines typed when nothing was asked, for the next thing that is.
         self.held: deque[str] = deque()
@@ -173,6 +177,12 @@ class RunConsole:
                     await self._no_input_left()
             case ApprovalDecided():
                 self.approvals.closed(event.approval_id)
+            case SpendApprovalAsked():  # over its channel's budget (bots.console.spend)
+                self.spend.asked(event)
+                while self.held and self.spend.open:
+                    await self.take(self.held.popleft())
+            case SpendApprovalDecided():
+                self.spend.closed(event.run_id)
             case RunStatusChanged() if event.status is RunStatus.RUNNING:
                 self.budget.pause = None  # extended (here or by someone else)
             case RunFinished():
@@ -207,6 +217,8 @@ class RunConsole:
             await self.forms.take(text)
         elif self.approvals.open:
             await self.approvals.take(text)
+        elif self.spend.open:
+            await self.spend.take(text)
         elif not text and not (self.hold_empty and not self.questions):
             return
         elif self.questions:

@@ -29,7 +29,9 @@ from core.scheduler.base import TurnJob
 from core.spend import budgets, ledger
 from core.state import spend as kept
 from core.state.people import PeopleMarks
+from core.state.store import transition
 from core.types.events import (
+    RunEvent,
     RunFinished,
     SpendApprovalAsked,
     SpendApprovalDecided,
@@ -37,7 +39,7 @@ from core.types.events import (
 )
 from core.types.people import Person
 from core.types.place import Place
-from core.types.run import SYSTEM, RunState, RunStatus
+from core.types.run import RunState, RunStatus
 from core.types.spend import MONTH_PATTERN, BudgetUse, ChannelBudget, SpendReport
 
 if TYPE_CHECKING:
@@ -240,10 +242,16 @@ async def approve_spend(
         f"{money(b.month_usd)} for {ask.month} ({money(ask.use.spent_usd)} spent)"
     )
     finished = RunFinished(run_id=run_id, status=RunStatus.FAILED, error=reason)
-    step = await svc.store.transition_run(
-        run_id, RunStatus.FAILED, by=SYSTEM, note=reason, events=[decided, finished]
-    )
-    return Done(step.run, Said("Spending over the budget denied by ", person.name, "."))
+
+    def deny(r: RunState) -> tuple[RunState | None, list[RunEvent]]:
+        step = transition(r, RunStatus.FAILED, by=person.id, note=reason)
+        if not step.ok:  # cancelled meanwhile: nothing to end
+            return None, [decided]
+        step.run.error = reason
+        return step.run, [decided, finished]
+
+    ended = await svc.store.update_run(run_id, deny)
+    return Done(ended or run, Said("Spending over the budget denied by ", person.name, "."))
 
 
 async def open_run(svc: Services, run: RunState) -> None:
