@@ -20,6 +20,7 @@ from bots.chat.schedule_command import is_schedule
 from bots.slack.context import SlackContext
 from bots.slack.mentions import People, task_text
 from bots.slack.schedules import handle_schedule
+from bots.slack.spend import SlackPlaces, handle_budget, is_budget
 from bots.slack.text import escape, truncate
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class SlashCommand:
 
     def __init__(self, ctx: SlackContext, people: People, take: TakesRequest) -> None:
         self.ctx, self.people, self.take = ctx, people, take
+        self.places = SlackPlaces(ctx.client)
         ctx.app.command(COMMAND)(self._on_command)
 
     async def _on_command(
@@ -60,6 +62,10 @@ class SlashCommand:
         await ack()
         if is_schedule(command.get("text", "")):  # /caramba schedule …: bots.slack.schedules
             self.ctx.spawn(handle_schedule(self.ctx.svc, self.people, command, respond))
+            return
+        if is_budget(command.get("text", "")):  # /caramba budget …: bots.slack.spend
+            budget = handle_budget(self.ctx.svc, self.people, self.places, command, respond)
+            self.ctx.spawn(budget)
             return
         self.ctx.spawn(self.handle(command, context.get("bot_user_id"), respond))
 
