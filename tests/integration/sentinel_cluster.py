@@ -144,9 +144,21 @@ class SentinelCluster:
     def kill_primary(self) -> None:
         self.primary.stop(signal.SIGKILL)
 
-    def wait_for_failover(self, timeout: float = 30) -> tuple[str, int]:
-        """Until the Sentinels name another primary and it answers as a primary."""
-        old = ("127.0.0.1", self.primary.port)
+    def switch_over(self) -> None:
+        """A failover asked of the Sentinels (``SENTINEL FAILOVER``): the primary lives on
+        and is made a replica of the new one; its clients' writes get READONLY."""
+        client = Redis(host="127.0.0.1", port=self.sentinel_ports[0], socket_timeout=2)
+        try:
+            client.execute_command("SENTINEL", "FAILOVER", SERVICE)
+        finally:
+            client.close()
+
+    def wait_for_failover(
+        self, timeout: float = 30, old: tuple[str, int] | None = None
+    ) -> tuple[str, int]:
+        """Until the Sentinels name a primary other than ``old`` (the first one) and it
+        answers as a primary."""
+        old = old or ("127.0.0.1", self.primary.port)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             found = self.primary_address()

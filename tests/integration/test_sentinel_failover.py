@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from redis import Redis as SyncRedis
 
 from bench.chaos import ChaosConfig, Report, run_phase
 from core.config import load_settings
@@ -87,6 +88,48 @@ async def test_clients_follow_the_new_primary_and_writes_wait_for_the_replica(
         assert await replicated(client, keys) == 0
         assert short_acks(client) == 1
     finally:
+        await client.aclose()
+        sync.close()
+
+
+async def test_writes_to_a_demoted_primary_go_to_the_new_one(cluster: SentinelCluster) -> None:
+    """A failover the Sentinels were asked for: the old primary lives on and is made a
+    replica, so a connection still open to it answers writes with READONLY; redis-py's
+    Sentinel connection takes that for a lost connection, and the retry asks the
+    Sentinels where the primary is now."""
+    settings = load_settings(redis={"url": cluster.url, "key_prefix": "switch"})
+    client = connect_redis(settings)
+    sync = sync_client(settings.redis)
+    old = cluster.primary_address()
+    assert old is not None
+    demoted = SyncRedis(host=old[0], port=old[1], decode_responses=True)
+    try:
+        await client.set("switch:n", 0)
+        sync.set("switch:sync", 0)
+        cluster.switch_over()
+        deadline = time.monotonic() + 30
+        errors: list[str] = []
+        # Writing all along, until the old primary says it is a replica.
+        while demoted.info("replication")["role"] != "slave":
+            assert time.monotonic() < deadline, cluster.tail()
+            try:
+                await client.incr("switch:n")
+                sync.incr("switch:sync")
+            except Exception as exc:
+                errors.append(repr(exc))
+            await asyncio.sleep(0.02)
+        new = await asyncio.to_thread(cluster.wait_for_failover, 30, old)
+        primary = SyncRedis(host=new[0], port=new[1], decode_responses=True)
+        before = int(primary.get("switch:n") or 0), int(primary.get("switch:sync") or 0)
+        for _ in range(10):  # on connections opened to the old primary
+            await client.incr("switch:n")
+            sync.incr("switch:sync")
+        after = int(primary.get("switch:n") or 0), int(primary.get("switch:sync") or 0)
+        primary.close()
+        assert errors == []
+        assert after == (before[0] + 10, before[1] + 10)
+    finally:
+        demoted.close()
         await client.aclose()
         sync.close()
 
