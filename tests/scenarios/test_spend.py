@@ -198,3 +198,28 @@ async def test_only_admins_set_budgets_and_bad_amounts_are_refused(make_services
             assert "2026-11" in str(exc)
         else:
             raise AssertionError(f"{bad_month!r} accepted")
+
+
+async def test_a_run_is_folded_once_with_its_image_calls(make_services, any_redis) -> None:
+    """Five processes folding the same ended run count it once; its image calls are
+    counted under the image model; an ended run without a place counts as unplaced."""
+    svc = make_services(governed(month_usd=5.0), direct_model(), redis=any_redis)
+    run_id = await ask(svc)
+    await collect(svc, run_id, timeout_s=20)
+    await kept.add_image_cost(svc.store, run_id, "openai/gpt-image-1", 0.04)
+    await kept.add_image_cost(svc.store, run_id, "openai/gpt-image-1", 0.0)  # nothing
+    run = await svc.store.get_run(run_id)
+    folded = await asyncio.gather(*(ledger.fold_run(svc, run) for _ in range(5)))
+    assert folded.count(True) == 1
+    made = await spending.report(svc)
+    models = {t.key: t.cost_usd for t in made.by_model}
+    assert abs(models.pop("openai/gpt-image-1") - 0.04) < 1e-9
+    assert abs(made.total_usd - (await runs_cost(svc, [run_id]) + 0.04)) < 1e-9
+    assert sum(models.values()) > 0 and made.under_way_usd == 0
+
+    unplaced = await people.request(svc, "What is the capital of France?", BOB)
+    assert isinstance(unplaced, Requested)
+    await collect(svc, unplaced.run_id, timeout_s=20)
+    await ledger.fold_ended(svc)
+    made = await spending.report(svc)
+    assert {t.key for t in made.by_channel} == {OPS.key, "unplaced"}
