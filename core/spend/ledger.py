@@ -118,8 +118,9 @@ async def fold_ended(svc: Services) -> int:
     """The background loop's pass: fold every open run that has ended (at most
     ``[governance] fold_batch``); how many were folded now."""
     open_ = await ledger.open_runs(svc.store)
+    ended = await ledger.ended_among(svc.store, open_)
     folded = 0
-    for run_id in list(open_)[: svc.settings.governance.fold_batch]:
+    for run_id in ended[: svc.settings.governance.fold_batch]:
         try:
             run = await svc.store.get_run(run_id)
         except RunError:

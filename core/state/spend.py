@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from core.state.records import parse_head
 from core.state.store import Store
 from core.types.spend import ChannelBudget, SpendRow
 
@@ -62,6 +63,24 @@ async def open_runs(store: Store) -> dict[str, tuple[str, str]]:
         channel, _, team = _text(where).partition(" ")
         found[_text(run_id)] = (channel, team)
     return found
+
+
+async def ended_among(store: Store, run_ids: Iterable[str]) -> list[str]:
+    """Those of ``run_ids`` whose run has ended (read from their small heads in one round
+    trip; a run with no head is listed: its record decides)."""
+    ids = list(run_ids)
+    if not ids:
+        return []
+    async with store.redis.pipeline(transaction=False) as pipe:
+        for run_id in ids:
+            pipe.get(store.keys.run_head(run_id))
+        heads = await pipe.execute()
+    ended = []
+    for run_id, raw in zip(ids, heads, strict=True):
+        head = parse_head(raw)
+        if head is None or head.status.terminal:
+            ended.append(run_id)
+    return ended
 
 
 async def live_costs(store: Store, run_ids: Iterable[str]) -> dict[str, float]:
