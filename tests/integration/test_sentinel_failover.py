@@ -227,3 +227,25 @@ async def test_runs_in_flight_complete_after_the_primary_is_killed(
     assert report.duplicate_sends == 0, summary
     assert report.missing_effects == 0, summary
     assert report.workers_alive == 2, summary
+
+
+async def test_doctor_says_which_redis_it_reached_behind_sentinel(
+    cluster: SentinelCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core.process.doctor import _check_redis
+    from core.process.doctor_types import Level
+
+    settings = load_settings(redis={"url": cluster.url})
+    check = await _check_redis(settings)
+    assert check.level is Level.OK, check
+    assert "Sentinel service 'caramba'" in check.detail and "TLS off" in check.detail
+    assert "user default" in check.detail and "answers (Redis" in check.detail
+    # A password the server does not know: the login is refused, and the password is not
+    # said anywhere.
+    monkeypatch.setenv("CARAMBA_REDIS_USERNAME", "ops")
+    monkeypatch.setenv("CARAMBA_REDIS_PASSWORD", "not-this-one")
+    check = await _check_redis(load_settings(redis={"url": cluster.url}))
+    assert check.level is Level.FAIL, check
+    assert "user ops" in check.detail and "refused the login" in check.detail, check
+    assert "not-this-one" not in check.detail + check.fix
+    assert "CARAMBA_REDIS_PASSWORD" in check.fix
