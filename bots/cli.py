@@ -21,6 +21,7 @@ from bots.cli_common import (
     settings_or_exit,
 )
 from bots.cli_doctor import doctor
+from bots.cli_schedule import schedule
 from bots.cli_spend import spend
 from bots.console.text import escape
 from core.errors import CarambaError
@@ -283,6 +284,7 @@ def tools() -> None:
 
 for command in (doctor, slack, discord, web, spend):
     app.command()(command)
+app.add_typer(schedule, name="schedule")
 
 
 def main() -> None:
