@@ -25,6 +25,7 @@ from core.runs.control import expire_if_due
 from core.runs.learning import learn_ended
 from core.services import Services
 from core.state.client import Unreachable
+from core.state.idle_probe import probe
 from core.types.messages import HumanReply
 
 log = logging.getLogger(__name__)
@@ -34,17 +35,19 @@ _BATCH = 100
 async def tick(svc: Services) -> tuple[bool, float | None]:
     """One pass: fire due timers, process intents nobody has processed yet, record ended
     runs in the library, and (every ``scheduler.watchdog_s``) end runs nothing can move
-    on. Returns whether it did any of that (there may be more) and when the soonest timer
-    left is due."""
+    on (a step skipped when the tick's first look, ``core.state.idle_probe``, shows it
+    would find nothing). Returns whether it did any of that (there may be more) and when
+    the soonest timer left is due."""
     timers, now = svc.store.timers, time.time()
-    soonest = await timers.soonest()
-    fired = 0
+    # One round trip says which of these steps may find work (idle, they cost no more).
+    looked = await probe(svc.store)
+    soonest, fired = looked.soonest, 0
     if soonest is not None and soonest <= now:
         fired = await fire_due(svc, now)
         soonest = await timers.soonest()
-    done = await process_pending(svc)
-    learned = await learn_ended(svc)
-    ended = await watchdog.watch(svc)
+    done = await process_pending(svc) if looked.intents else 0
+    learned = await learn_ended(svc) if looked.learning else 0
+    ended = await watchdog.watch(svc) if looked.watchdog else 0
     # Schedules due now: each slot fired by one process (core.runs.firings).
     scheduled = await firings.fire_due(svc)
     # Ended runs' cost into the spend ledger, once each (every [governance] fold_every_s).

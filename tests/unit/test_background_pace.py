@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from core.llm.scripted import ScriptedModel
+from core.process import background
 from core.process.background import Pace, run_background
 from core.runs import control
 from core.services import Services
@@ -63,21 +64,25 @@ def test_a_timer_added_during_a_tick_is_not_forgotten_by_its_stale_read() -> Non
 
 
 @pytest.fixture
-async def looping(make_services: Any) -> AsyncIterator[Callable[..., Any]]:
+async def looping(
+    make_services: Any, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Callable[..., Any]]:
     """Services on fakeredis with their background loop running, once its first tick is
     done (its sleep is then up to SLOW)."""
     stop = asyncio.Event()
     tasks: list[asyncio.Task[None]] = []
 
     async def start(svc: Services) -> None:
-        timers, ticked = svc.store.timers, asyncio.Event()
-        read = timers.soonest
+        ticked = asyncio.Event()
+        real_tick = background.tick
 
-        async def soonest() -> float | None:
-            ticked.set()
-            return await read()
+        async def tick(svc: Services) -> tuple[bool, float | None]:
+            try:
+                return await real_tick(svc)
+            finally:
+                ticked.set()
 
-        timers.soonest = soonest  # type: ignore[method-assign]
+        monkeypatch.setattr(background, "tick", tick)
         tasks.append(asyncio.create_task(run_background(svc, stop)))
         await asyncio.wait_for(ticked.wait(), 10)
         await asyncio.sleep(0)
