@@ -150,6 +150,9 @@ async def gate(svc: Services, run: RunState) -> bool:
         return True
     if await kept.passed_at(svc.store, run.id) is not None:
         return True
+    if await kept.get_ask(svc.store, run.id) is not None:  # asked already (a re-delivery)
+        await kept.release_planning(svc.store, run.id)
+        return False
     found = await budgets.check(svc, run.place)
     month = ledger.month_of(time.time())
     for use in found.warn:

@@ -89,11 +89,9 @@ async def spent(svc: Services, budget: ChannelBudget, month: str) -> float:
     """What ``budget``'s place spent in ``month``: folded runs, plus the runs not folded
     yet (counted in the current month: they are under way or just ended)."""
     by: Literal["channel", "team"] = "channel" if budget.scope == "channel" else "team"
-    totals = await ledger.month_totals(svc.store, month)
-    folded = totals[by].get(budget.place_key, 0.0)
+    folded, open_ = await ledger.folded_and_open(svc.store, month, by, budget.place_key)
     if month != month_of(time.time()):
         return folded
-    open_ = await ledger.open_runs(svc.store)
     mine = [r for r, (channel, team) in open_.items() if budget.place_key in (channel, team)]
     return folded + sum((await ledger.live_costs(svc.store, mine)).values())
 

@@ -58,6 +58,22 @@ async def open_run(store: Store, run_id: str, channel_key: str, team_key: str) -
 async def open_runs(store: Store) -> dict[str, tuple[str, str]]:
     """Run id → (channel key, team key) of every run not folded yet."""
     raw: Mapping[Any, Any] = await store.redis.hgetall(store.keys.spend_open())
+    return _opened(raw)
+
+
+async def folded_and_open(
+    store: Store, month: str, by: str, key: str
+) -> tuple[float, dict[str, tuple[str, str]]]:
+    """``key``'s folded total of ``month`` (``by`` channel or team) and the open runs, read
+    at one instant (a run folded meanwhile is counted in one of them, never in neither)."""
+    async with store.redis.pipeline(transaction=True) as pipe:
+        pipe.hget(store.keys.spend_totals(month, by), key)
+        pipe.hgetall(store.keys.spend_open())
+        total, raw = await pipe.execute()
+    return float(total or 0.0), _opened(raw or {})
+
+
+def _opened(raw: Mapping[Any, Any]) -> dict[str, tuple[str, str]]:
     found: dict[str, tuple[str, str]] = {}
     for run_id, where in raw.items():
         channel, _, team = _text(where).partition(" ")

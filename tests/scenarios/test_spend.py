@@ -223,3 +223,17 @@ async def test_a_run_is_folded_once_with_its_image_calls(make_services, any_redi
     await ledger.fold_ended(svc)
     made = await spending.report(svc)
     assert {t.key for t in made.by_channel} == {OPS.key, "unplaced"}
+
+
+async def test_planning_delivered_again_while_asked_does_not_ask_twice(make_services) -> None:
+    svc = make_services(governed(month_usd=0.0), direct_model())
+    run_id = await ask(svc)
+    await events_until(svc, run_id, SpendApprovalAsked)
+    for _ in range(3):  # the watchdog's re-submissions, a broker's redelivery
+        await requests.plan_request(svc, run_id)
+    events = [e for _, e in await svc.store.read_events(run_id)]
+    assert sum(isinstance(e, SpendApprovalAsked) for e in events) == 1
+    assert (await svc.store.get_run(run_id)).status is RunStatus.PLANNING
+    assert isinstance(await spending.approve_spend(svc, run_id, ANA, approve=True), Done)
+    done = await collect(svc, run_id, timeout_s=20)
+    assert done[-1].status is RunStatus.COMPLETED  # type: ignore[union-attr]
