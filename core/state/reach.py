@@ -27,7 +27,7 @@ from core.state.client import async_client, target
 from core.state.keeper_channel import KeeperChannel
 from core.state.keys import Keys
 
-_WHERE = "CARAMBA_REDIS__URL (or [redis] url in config.toml), CARAMBA_REDIS_PASSWORD"
+_WHERE = "CARAMBA_REDIS__URL (or [redis] url in config.toml)"
 
 
 def shown_url(url: str) -> str:
@@ -61,7 +61,14 @@ def describe_redis(settings: RedisSettings) -> str:
 
 
 def _shown(where: RedisSettings | str) -> str:
-    return shown_url(where) if isinstance(where, str) else describe_redis(where)
+    """The url (password hidden), with TLS, user and Sentinel service said when any is
+    set (a plain redis:// url is said as it is)."""
+    if isinstance(where, str):
+        return shown_url(where)
+    found = target(where)
+    if found.sentinels or found.tls or found.username:
+        return found.describe()
+    return shown_url(where.url)
 
 
 async def redis_problem(where: RedisSettings | str, timeout_s: float = 2.0) -> ConfigError | None:
@@ -76,7 +83,8 @@ async def redis_problem(where: RedisSettings | str, timeout_s: float = 2.0) -> C
     except AuthenticationError as exc:
         return ConfigError(
             f"Redis at {_shown(where)} refused the login ({exc})",
-            hint=f"put the right password in {_WHERE}",
+            hint="put the right user name and password in CARAMBA_REDIS_USERNAME and "
+            "CARAMBA_REDIS_PASSWORD",
         )
     except (AuthorizationError, NoPermissionError) as exc:
         return ConfigError(
