@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 LOOKBACK_S = 3600
 # How long one read of the stream waits for a firing (a blocking read on real Redis).
 BLOCK_MS = 1000
+# How often a process without blocking reads (embedded mode) looks for firings.
+POLL_S = 0.5
 
 
 def announcement(relays: Relays, firing: Firing) -> str:
@@ -62,9 +64,14 @@ class FiringDelivery:
         self.after = f"{int((time.time() - LOOKBACK_S) * 1000)}-0"
         self.task: asyncio.Task[None] | None = None
 
+    @property
+    def blocking(self) -> bool:
+        """Whether a read waits for a firing (real Redis), else the loop polls."""
+        return self.block_ms is not None and not self.relays.svc.settings.redis.embedded
+
     async def once(self) -> int:
         """Post the firings that came since the last read; how many this process posted."""
-        block = None if self.relays.svc.settings.redis.embedded else self.block_ms
+        block = self.block_ms if self.blocking else None
         got = await read_firings(self.relays.svc, self.after, block_ms=block)
         posted = 0
         for entry_id, firing in got:
@@ -78,8 +85,8 @@ class FiringDelivery:
     async def _loop(self) -> None:
         while True:
             try:
-                if not await self.once():
-                    await asyncio.sleep(0.2 if self.block_ms is None else 0)
+                if not await self.once() and not self.blocking:
+                    await asyncio.sleep(POLL_S)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -24,6 +24,7 @@ from core.runs.requests import request_run
 from core.runs.schedules import cohort_json, store
 from core.schedules.clock import SYSTEM_CLOCK, Clock
 from core.schedules.rules import next_after
+from core.types.events import RunStatusChanged
 from core.types.run import SYSTEM, RunBudget, RunState, RunStatus
 from core.types.schedules import Firing, Schedule, fingerprint
 
@@ -142,7 +143,12 @@ async def _start(svc: Services, s: Schedule) -> tuple[str, bool]:
     team = source.cohort.model_copy(update={"task": s.task}) if source.cohort else source.root
     run_id = await propose_run(svc, s.task, team, requested_by=s.owner, budget=budget)
     asks = fingerprint(cohort_json(source), s.task, s.budget_usd) != s.approved
-    if not asks:
+    if asks:  # the card, as a planned proposal shows it
+        note = "scheduled: the cohort or its budget changed since people approved it"
+        await svc.store.emit(
+            RunStatusChanged(run_id=run_id, status=RunStatus.PROPOSED, by=SYSTEM, note=note)
+        )
+    else:
         step = await approve_run(svc, run_id, SYSTEM)
         if not step.ok:
             log.warning("schedule %s: run %s did not start: %s", s.id, run_id, step.reason)
