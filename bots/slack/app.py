@@ -22,6 +22,7 @@ from bots.chat.background import Background
 from bots.chat.intake import NotOpened, take_request
 from bots.chat.ports import Place
 from bots.chat.relays import Relays
+from bots.chat.schedules import FiringDelivery
 from bots.slack.adapter import slack_adapter, slack_assistant, slack_threads
 from bots.slack.assistant import PLANNING
 from bots.slack.attachments import Attachments, refusal_text
@@ -71,6 +72,8 @@ class SlackBot:
         self.assistant = slack_assistant(svc, self.client)
         adapter = slack_adapter(svc, self.client, assistant=self.assistant)
         self.relays = Relays(svc, adapter, self.threads)
+        # Schedules' firings posted in their channels (bots.chat.schedules).
+        self.firings = FiringDelivery(self.relays)
         self.redraws = self.relays.redraws
         self.attachments = Attachments(svc, self.client)
         self.people = People(self.client)
@@ -103,7 +106,9 @@ class SlackBot:
 
     async def start(self) -> int:
         """Take up the runs earlier bot processes left (see ``Relays.start``)."""
-        return await self.relays.start()
+        taken = await self.relays.start()
+        self.firings.start()
+        return taken
 
     async def aclose(self) -> None:
         """Stop: finish the listeners' work; relays stop between two events and give
@@ -112,6 +117,7 @@ class SlackBot:
         if self.closed:
             return
         self.closed = True
+        await self.firings.aclose()
         await self.redraws.aclose()
         await self.drain()
         await self.relays.aclose()
