@@ -92,10 +92,17 @@ async def redis_problem(where: RedisSettings | str, timeout_s: float = 2.0) -> C
             hint="give the ACL user the commands docs/redis.md lists, on ~PREFIX:*",
         )
     except (RedisError, OSError, TimeoutError) as exc:
-        return ConfigError(
-            f"Redis is not reachable at {_shown(where)} ({_reason(exc)})",
-            hint=f"start it (redis-server), or point {_WHERE} at where it runs",
-        )
+        reason = _reason(exc)
+        if "CERTIFICATE_VERIFY_FAILED" in reason or "SSL" in reason:
+            return ConfigError(
+                f"Redis at {_shown(where)} did not pass the TLS check ({reason})",
+                hint="set redis.tls_ca_file (CARAMBA_REDIS__TLS_CA_FILE) to the CA bundle "
+                "that signed the server's certificate, and check its host name",
+            )
+        hint = f"start it (redis-server), or point {_WHERE} at where it runs"
+        if "reset by peer" in reason:
+            hint += " (a server that speaks TLS is reached with rediss://)"
+        return ConfigError(f"Redis is not reachable at {_shown(where)} ({reason})", hint=hint)
     finally:
         await client.aclose()
     return None
