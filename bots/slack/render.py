@@ -32,6 +32,7 @@ from bots.slack.forms import form_message
 from bots.slack.inspector import with_link
 from bots.slack.names import content
 from bots.slack.progress import plan_payload
+from bots.slack.schedules import repeat_block
 from bots.slack.spend import ask_message
 from bots.slack.stream import streamed_message
 from bots.slack.text import SECTION_LIMIT, escape, split
@@ -132,4 +133,6 @@ class SlackRenderer:
         body = ("" if r.status is RunStatus.COMPLETED else ":x: ") + content(r.text)
         *head, last = [preview(body)] if r.file else self.split(body)
         buttons = _dicts(result_blocks(last, r.run_id)) if r.rateable else None
+        if buttons is not None:  # "Run this every…" (bots.slack.schedules)
+            buttons.append(repeat_block(r.run_id))
         return [Rendered(p) for p in head] + [Rendered(last, buttons)]

@@ -29,6 +29,7 @@ from bots.chat.streams import Streamed
 from bots.slack.blocks import feedback_block
 from bots.slack.names import content
 from bots.slack.progress import ProgressStreams
+from bots.slack.schedules import repeat_block
 
 log = logging.getLogger(__name__)
 # Characters per call (Slack takes 12,000): a result shows up in a few steps.
@@ -45,7 +46,8 @@ class StreamingUnsupported(Exception):
 def streamed_message(r: Result) -> Rendered:
     """The result as one message to stream: its text as markdown (escaped: no mention or
     link comes from it) and, for a rateable run, the feedback buttons that end it."""
-    buttons = [feedback_block(r.run_id).to_dict()] if r.rateable else None
+    # The feedback buttons and "Run this every…" (bots.slack.schedules).
+    buttons = [feedback_block(r.run_id).to_dict(), repeat_block(r.run_id)] if r.rateable else None
     return Rendered(content(r.text), buttons)
 
 

@@ -128,7 +128,8 @@ async def check_streamed_run(h: Harness, run_id: str, channel: str, thread: str)
     assert all(t["status"] == "complete" and t.get("details") for t in last.values()), last
     plans = [c["title"] for c in stream["chunks"] if c["type"] == "plan_update"]
     assert plans and plans[-1] == "Done", plans
-    (feedback,) = stream["blocks"]
+    feedback, repeat = stream["blocks"]
+    assert repeat["elements"][0]["value"] == run_id  # "Run this every…" (bots.slack.schedules)
     (element,) = feedback["elements"]
     assert (feedback["type"], element["type"]) == ("context_actions", "feedback_buttons")
     assert element["positive_button"]["value"] == f"{FEEDBACK_UP}:{run_id}"

@@ -55,7 +55,8 @@ async def test_the_result_has_feedback_buttons_and_votes_count_once(
         result = feedback_message(h.slack)
         assert result is not None and result is h.slack.of("chat.postMessage")[-1]
         assert "Orchestrator says: 3 flights" in result["text"] and result["thread_ts"] == THREAD
-        section, buttons = result["blocks"]
+        section, buttons, repeat = result["blocks"]
+        assert repeat["elements"][0]["text"]["text"] == "Run this every…"  # bots.slack.schedules
         assert "says: 3 flights" in section["text"]["text"]
         (element,) = buttons["elements"]  # Slack's feedback_buttons element
         assert (buttons["type"], element["type"]) == ("context_actions", "feedback_buttons")

@@ -11,8 +11,10 @@ import json
 import urllib.parse
 from typing import Any
 
+import httpx
 import pytest
 
+from bots.slack.schedules import REPEAT
 from core.runs import firings
 from core.runs import schedules as people
 from core.schedules.clock import FakeClock
@@ -136,3 +138,74 @@ async def test_a_schedule_from_slack_fires_on_a_fake_clock(make_services, real_r
         for rid in ran:
             assert (await h.bot.svc.store.get_run(rid)).status is RunStatus.COMPLETED
         assert "Scheduled run" not in json.dumps(h.slack.of("chat.postEphemeral"))
+
+
+async def submit_repeat(h: Harness, user: str, **typed: str) -> httpx.Response:
+    """Submit the "Run this every…" form the bot opened last, as ``user``."""
+    form = h.slack.of("views.open")[-1]["view"]
+    form = json.loads(form) if isinstance(form, str) else form
+    values = {k: {"text": {"type": "plain_text_input", "value": v}} for k, v in typed.items()}
+    payload = {
+        "type": "view_submission",
+        "team": {"id": "T1"},
+        "user": {"id": user},
+        "api_app_id": "A1",
+        "trigger_id": "trig",
+        "view": {**form, "id": "V1", "state": {"values": values}},
+    }
+    body = "payload=" + urllib.parse.quote(json.dumps(payload))
+    return await h.post(body, "application/x-www-form-urlencoded")
+
+
+async def test_run_this_every_on_a_finished_run(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        h.slack.users[ANA] = ANA_USER
+        await h.mention("Count the open tickets")
+        _, run_id = await h.card()
+        await h.click("caramba_approve", run_id, ANA, "1700000000.000200")
+        await h.runs_end()
+        (result,) = results(h)
+        button = next(
+            e
+            for b in result["blocks"]
+            for e in b.get("elements", [])
+            if e.get("action_id") == REPEAT
+        )
+        assert button["value"] == run_id and button["text"]["text"] == "Run this every…"
+
+        await h.click(REPEAT, run_id, ANA, "1700000000.000300")
+        await h.slack.wait_for(lambda: bool(h.slack.of("views.open")))
+        form = h.slack.of("views.open")[-1]["view"]
+        form = json.loads(form) if isinstance(form, str) else form
+        assert form["title"]["text"] == "Run this every…"
+        assert [b["block_id"] for b in form["blocks"]] == ["when", "budget", "tz"]
+
+        bad = await submit_repeat(h, ANA, when="every blursday")
+        assert bad.status_code == 200
+        assert "every blursday" in bad.json()["errors"]["when"]
+        assert (await people.listed(h.bot.svc, None)).schedules == ()
+        money = await submit_repeat(h, ANA, when="every day at 9:00", budget="lots")
+        assert "amount" in money.json()["errors"]["budget"]
+        too_much = await submit_repeat(h, ANA, when="every day at 9:00", budget="500")
+        assert "$20.00" in too_much.json()["errors"]["budget"]
+
+        ok = await submit_repeat(
+            h, ANA, when="every weekday at 9:00", budget="$2", tz="Europe/Paris"
+        )
+        assert ok.status_code == 200 and not ok.text
+        await h.slack.wait_for(lambda: bool(h.slack.of("chat.postEphemeral")))
+        told = h.slack.of("chat.postEphemeral")[-1]
+        assert told["user"] == ANA and told["text"].startswith("Scheduled by Ana")
+        (made,) = (await people.listed(h.bot.svc, None)).schedules
+        assert made.from_run == run_id and made.budget_usd == 2 and made.approved
+        assert made.rule.cron == "0 9 * * 1,2,3,4,5" and made.rule.tz == "Europe/Paris"
+        assert made.place.channel == CHANNEL and made.owner == ANA
+
+        # Its first firing runs at once: the maker approved this cohort at this budget.
+        clock = FakeClock(made.next_at)
+        h.bot.firings.start()
+        assert await firings.fire_due(h.bot.svc, clock) == 1
+        (firing,) = [f for _, f in await firings.read_firings(h.bot.svc, "0-0")]
+        assert not firing.asks
+        await h.slack.wait_for(lambda: len(results(h)) == 2, timeout_s=20)
+        await h.runs_end()
