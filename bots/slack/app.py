@@ -33,6 +33,7 @@ from bots.slack.form_clicks import FormButtons
 from bots.slack.home import add_home_listener
 from bots.slack.mentions import People, from_bot, task_text
 from bots.slack.pane import add_pane_listeners
+from bots.slack.schedules import add_schedule_listeners
 from bots.slack.secrets import SlackSecrets
 from bots.slack.slash import SlashCommand
 from bots.slack.text import escape
@@ -91,6 +92,7 @@ class SlackBot:
         add_feedback_listeners(self.context)
         add_home_listener(self.context)
         add_pane_listeners(self.context)
+        add_schedule_listeners(self.context)
         self.forms = FormButtons(self.context)
         SlashCommand(self.context, self.people, self.take_request)
 
