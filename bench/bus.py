@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import time
 import uuid
@@ -40,7 +41,8 @@ from core.runs.control import start_run
 from core.services import Services
 from core.types import AgentSpec
 
-URL = "redis://127.0.0.1:6379/15"
+# BENCH_REDIS_URL: another Redis (a private redis-server, to read its commandstats alone).
+URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 def pct(values: list[float], q: float) -> float:
