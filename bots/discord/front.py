@@ -15,11 +15,11 @@ from bots.chat.intake import NotOpened, take_request
 from bots.chat.ports import Place
 from bots.discord.attachments import Attachments, refusal_text
 from bots.discord.context import DiscordContext
+from bots.discord.spend import where_in
 from bots.discord.text import NO_PINGS, escape, truncate
 from core.runs import people
 from core.runs.outcomes import NotDelivered
 from core.types.people import Person
-from core.types.place import Place as Where
 
 log = logging.getLogger(__name__)
 HELP = "Mention me with a task, e.g. “@Caramba compare the three cheapest flights to Berlin”."
@@ -28,20 +28,6 @@ NO_THREAD = (
     "I could not open a thread for this request here; an admin can give me the "
     "Create Public Threads and Send Messages in Threads permissions."
 )
-
-
-def where_of(thread: discord.Thread) -> Where:
-    """The guild and channel a request in ``thread`` was asked in, with their names
-    (the spend ledger counts the run's cost there)."""
-    parent = thread.parent
-    return Where(
-        platform="discord",
-        workspace=str(thread.guild.id),
-        channel=str(thread.parent_id or thread.id),
-        workspace_name=thread.guild.name,
-        channel_name=f"#{parent.name}" if parent is not None else f"#{thread.name}",
-        thread=str(thread.id),
-    )
 
 
 class Front:
@@ -141,7 +127,7 @@ class Front:
         place = Place(channel=str(thread.parent_id or thread.id), thread=str(thread.id))
         fetch = (lambda run_id: self.attachments.fetch(run_id, files)) if files else None
         opened = await take_request(
-            self.ctx.relays, task, person, place, fetch, where=where_of(thread)
+            self.ctx.relays, task, person, place, fetch, where=where_in(thread, thread.guild)
         )
         if isinstance(opened, NotOpened):
             said = f"❌ {escape(opened.reason)}" if opened.reason else ""
