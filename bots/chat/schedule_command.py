@@ -12,12 +12,15 @@ The answer is plain text (core's words); an adapter escapes it in its own markup
 
 from __future__ import annotations
 
+import logging
+
 from core.runs import schedules as people
 from core.services import Services
 from core.types.people import Person
 from core.types.place import Place
 from core.types.schedules import Changed, Listed, NotUnderstood, Refused, Scheduled
 
+log = logging.getLogger(__name__)
 USAGE = (
     "schedule add <when> | <task> | $<budget> | <time zone>  ·  schedule list  ·  "
     "schedule pause|resume|delete <id>  ·  "
@@ -38,7 +41,19 @@ def _money(text: str) -> float | None:
 
 
 async def answer(svc: Services, person: Person, place: Place, text: str) -> str:
-    """What to say to ``person`` about ``schedule …`` typed in ``place``."""
+    """What to say to ``person`` about ``schedule …`` typed in ``place`` (a store that
+    cannot be reached is said in one line, never left unanswered)."""
+    try:
+        return await _answer(svc, person, place, text)
+    except Exception as exc:
+        log.exception("schedule command failed: %r", text[:200])
+        return (
+            f"I could not reach the schedules ({type(exc).__name__}); nothing was changed. "
+            "Try again in a minute."
+        )
+
+
+async def _answer(svc: Services, person: Person, place: Place, text: str) -> str:
     words = text.strip().split(" ", 1)[1].strip() if " " in text.strip() else ""
     verb, _, rest = words.partition(" ")
     verb = verb.lower()
