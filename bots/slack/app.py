@@ -36,6 +36,7 @@ from bots.slack.pane import add_pane_listeners
 from bots.slack.schedules import add_schedule_listeners
 from bots.slack.secrets import SlackSecrets
 from bots.slack.slash import SlashCommand
+from bots.slack.spend import SlackPlaces
 from bots.slack.text import escape
 from core.runs import people
 from core.runs.outcomes import NotDelivered
@@ -78,6 +79,8 @@ class SlackBot:
         self.redraws = self.relays.redraws
         self.attachments = Attachments(svc, self.client)
         self.people = People(self.client)
+        # Where requests are asked, with names, for the spend ledger (bots.slack.spend).
+        self.places = SlackPlaces(self.client, svc)
         self.app.event("app_mention")(self._on_mention)
         self.app.event("message")(self._on_message)
         self.context = SlackContext(
@@ -94,7 +97,7 @@ class SlackBot:
         add_pane_listeners(self.context)
         add_schedule_listeners(self.context)
         self.forms = FormButtons(self.context)
-        SlashCommand(self.context, self.people, self.take_request)
+        SlashCommand(self.context, self.people, self.take_request, self.places)
 
     # -- background work ---------------------------------------------------------------
 
@@ -185,6 +188,7 @@ class SlackBot:
             task=task,
             user=event.get("user", ""),
             files=event.get("files") or (),
+            team=event.get("team", ""),
         )
 
     async def handle_direct(self, event: dict[str, Any], bot_user_id: str | None) -> None:
@@ -208,6 +212,7 @@ class SlackBot:
         task: str,
         user: str,
         files: Sequence[dict[str, Any]] = (),
+        team: str = "",
     ) -> None:
         """Record ``user``'s request and follow its run in ``thread``
         (``bots.chat.intake``): one path for a mention and for ``/caramba``
@@ -216,7 +221,8 @@ class SlackBot:
         person = self.people.known(user)
         place = Place(channel=channel, thread=thread)
         fetch = (lambda run_id: self.attachments.fetch(run_id, files)) if files else None
-        opened = await take_request(self.relays, task, person, place, fetch)
+        where = await self.places.place(team, channel, thread)  # for the spend ledger
+        opened = await take_request(self.relays, task, person, place, fetch, where=where)
         if isinstance(opened, NotOpened):
             text = f":x: {escape(opened.reason)}" if opened.reason else ""
             await self._say(channel, thread, text or refusal_text(opened.files, started=False))

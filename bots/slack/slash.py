@@ -44,9 +44,16 @@ class TakesRequest(Protocol):
 class SlashCommand:
     """The ``/caramba`` listener, added to ``ctx.app``."""
 
-    def __init__(self, ctx: SlackContext, people: People, take: TakesRequest) -> None:
+    def __init__(
+        self,
+        ctx: SlackContext,
+        people: People,
+        take: TakesRequest,
+        places: SlackPlaces | None = None,
+    ) -> None:
         self.ctx, self.people, self.take = ctx, people, take
-        self.places = SlackPlaces(ctx.client)
+        # The bot's own (names learned here serve its mentions too: bots.slack.spend).
+        self.places = places or SlackPlaces(ctx.client, ctx.svc)
         ctx.app.command(COMMAND)(self._on_command)
 
     async def _on_command(
@@ -93,4 +100,5 @@ class SlashCommand:
             hint = f":x: I could not post here ({type(exc).__name__}); try again in a minute."
             await respond(text=hint, response_type="ephemeral")
             return
+        await self.places.learn(command)  # the channel's name, for the spend ledger
         await self.take(channel=channel, thread=posted["ts"], task=task, user=user)

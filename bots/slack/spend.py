@@ -55,57 +55,71 @@ HOME_CHANNELS = 8
 
 
 class SlackPlaces:
-    """Slack team and channel ids → a core :class:`Place` with their names, asked of
-    Slack once per process (a failure leaves the id: the ledger still counts it)."""
+    """Slack team and channel ids → a core :class:`Place`, with the names this process
+    has learned — for free from slash commands (``channel_name``, ``team_domain``), or
+    looked up off the request path (the Home tab, ``/caramba budget``) — so a mention
+    costs no extra Slack call. Names learned are kept in the ledger's names too: a
+    report shows a channel by name even for runs recorded before it was learned. The
+    workspace is the event's team, else the bot's own (``auth.test``, once)."""
 
-    def __init__(self, client: AsyncWebClient) -> None:
-        self.client = client
+    def __init__(self, client: AsyncWebClient, svc: Services) -> None:
+        self.client, self.svc = client, svc
+        self.own_team = ""
         self.channels: dict[str, str] = {}
         self.teams: dict[str, str] = {}
 
     async def place(self, team: str, channel: str, thread: str = "") -> Place:
-        """``team``: the workspace's id ("" → the bot's own, asked of Slack once)."""
+        """``team``: the workspace's id ("" → the bot's own)."""
         team = team or await self._own_team()
         return Place(
             platform="slack",
             workspace=team or "slack",
             channel=channel,
-            workspace_name=await self._team(team),
-            channel_name=await self._channel(channel),
+            workspace_name=self.teams.get(team, ""),
+            channel_name=self.channels.get(channel, ""),
             thread=thread,
         )
 
-    async def _own_team(self) -> str:
-        if "" not in self.teams:
-            try:
-                got = await self.client.auth_test()
-                self.teams[""] = str(got.get("team_id") or "")
-            except Exception:
-                log.info("could not ask Slack which workspace the bot is in")
-                return ""
-        return self.teams[""]
+    async def learn(self, command: dict[str, Any]) -> Place:
+        """The names a slash command carries, kept; the command's place."""
+        channel, name = command.get("channel_id", ""), command.get("channel_name", "")
+        team, domain = command.get("team_id", ""), command.get("team_domain", "")
+        if name and name not in ("directmessage", "privategroup"):
+            self.channels[channel] = f"#{name}"
+        if domain:
+            self.teams[team] = domain
+        place = await self.place(team, channel)
+        await self._keep(place)
+        return place
 
-    async def _channel(self, channel: str) -> str:
-        if channel not in self.channels:
+    async def look_up(self, team: str, channel: str) -> Place:
+        """Ask Slack for the names not known yet (off the request path); the place."""
+        if channel and channel not in self.channels:
             try:
                 got = await self.client.conversations_info(channel=channel)
                 info = got.get("channel") or {}
-                name = info.get("name") or ""
-                self.channels[channel] = f"#{name}" if name and not info.get("is_im") else ""
+                if info.get("name") and not info.get("is_im"):
+                    self.channels[channel] = f"#{info['name']}"
             except Exception:
                 log.info("could not name channel %s for the spend ledger", channel)
-                return ""
-        return self.channels[channel]
+        place = await self.place(team, channel)
+        await self._keep(place)
+        return place
 
-    async def _team(self, team: str) -> str:
-        if team and team not in self.teams:
+    async def _keep(self, place: Place) -> None:
+        try:
+            await spend.name_place(self.svc, place)
+        except Exception:  # names are a nicety: a report falls back to ids
+            log.exception("keeping the names of %s failed", place.key)
+
+    async def _own_team(self) -> str:
+        if not self.own_team:
             try:
-                got = await self.client.team_info(team=team)
-                self.teams[team] = str((got.get("team") or {}).get("name") or "")
+                got = await self.client.auth_test()
+                self.own_team = str(got.get("team_id") or "")
             except Exception:
-                log.info("could not name team %s for the spend ledger", team)
-                return ""
-        return self.teams.get(team, "")
+                log.info("could not ask Slack which workspace the bot is in")
+        return self.own_team
 
 
 def ask_message(a: SpendAsk, decided: str = "") -> Rendered:
@@ -219,7 +233,7 @@ async def handle_budget(
     if said.problem:
         await respond(text=escape(said.problem), response_type="ephemeral")
         return
-    place = await places.place(command.get("team_id", ""), command.get("channel_id", ""))
+    place = await places.learn(command)
     if said.amount is None:
         made = await spend.report(svc, channel_key=place.key)
         await respond(text=month_text(made, place), response_type="ephemeral")
@@ -264,12 +278,21 @@ async def home_lines(svc: Services) -> list[str]:
     for t in [t for t in made.by_channel if t.key.startswith("slack:")][:HOME_CHANNELS]:
         use = budgets.get(t.key)
         of = f" of {cost(use.budget.month_usd)} ({use.share:.0%})" if use else ""
-        lines.append(f"• *{escape(t.name)}*: {cost(t.cost_usd)}{of}")
+        lines.append(f"• *{_channel(t.key, t.name)}*: {cost(t.cost_usd)}{of}")
     for key, use in budgets.items():
         if (
             key.startswith("slack:")
             and use.budget.scope == "channel"
             and not any(t.key == key for t in made.by_channel)
         ):
-            lines.append(f"• *{escape(use.budget.place_name)}*: $0 of {cost(use.budget.month_usd)}")
+            shown = _channel(key, use.budget.place_name)
+            lines.append(f"• *{shown}*: $0 of {cost(use.budget.month_usd)}")
     return lines[:HOME_CHANNELS]
+
+
+def _channel(key: str, name: str) -> str:
+    """A channel by its name, else as Slack's own channel link (Slack shows its name)."""
+    channel = key.rsplit(":", 1)[-1]
+    if name and name not in (key, channel):
+        return escape(name)
+    return f"<#{escape(channel)}>"

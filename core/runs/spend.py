@@ -257,6 +257,13 @@ async def approve_spend(
     return Done(ended or run, Said("Spending over the budget denied by ", person.name, "."))
 
 
+async def name_place(svc: Services, place: Place) -> None:
+    """Keep the names of ``place``'s channel and workspace for reports (an adapter that
+    learns them after its runs were recorded)."""
+    names = {place.key: place.channel_name, place.team_key: place.workspace_name}
+    await kept.set_names(svc.store, {k: v for k, v in names.items() if v})
+
+
 async def open_run(svc: Services, run: RunState) -> None:
     """Count ``run`` in the ledger's open runs (its live usage counts against its place's
     budgets until the background loop folds it in, once it ended)."""

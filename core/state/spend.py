@@ -177,6 +177,13 @@ async def names(store: Store) -> dict[str, str]:
     return {_text(k): _text(v) for k, v in raw.items()}
 
 
+async def set_names(store: Store, names: Mapping[str, str]) -> None:
+    """Keep place keys' (or person ids') names."""
+    if names:
+        mapping: dict[Any, Any] = dict(names)
+        await store.redis.hset(store.keys.spend_names(), mapping=mapping)
+
+
 async def budgets(store: Store) -> dict[str, ChannelBudget]:
     """The budgets set from chat, by place key."""
     raw: Mapping[Any, Any] = await store.redis.hgetall(store.keys.spend_budgets())

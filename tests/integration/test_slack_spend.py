@@ -1,0 +1,185 @@
+"""Team spend from Slack (signed requests into the app, the fake Slack Web API, real
+Redis, the scripted model): a mention in a channel over its monthly budget is asked of
+the budget's owner in its thread with Approve spending / Deny before anything is
+planned; a stranger's click is refused in private naming the owner; the owner's Approve
+redraws the ask saying who decided (no buttons) and the run goes on to its result; the
+run is counted in the ledger under the channel. ``/caramba budget`` shows the channel's
+month to anybody, sets a budget for an admin only, and refuses unreadable words."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import tempfile
+import urllib.parse
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from bots.slack.home import home_view
+from bots.slack.overview import Spend
+from bots.slack.spend import APPROVE, BudgetWords, SlackPlaces, handle_budget, home_lines
+from core.config_governance import BudgetRule, GovernanceSettings
+from core.spend import ledger
+from core.state import spend as kept
+from core.types.run import RunStatus
+from tests.fakes.slack_api import FakeSlackAPI
+from tests.integration.test_slack_http import (
+    ANA,
+    CHANNEL,
+    MALLORY,
+    Harness,
+    quick_library,
+    serve_bot,
+)
+from tests.integration.test_slack_slash import slash
+from tests.planning_helpers import settings as planning_settings
+from tests.scenarios.test_spend import direct_model
+
+pytestmark = pytest.mark.integration
+_FORM = "application/x-www-form-urlencoded"
+KEY = f"slack:T1:{CHANNEL}"
+ADMIN = "UADM"
+
+
+@contextlib.asynccontextmanager
+async def harness(make_services: Any, redis: Any, month_usd: float) -> AsyncIterator[Harness]:
+    slack = await FakeSlackAPI().start()
+    slack.users[ANA] = {"id": ANA, "name": "ana", "profile": {"display_name": "Ana"}}
+    slack.users[MALLORY] = {"id": MALLORY, "name": "mal", "profile": {"display_name": "Mal"}}
+    s = quick_library(planning_settings(), tempfile.mkdtemp(prefix="caramba-lib-"))
+    rule = BudgetRule(month_usd=month_usd, owner=ANA, owner_name="Ana", name="#ops")
+    gov = GovernanceSettings(channels={KEY: rule}, admins=(ADMIN,))
+    s = s.model_copy(
+        update={"slack": s.slack.model_copy(update={"api_url": slack.url}), "governance": gov}
+    )
+    svc = make_services(s, direct_model(), redis=redis)
+    try:
+        async with serve_bot(svc, slack) as h:
+            yield h
+    finally:
+        await slack.stop()
+        shutil.rmtree(s.library.index_dir, ignore_errors=True)
+
+
+def asks(h: Harness) -> list[dict[str, Any]]:
+    return [c for c in h.slack.of("chat.postMessage") if APPROVE in json.dumps(c)]
+
+
+async def click(h: Harness, action_id: str, message: dict[str, Any], user: str, ts: str) -> Any:
+    actions = message["blocks"][-1]
+    value = next(e["value"] for e in actions["elements"] if e["action_id"] == action_id)
+    payload = {
+        "type": "block_actions",
+        "team": {"id": "T1"},
+        "user": {"id": user},
+        "api_app_id": "A1",
+        "trigger_id": "trig",
+        "container": {"type": "message", "message_ts": ts, "channel_id": CHANNEL},
+        "channel": {"id": CHANNEL},
+        "message": {"ts": ts, "thread_ts": "1700000000.000100", "text": message["text"]},
+        "actions": [{"type": "button", "action_id": action_id, "value": value, "block_id": "b"}],
+    }
+    return await h.post("payload=" + urllib.parse.quote(json.dumps(payload)), _FORM)
+
+
+async def test_over_budget_the_owner_approves_in_the_thread_and_the_run_proceeds(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis, month_usd=0.0) as h:
+        await h.mention("What is the capital of France?")
+        await h.slack.wait_for(lambda: bool(asks(h)), timeout_s=20)
+        (ask,) = asks(h)
+        assert ask["thread_ts"] == "1700000000.000100"
+        assert "over its channel budget" in ask["text"] and "Ana" in ask["text"]
+        assert "<!channel>" not in json.dumps(ask) and "<!here>" not in json.dumps(ask)
+        run_id = ask["blocks"][-1]["elements"][0]["value"]
+        svc = h.bot.svc
+        assert (await svc.store.get_run(run_id)).status is RunStatus.PLANNING
+        ts = "1700000000.000300"
+
+        # A stranger's click: refused, only to them, naming the owner.
+        await click(h, APPROVE, ask, MALLORY, ts)
+        await h.slack.wait_for(lambda: bool(h.slack.of("chat.postEphemeral")))
+        (refusal,) = h.slack.of("chat.postEphemeral")
+        assert refusal["user"] == MALLORY and "Only Ana" in refusal["text"]
+        assert (await svc.store.get_run(run_id)).status is RunStatus.PLANNING
+
+        # The owner approves: the ask redrawn, who decided, no buttons; the run goes on.
+        await click(h, APPROVE, ask, ANA, ts)
+        await h.slack.wait_for(
+            lambda: any(u["ts"] == ts for u in h.slack.of("chat.update")), timeout_s=20
+        )
+        done = next(u for u in h.slack.of("chat.update") if u["ts"] == ts)
+        assert "approved by" in json.dumps(done) and APPROVE not in json.dumps(done)
+        for _ in range(400):
+            if (await svc.store.get_run(run_id)).status.terminal:
+                break
+            await h.slack.wait_for(lambda: True)
+        run = await svc.store.get_run(run_id)
+        assert run.status is RunStatus.COMPLETED
+        assert run.place is not None and run.place.key == KEY
+        # Counted under the channel once it is folded.
+        await ledger.fold_ended(svc)
+        rows = await ledger.month_report(svc, ledger.month_of(run.created_at), channel_key=KEY)
+        assert {r.run_id for r in rows.rows} == {run_id} and rows.total_usd > 0
+
+
+async def test_caramba_budget_shows_the_month_and_only_admins_set_it(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis, month_usd=5.0) as h:
+        said: list[dict[str, Any]] = []
+
+        async def respond(**kw: Any) -> None:
+            said.append(kw)
+
+        places = SlackPlaces(h.bot.client, h.bot.svc)
+        command = {"team_id": "T1", "channel_id": CHANNEL, "user_id": MALLORY}
+        await handle_budget(h.bot.svc, h.bot.people, places, {**command, "text": "budget"}, respond)
+        assert said[-1]["response_type"] == "ephemeral"
+        assert "Channel budget: $0 of $5.00 (0%) · owner Ana" in said[-1]["text"]
+
+        await handle_budget(
+            h.bot.svc, h.bot.people, places, {**command, "text": "budget $50"}, respond
+        )
+        assert said[-1]["response_type"] == "ephemeral" and "admins" in said[-1]["text"]
+
+        admin = {**command, "user_id": ADMIN, "text": f"budget $50 owner <@{ANA}|ana>"}
+        await handle_budget(h.bot.svc, h.bot.people, places, admin, respond)
+        assert said[-1]["response_type"] == "in_channel"
+        assert "$50.00 a month" in said[-1]["text"] and "Ana approves" in said[-1]["text"]
+
+        # The App Home shows the channel's month beside the rest.
+        lines = await home_lines(h.bot.svc)
+        assert lines == [f"• *<#{CHANNEL}>*: $0 of $50.00"]  # Slack shows its name
+        view = home_view([], [], Spend(0.0, 0, 0, 0.0), {}, lines).to_dict()
+        assert "Channels this month" in json.dumps(view) and "$50.00" in json.dumps(view)
+
+        for bad in ("budget fifty", "budget $50 owner ana", "budget $-3"):
+            await handle_budget(h.bot.svc, h.bot.people, places, {**command, "text": bad}, respond)
+            assert said[-1]["response_type"] == "ephemeral"
+            assert "budget" in said[-1]["text"] or "mention" in said[-1]["text"]
+
+
+def test_budget_words() -> None:
+    w = BudgetWords("budget workspace $1,200.50 owner <@UANA>")
+    assert (w.amount, w.scope, w.owner, w.problem) == (1200.5, "workspace", "UANA", "")
+    assert BudgetWords("budget").amount is None
+    assert "did not understand" in BudgetWords("budget <script>").problem
+
+
+async def test_slash_caramba_budget_answers_the_person_only(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis, month_usd=5.0) as h:
+        resp, _ = await slash(h, "budget")
+        assert resp.status_code == 200
+        await h.slack.wait_for(lambda: bool(h.slack.of("response_url")))
+        (said,) = h.slack.of("response_url")
+        assert said["response_type"] == "ephemeral" and "of $5.00" in said["text"]
+        assert h.slack.of("chat.postMessage") == []  # no run was started for it
+        assert await h.bot.svc.store.redis.exists(h.bot.svc.store.keys.spend_open()) == 0
+        # The command named the channel: kept for reports and for the bot's mentions.
+        assert (await kept.names(h.bot.svc.store))[KEY] == "#general"
+        assert (await h.bot.places.place("T1", CHANNEL)).channel_name == "#general"
