@@ -201,7 +201,10 @@ async def test_runs_in_flight_complete_after_the_primary_is_killed(
             workers=2,
             concurrency=16,
             deadline_s=40,
-            settle_s=5,
+            # An intent a processor had taken when the primary died is taken over once
+            # idle for scheduler.intent_claim_idle_s: 2 s here (SHORT_TIMERS), not 30.
+            short_timers=True,
+            settle_s=10,
             redis_url=cluster.url,
         )
         report = await run_phase(server, config, disrupt=failover)
