@@ -86,7 +86,7 @@ async def report(
     for budget in await budgets.all_budgets(svc):
         if channel_key and budget.place_key not in (channel_key, _team(channel_key)):
             continue
-        if team_key and not budget.place_key.startswith(team_key):
+        if team_key and budget.place_key != team_key and _team(budget.place_key) != team_key:
             continue
         uses.append(BudgetUse(budget=budget, spent_usd=await budgets.spent(svc, budget, month)))
     open_ = await kept.open_runs(svc.store)

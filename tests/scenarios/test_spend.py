@@ -237,3 +237,26 @@ async def test_planning_delivered_again_while_asked_does_not_ask_twice(make_serv
     assert isinstance(await spending.approve_spend(svc, run_id, ANA, approve=True), Done)
     done = await collect(svc, run_id, timeout_s=20)
     assert done[-1].status is RunStatus.COMPLETED  # type: ignore[union-attr]
+
+
+async def test_a_workspace_over_its_budget_asks_its_owner(make_services) -> None:
+    """No channel budget, the workspace's spent: its owner is asked; an admin may decide
+    too; a report for the workspace lists its budget and no other workspace's."""
+    base = planning_settings(library_top_k=0)
+    rule = BudgetRule(month_usd=0.0, owner="U0ZOE", owner_name="Zoe", name="Acme")
+    other = BudgetRule(month_usd=9.0, owner="U0ZOE", owner_name="Zoe", name="Acme 10")
+    gov = GovernanceSettings(
+        workspaces={OPS.team_key: rule, "slack:T0ACME0": other}, admins=("U0ADM",)
+    )
+    svc = make_services(base.model_copy(update={"governance": gov}), direct_model())
+    run_id = await ask(svc)
+    events = await events_until(svc, run_id, SpendApprovalAsked)
+    asked = next(e for e in events if isinstance(e, SpendApprovalAsked))
+    assert (asked.scope, asked.place_name, asked.owner_name) == ("workspace", "Acme", "Zoe")
+    assert "workspace budget" in spending.asked_text(asked)
+    admin = Person(id="U0ADM", name="Ada")
+    assert isinstance(await spending.approve_spend(svc, run_id, admin, approve=True), Done)
+    done = await collect(svc, run_id, timeout_s=20)
+    assert done[-1].status is RunStatus.COMPLETED  # type: ignore[union-attr]
+    made = await spending.report(svc, team_key=OPS.team_key)
+    assert [u.budget.place_key for u in made.budgets] == [OPS.team_key]
