@@ -28,12 +28,15 @@ from bots.discord.claims import ClaimingTree
 from bots.discord.context import DiscordContext
 from bots.discord.decisions import Decisions
 from bots.discord.feedback import Feedback
+from bots.discord.firings import DiscordFirings
 from bots.discord.form_clicks import FormClicks
 from bots.discord.forms import FORM_ITEMS
 from bots.discord.front import Front
 from bots.discord.links import Links
 from bots.discord.renderer import DiscordRenderer
 from bots.discord.replies import REPLY_ITEMS, Replies
+from bots.discord.schedule_items import SCHEDULE_ITEMS
+from bots.discord.schedules import Schedules, add_schedule_command
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS
 from bots.discord.tool_approvals import TOOL_ITEMS, ToolApprovals
 from bots.discord.transport import DiscordTransport
@@ -92,7 +95,10 @@ class CarambaBot(discord.Client):
         self.front = Front(self.ctx)
         self.feedback = Feedback(self.ctx)
         self.replies = Replies(self.ctx)
+        self.schedules = Schedules(self.ctx)
         self._add_command()
+        add_schedule_command(self.tree, self.schedules)
+        self.firings = DiscordFirings(self, self.relays)
 
     def _add_command(self) -> None:
         @app_commands.command(name=COMMAND, description="Give Caramba a task")
@@ -121,11 +127,12 @@ class CarambaBot(discord.Client):
         """Before the gateway connects: the persistent components (cards posted before a
         restart keep working), the slash command, the runs earlier processes left."""
         self.add_dynamic_items(
-            *DYNAMIC_ITEMS, *BUDGET_ITEMS, *FORM_ITEMS, *TOOL_ITEMS, *REPLY_ITEMS
+            *DYNAMIC_ITEMS, *BUDGET_ITEMS, *FORM_ITEMS, *TOOL_ITEMS, *REPLY_ITEMS, *SCHEDULE_ITEMS
         )
         if self.sync:
             await self.sync_commands()
         resumed = await self.relays.start()
+        self.firings.start()  # schedules' firings in their channels
         log.info("the Discord bot starts; %d runs taken up", resumed)
 
     async def sync_commands(self) -> list[app_commands.AppCommand]:
@@ -141,6 +148,7 @@ class CarambaBot(discord.Client):
         """Finish the listeners' work, stop the relays (they give their runs up), then
         disconnect."""
         await self.ctx.redraws.aclose()
+        await self.firings.aclose()
         await self.drain()
         await self.relays.aclose()
         await super().close()

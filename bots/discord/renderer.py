@@ -124,4 +124,8 @@ class DiscordRenderer:
             last = out[-1].text
             last = last + hint if len(last) + len(hint) <= MESSAGE_LIMIT else last
             out[-1] = Rendered(last, {"rate": r.run_id})
+        if ok:
+            # "Run this every…" under the result (bots.discord.schedule_items).
+            payload = out[-1].payload if isinstance(out[-1].payload, dict) else {}
+            out[-1] = Rendered(out[-1].text, {**payload, "every": r.run_id})
         return out

@@ -21,6 +21,7 @@ from bots.discord.inspector import with_link
 from bots.discord.layout import layout_view
 from bots.discord.links import Links
 from bots.discord.replies import ReplyButton
+from bots.discord.schedule_items import every_view
 from bots.discord.text import NO_PINGS
 from bots.discord.tool_approvals import approval_items
 from bots.discord.views import ApproveButton, EditButton, RejectButton, cancel_view
@@ -78,6 +79,8 @@ def _parts(text: str, payload: Payload) -> dict[str, Any]:
         kwargs["view"] = view
     if data.get("link"):
         kwargs["view"] = with_link(kwargs.get("view"), str(data["link"]))
+    if data.get("every") and kwargs.get("view") is None:
+        kwargs["view"] = every_view(str(data["every"]))
     return kwargs
 
 

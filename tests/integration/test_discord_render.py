@@ -111,7 +111,9 @@ def test_the_renderer_escapes_splits_and_adds_buttons() -> None:
     assert "@\u200bhere" in pieces[0].text
     result = r.render(Result("run_1", RunStatus.COMPLETED, "w" * 4100, rateable=True))
     assert all(len(p.text) <= MESSAGE_LIMIT for p in result)
-    assert result[-1].payload == {"rate": "run_1"} and result[0].payload is None
+    # 👍/👎 and "Run this every…" (bots.discord.schedule_items) under the last piece.
+    assert result[-1].payload == {"rate": "run_1", "every": "run_1"}
+    assert result[0].payload is None
     running = StatusLine("run_1", "running", 2, 1, 3, "Scout", "used", "calculate", running=True)
     (status,) = r.render(running)
     assert status.payload == {"buttons": "cancel", "run": "run_1"}

@@ -1,0 +1,73 @@
+"""Schedules' firings in Discord: each firing of a schedule whose place is a Discord
+channel is a new top-level message there ("Scheduled run (every weekday at 9:00) by
+**Ana**: …"), a thread opened from it, and the run shown in that thread as a mention's is
+(the card when it asks for approval, progress, the result).
+
+The shared reading of the firings stream (one process posts each firing, the last hour
+read again on start) is ``bots.chat.schedules``; what is Discord's own here is opening
+the thread from the message, which ``bots.chat.schedules.deliver`` cannot do through the
+transport alone."""
+
+from __future__ import annotations
+
+import logging
+
+import discord
+
+from bots.chat.ports import Place
+from bots.chat.relays import Relays
+from bots.chat.schedules import BLOCK_MS, FiringDelivery, announcement
+from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, truncate
+from core.runs.firings import read_firings
+from core.types.schedules import Firing
+
+log = logging.getLogger(__name__)
+THREAD_NAME_LIMIT = 100
+
+
+class DiscordFirings(FiringDelivery):
+    """The firings of Discord schedules, posted by the bot ``client``."""
+
+    def __init__(
+        self, client: discord.Client, relays: Relays, *, block_ms: int | None = BLOCK_MS
+    ) -> None:
+        super().__init__(relays, block_ms=block_ms)
+        self.client = client
+
+    async def _channel(self, channel_id: int) -> discord.TextChannel:
+        found = self.client.get_channel(channel_id)
+        if found is None:
+            found = await self.client.fetch_channel(channel_id)
+        if not isinstance(found, discord.TextChannel):
+            raise TypeError(f"channel {channel_id} is not a text channel a thread opens in")
+        return found
+
+    async def deliver(self, entry_id: str, firing: Firing) -> bool:
+        """The message, its thread and the run relayed there; False if the firing is
+        another platform's or another process posted it."""
+        relays = self.relays
+        if firing.place.platform != relays.adapter.platform:
+            return False
+        if not await relays.threads.first_time(f"firing:{entry_id}"):
+            return False
+        channel = await self._channel(int(firing.place.channel))
+        text = truncate(announcement(relays, firing), MESSAGE_LIMIT)
+        message = await channel.send(text, allowed_mentions=NO_PINGS)
+        name = truncate(f"{firing.words}: {firing.task}", THREAD_NAME_LIMIT)
+        thread = await message.create_thread(name=name)
+        return await relays.open(
+            firing.run_id, Place(channel=str(channel.id), thread=str(thread.id))
+        )
+
+    async def once(self) -> int:
+        """Post the firings that came since the last read; how many this process posted."""
+        block = None if self.relays.svc.settings.redis.embedded else self.block_ms
+        got = await read_firings(self.relays.svc, self.after, block_ms=block)
+        posted = 0
+        for entry_id, firing in got:
+            try:
+                posted += await self.deliver(entry_id, firing)
+            except Exception:
+                log.exception("could not post the firing of schedule %s", firing.schedule_id)
+            self.after = entry_id
+        return posted

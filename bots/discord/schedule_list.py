@@ -1,0 +1,61 @@
+"""A channel's schedules as a Components V2 message: a heading, then each schedule's line
+(when, its time zone, the budget per firing, the task, its owner, when it fires next;
+escaped) with Pause or Resume and Delete under it. Within Discord's 40 components: the
+schedules that do not fit are counted in a last line."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import discord
+
+from bots.discord.schedule_items import ScheduleButton
+from bots.discord.text import escape, truncate
+from core.types.schedules import Schedule
+
+COMPONENTS_LIMIT = 40
+# The container, the heading and the "… and N more" line.
+_FIXED = 3
+# A schedule's text, its row and two buttons.
+_PER_SCHEDULE = 4
+SHOWN = (COMPONENTS_LIMIT - _FIXED) // _PER_SCHEDULE
+ACCENT = 0x5865F2
+NONE_YET = (
+    "No schedules here yet. Make one with `/caramba-schedule action:add when:… task:…`, "
+    "or press “Run this every…” under a finished run."
+)
+
+
+def line(s: Schedule) -> str:
+    """A schedule as people read it, with its id (what the slash command takes)."""
+    nxt = "paused" if s.paused else f"next {stamp(s.next_at)}"
+    head = f"**{escape(s.rule.words)}** ({escape(s.rule.tz)}) · ${s.budget_usd:.2f} a firing"
+    task = escape(" ".join(s.task.split()))
+    text = f"{head}\n{truncate(task, 300)}\n-# by {escape(s.owner_name)} · {nxt} · `{s.id}`"
+    return truncate(text, 1000)
+
+
+def list_view(schedules: tuple[Schedule, ...], where: str) -> discord.ui.LayoutView:
+    """The list of ``schedules`` of channel ``where`` (its name)."""
+    container = discord.ui.Container[Any](accent_colour=ACCENT)
+    n = len(schedules)
+    heading = f"### Schedules in {escape(where)}" + (f" ({n})" if n else "")
+    container.add_item(discord.ui.TextDisplay[Any](heading))
+    if not schedules:
+        container.add_item(discord.ui.TextDisplay[Any](NONE_YET))
+    for s in schedules[:SHOWN]:
+        container.add_item(discord.ui.TextDisplay[Any](line(s)))
+        toggle = ScheduleButton(s.id, "resume" if s.paused else "pause")
+        container.add_item(discord.ui.ActionRow[Any](toggle, ScheduleButton(s.id, "delete")))
+    if n > SHOWN:
+        more = f"… and {n - SHOWN} more (pause or delete them by id with the slash command)"
+        container.add_item(discord.ui.TextDisplay[Any](more))
+    view = discord.ui.LayoutView(timeout=None)
+    view.add_item(container)
+    return view
+
+
+def stamp(at: float) -> str:
+    """A time as Discord shows it in each reader's own zone."""
+    return f"<t:{int(at or time.time())}:f>"

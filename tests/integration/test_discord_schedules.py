@@ -1,0 +1,201 @@
+"""Schedules from Discord (a real discord.py client against the local Discord, real Redis,
+the scripted model): ``/caramba-schedule`` adds, lists, edits, pauses, resumes and
+deletes; the list's buttons act for whoever clicks — Carol (no approver) is refused by
+name, Bob (an approver by role) may; unread words, a missing task or schedule are said
+back, privately; "Run this every…" under a finished run's result opens a form whose
+schedule runs that team again, and its firing (under a fake clock) is a new message in
+the channel with the run in a thread from it, to its result. Nothing pings anyone."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from core.runs import schedules as plans
+from core.runs.firings import fire_due
+from core.schedules.clock import FakeClock
+from core.types.run import RunStatus
+from core.types.schedules import Schedule
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.discord_records import FakeInteraction
+from tests.integration.test_discord_bot import Harness, buttons_of, custom_ids, harness, layout_text
+
+pytestmark = pytest.mark.integration
+Json = dict[str, Any]
+COMMAND = "caramba-schedule"
+
+
+async def told(fake: FakeDiscord, inter: FakeInteraction, timeout_s: float = 10) -> Json:
+    """The one thing the bot said back to ``inter`` (only its person sees it)."""
+    await fake.wait_ack(inter)
+    if inter.callback_type == 4:
+        message = fake.message(inter.original_id or "")
+    else:
+        await fake.wait_until(lambda: bool(inter.followup_ids), timeout_s)
+        message = fake.message(inter.followup_ids[-1])
+    assert message["flags"] & 64, "said to the person alone"
+    return message
+
+
+def text_of(message: Json) -> str:
+    return layout_text(message) or message["content"]
+
+
+async def schedules_in(h: Harness) -> tuple[Schedule, ...]:
+    return (await plans.listed(h.svc)).schedules
+
+
+async def slash(h: Harness, who: str, **options: Any) -> Json:
+    inter = await h.fake.slash(COMMAND, options, who)
+    return await told(h.fake, inter)
+
+
+async def test_add_list_and_change_with_the_owner_approver_rule(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        fake = h.fake
+        added = await slash(
+            h,
+            "alice",
+            action="add",
+            when="every weekday at 9:00",
+            task="Sum up the *open* tickets @everyone",
+            budget=2.5,
+            tz="Europe/Paris",
+        )
+        assert text_of(added).startswith("✅ Scheduled by Alice: “every weekday at 9:00”")
+        assert "\\*open\\*" in text_of(added) and "@\u200beveryone" in text_of(added)
+        (s,) = await schedules_in(h)
+        general = fake.channel("general")
+        assert (s.place.platform, s.place.channel) == ("discord", general["id"])
+        assert s.place.channel_name == "#general" and s.budget_usd == 2.5
+        assert s.rule.tz == "Europe/Paris" and s.owner == str(fake.person("alice").id)
+
+        listed = await slash(h, "carol", action="list")
+        assert listed["flags"] & (1 << 15)
+        assert "Schedules in \\#general (Caramba Test) (1)" in layout_text(listed)
+        assert f"`{s.id}`" in layout_text(listed) and "by Alice" in layout_text(listed)
+        assert custom_ids(listed) == [f"caramba:sched:pause:{s.id}", f"caramba:sched:delete:{s.id}"]
+
+        # Carol made nothing here and approves nothing: refused, by name, privately.
+        refused = await fake.click(listed["id"], f"caramba:sched:pause:{s.id}", "carol")
+        said = await told(fake, refused)
+        assert said["content"].startswith("🚫 Only Alice, who made this schedule")
+        assert not (await schedules_in(h))[0].paused
+
+        # Bob, an approver by role, may: the list is redrawn with Resume.
+        paused = await fake.click(listed["id"], f"caramba:sched:pause:{s.id}", "bob")
+        said = await told(fake, paused)
+        assert said["content"].startswith("✅ Paused by Bob")
+        assert (await schedules_in(h))[0].paused
+        redrawn = fake.message(listed["id"])
+        assert f"caramba:sched:resume:{s.id}" in custom_ids(redrawn)
+        assert "paused" in layout_text(redrawn)
+
+        resumed = await slash(h, "alice", action="resume", schedule=s.id)
+        assert text_of(resumed).startswith("✅ Resumed by Alice")
+        edited = await slash(h, "alice", action="edit", schedule=s.id, budget=3.0)
+        assert "asks for approval again" in text_of(edited)
+        assert (await schedules_in(h))[0].budget_usd == 3.0
+        carol_edit = await slash(h, "carol", action="edit", schedule=s.id, when="every day at 7:00")
+        assert text_of(carol_edit).startswith("🚫 Only Alice")
+
+        listed = await slash(h, "alice", action="list")
+        gone = await fake.click(listed["id"], f"caramba:sched:delete:{s.id}", "alice")
+        assert (await told(fake, gone))["content"].startswith("✅ Deleted by Alice")
+        assert await schedules_in(h) == ()
+        assert "No schedules here yet" in layout_text(fake.message(listed["id"]))
+    assert fake.pinged() == [] and fake.unguarded_mentions() == []
+
+
+async def test_what_is_missing_or_unread_is_said_back(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        blursday = await slash(h, "alice", action="add", when="every blursday", task="x")
+        assert "I could not read “every blursday” as a schedule" in text_of(blursday)
+        no_task = await slash(h, "alice", action="add", when="every day at 9:00")
+        assert "Say what to run" in text_of(no_task)
+        no_when = await slash(h, "alice", action="add", task="sum up")
+        assert "Say when" in text_of(no_when)
+        no_id = await slash(h, "alice", action="pause")
+        assert "Say which schedule" in text_of(no_id)
+        unknown = await slash(h, "alice", action="delete", schedule="sch_nothing")
+        assert "no longer exists" in text_of(unknown)
+        too_much = await slash(
+            h, "alice", action="add", when="every day at 9:00", task="x", budget=500.0
+        )
+        assert "more than the $20.00 allowed" in text_of(too_much)
+        empty = await slash(h, "alice")
+        assert "No schedules here yet" in layout_text(empty)
+        assert await schedules_in(h) == ()
+
+
+async def finished_run(h: Harness) -> tuple[str, Json]:
+    """A run asked for by Alice, approved by Bob, run to its end: its id and result."""
+    fake = h.fake
+    asked = await fake.mention("general", "alice", "Compare the three cheapest flights.")
+    card, run_id = await h.card()
+    click = await fake.click(card["id"], f"caramba:approve:{run_id}", "bob")
+    await fake.wait_ack(click)
+    await h.runs_end()
+    thread = fake.thread_of(asked)
+    assert thread is not None
+    return run_id, fake.channel_messages(thread["id"])[-1]
+
+
+async def test_run_this_every_then_a_firing_in_its_own_thread(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        fake = h.fake
+        run_id, result = await finished_run(h)
+        every = f"caramba:every:{run_id}"
+        assert every in custom_ids(result)
+        assert [b["label"] for b in buttons_of(result)] == ["Run this every…"]
+
+        opened = await fake.click(result["id"], every, "alice")
+        await fake.wait_ack(opened)
+        assert opened.callback_type == 9, "the form answers the click"
+        form = f"caramba:every-form:{run_id}"
+        bad = await fake.submit_modal(
+            form, {"when": "every day at 9:00", "budget": "lots"}, "alice"
+        )
+        assert "“lots” is not an amount" in (await told(fake, bad))["content"]
+        again = await fake.click(result["id"], every, "alice")
+        await fake.wait_ack(again)
+        done = await fake.submit_modal(
+            form, {"when": "every day at 9:00", "tz": "UTC", "budget": "1.5"}, "alice"
+        )
+        assert (await told(fake, done))["content"].startswith("✅ Scheduled by Alice")
+        (s,) = await schedules_in(h)
+        assert s.from_run == run_id and s.budget_usd == 1.5
+        assert s.place.channel == fake.channel("general")["id"], "the channel, not the thread"
+
+        # Its slot comes: a new message in #general, the run in a thread from it.
+        before = {m["id"] for m in fake.channel_messages("general")}
+        assert await fire_due(h.svc, FakeClock(s.next_at + 1)) == 1
+        fired = (await schedules_in(h))[0].last_run_id
+        assert fired is not None and fired != run_id
+
+        def announced() -> list[Json]:
+            return [m for m in fake.channel_messages("general") if m["id"] not in before]
+
+        await fake.wait_until(lambda: bool(announced()), 10)
+        (post,) = announced()
+        assert post["content"].startswith("Scheduled run (every day at 9:00) by **Alice**")
+        assert "running now" in post["content"]
+        await fake.wait_until(lambda: fake.thread_of(post) is not None, 10)
+        thread = fake.thread_of(post)
+        assert thread is not None
+
+        def ended() -> bool:
+            return any("Run completed" in t for t in h.thread_texts(thread["id"]))
+
+        await fake.wait_until(ended, 30)  # the run relayed there, to its end
+        await h.runs_end(30)
+        run = await h.svc.store.get_run(fired)
+        assert run.status is RunStatus.COMPLETED and run.requested_by == s.owner
+        assert "Orchestrator says: 3 flights" in h.thread_texts(thread["id"])[-1]
+        assert not any(
+            "caramba:approve:" in json.dumps(m["components"])
+            for m in fake.channel_messages(thread["id"])
+        )
+    assert fake.pinged() == [] and fake.unguarded_mentions() == []
