@@ -223,9 +223,9 @@ async def approve_spend(
     it with the reason; once per request (a second click is told who decided)."""
     await PeopleMarks(svc.store).remember(person.id, person.name)
     ask = await waiting(svc, run_id)
+    if ask is None:  # decided already, never asked, or no such run (a forged click)
+        return Refused("This request does not wait for a spending decision (any more).")
     run = await svc.store.get_run(run_id)
-    if ask is None:
-        return Refused("This request does not wait for a spending decision (any more).", run)
     b = ask.use.budget
     if person.id != b.owner_id and not is_admin(svc, person):
         owner = b.owner_name or "the budget's owner"

@@ -20,7 +20,14 @@ import pytest
 
 from bots.slack.home import home_view
 from bots.slack.overview import Spend
-from bots.slack.spend import APPROVE, BudgetWords, SlackPlaces, handle_budget, home_lines
+from bots.slack.spend import (
+    APPROVE,
+    DENY,
+    BudgetWords,
+    SlackPlaces,
+    handle_budget,
+    home_lines,
+)
 from core.config_governance import BudgetRule, GovernanceSettings
 from core.spend import ledger
 from core.state import spend as kept
@@ -62,6 +69,10 @@ async def harness(make_services: Any, redis: Any, month_usd: float) -> AsyncIter
     finally:
         await slack.stop()
         shutil.rmtree(s.library.index_dir, ignore_errors=True)
+
+
+def posted(h: Harness) -> list[dict[str, Any]]:
+    return [*h.slack.of("chat.postMessage"), *h.slack.of("chat.update")]
 
 
 def asks(h: Harness) -> list[dict[str, Any]]:
@@ -183,3 +194,37 @@ async def test_slash_caramba_budget_answers_the_person_only(make_services, real_
         # The command named the channel: kept for reports and for the bot's mentions.
         assert (await kept.names(h.bot.svc.store))[KEY] == "#general"
         assert (await h.bot.places.place("T1", CHANNEL)).channel_name == "#general"
+
+
+async def test_the_owner_denies_in_the_thread_and_a_forged_click_is_refused(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis, month_usd=0.0) as h:
+        await h.mention("What is the capital of France?")
+        await h.slack.wait_for(lambda: bool(asks(h)), timeout_s=20)
+        (ask,) = asks(h)
+        run_id = ask["blocks"][-1]["elements"][0]["value"]
+        ts = "1700000000.000300"
+        forged = json.loads(json.dumps(ask))
+        for button in forged["blocks"][-1]["elements"]:
+            button["value"] = "run_nothere"
+        await click(h, APPROVE, forged, ANA, ts)
+        await h.slack.wait_for(lambda: bool(h.slack.of("chat.postEphemeral")))
+        assert (
+            "does not wait for a spending decision" in h.slack.of("chat.postEphemeral")[0]["text"]
+        )
+
+        await click(h, DENY, ask, ANA, ts)
+        await h.slack.wait_for(
+            lambda: any(u["ts"] == ts for u in h.slack.of("chat.update")), timeout_s=20
+        )
+        done = next(u for u in h.slack.of("chat.update") if u["ts"] == ts)
+        assert "denied by" in json.dumps(done) and DENY not in json.dumps(done)
+        run = await h.bot.svc.store.get_run(run_id)
+        assert run.status is RunStatus.FAILED and "Ana did not approve" in (run.error or "")
+        await h.slack.wait_for(
+            lambda: any(
+                "Ana did not approve" in json.dumps(c) for c in h.slack.of("chat.postMessage")
+            ),
+            timeout_s=20,
+        )
