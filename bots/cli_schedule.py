@@ -162,3 +162,29 @@ def edit(
             svc, schedule_id, _me(), when=when, budget_usd=budget, task=task, tz=tz
         )
     )
+
+
+@schedule.command("watch")
+def watch(
+    approve: bool = typer.Option(
+        False, "--approve", help="Approve firings whose cohort or budget changed."
+    ),
+) -> None:
+    """Fire the schedules due (this process runs their turns, like a worker) and show
+    the console's firings and results here, until Ctrl-C."""
+    from bots.cli_common import keys_or_exit
+    from bots.console.schedules import Watch
+    from core.process import wiring
+    from core.process.embedded import embedded_services
+
+    settings = settings_or_exit()
+    redis_or_exit(settings)
+    keys_or_exit(settings)
+
+    async def go() -> None:
+        async with embedded_services(settings, wiring.build_llm(settings)) as svc:
+            console.print("[dim]Watching schedules; Ctrl-C to stop.[/]")
+            await Watch(svc, console, _me(), approve=approve).run(asyncio.Event())
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(go())
