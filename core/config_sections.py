@@ -111,7 +111,15 @@ class RedisSettings(_Section):
     def _sentinel_url(cls, data: Any) -> Any:
         """``sentinels`` + ``service_name`` written as the url they mean, so that one
         ``url`` says where Redis is for every reader of it."""
-        if not isinstance(data, dict) or not data.get("sentinels") or data.get("url"):
+        if not isinstance(data, dict) or not data.get("sentinels"):
+            return data
+        url = str(data.get("url") or "")
+        if url and "sentinel" not in url.split("://", 1)[0].lower():
+            raise ValueError(
+                "redis.sentinels and a redis.url of one server are both set: keep one "
+                "(with Sentinel, url may be left empty)"
+            )
+        if url:
             return data
         if not data.get("service_name"):
             raise ValueError("redis.sentinels is set but redis.service_name is empty")

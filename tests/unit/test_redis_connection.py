@@ -31,6 +31,15 @@ def test_sentinels_without_a_service_name_are_refused() -> None:
         make_settings(redis={"sentinels": ["10.0.0.1:26379"]})
 
 
+def test_sentinels_and_the_url_of_one_server_are_not_both_taken() -> None:
+    with pytest.raises(ConfigError, match="keep one"):
+        make_settings(
+            redis={"url": "redis://10.0.0.9:6379/0", "sentinels": ["a:1"], "service_name": "m"}
+        )
+    tls = make_settings(redis={"sentinels": ["a:1"], "service_name": "m", "tls": True})
+    assert target(tls.redis).tls and tls.redis.url.startswith("rediss+sentinel://")
+
+
 @pytest.mark.parametrize(
     ("url", "service", "db", "tls"),
     [
