@@ -126,7 +126,11 @@ async def _adopt(svc: Services, s: Schedule) -> Schedule:
         return s
     if not _approved_by_people(last) or last.root is None:
         return s
-    approved = fingerprint(cohort_json(last), s.task, s.budget_usd)
+    # People approved the cap the run had: it covers the schedule's budget if as high
+    # (a first firing's planned budget may be lower: then the next firing asks again).
+    budget = last.budget.cost_usd if last.budget is not None else 0.0
+    covered = s.budget_usd if budget >= s.budget_usd else budget
+    approved = fingerprint(cohort_json(last), s.task, covered)
     return s.model_copy(update={"from_run": last.id, "approved": approved})
 
 
