@@ -35,6 +35,7 @@ from bots.chat.store import ChatStore
 from bots.chat.threads import Threads
 from bots.web import chat_approvals, chat_spend
 from bots.web.access import Signer, run_path
+from bots.web.chat_firings import WebFirings
 from bots.web.chat_past import PastChat, PastChats
 from bots.web.chat_place import web_schedules
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
@@ -87,6 +88,7 @@ class WebChat:
     relays: Relays = field(init=False)
     who: WebNames = field(init=False)
     _past: PastChats = field(init=False)
+    firings: WebFirings = field(init=False)
     # Who acts from this chat (the people room's person).
     person: Person = WEB
 
@@ -99,12 +101,17 @@ class WebChat:
         self.threads = Threads(store)
         self.relays = Relays(self.svc, adapter, self.threads)
         self._past = PastChats(self.svc.store, WEB_USER, PAST_SHOWN)
+        # Each firing of the web chat's schedules, as a new chat (bots.web.chat_firings).
+        self.firings = WebFirings(self.relays)
 
     async def start(self) -> int:
-        """Take up the web threads earlier processes left."""
-        return await self.relays.start()
+        """Take up the web threads earlier processes left; post schedules' firings."""
+        taken = await self.relays.start()
+        self.firings.start()
+        return taken
 
     async def aclose(self) -> None:
+        await self.firings.aclose()
         await self.relays.aclose()
 
     def allowed(self, request: Request) -> bool:

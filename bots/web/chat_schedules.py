@@ -1,5 +1,7 @@
 """Schedules from the web chat: "schedule every weekday at 9:00: summarise the open
-tickets, $2" typed where a request goes, "Run this every…" under a finished run's result
+tickets, $2" typed where a request goes (or the words every platform takes, "schedule
+add every weekday at 9:00 | summarise the open tickets | $2", "schedule list", …:
+``bots.chat.schedule_command``), "Run this every…" under a finished run's result
 (a small form: when, time zone, budget per firing), and the list of the web chat's
 schedules beside every chat with Pause / Resume / Delete (``/chat/schedules``). Each is
 one call of the schedules room (``core.runs.schedules``: the rule — only the owner or an
@@ -19,6 +21,7 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from bots.chat.schedule_command import answer
 from bots.web.chat import WebChat, chat_routes, form, same_origin
 from bots.web.chat_place import WEB_PLACE, web_schedules
 from bots.web.chat_view import HELPERS
@@ -45,6 +48,15 @@ HOW = (
     "Type it as “schedule every weekday at 9:00: summarise the open tickets, $2” — "
     "when, a colon, the task, and a budget per firing if you like."
 )
+
+
+# The verbs of the command every platform takes (bots.chat.schedule_command).
+VERBS = frozenset({"add", "list", "pause", "resume", "delete", "edit"})
+
+
+def _verb(text: str) -> str:
+    words = text.split(maxsplit=2)
+    return words[1].lower() if len(words) > 1 else ""
 
 
 @dataclass(frozen=True)
@@ -224,6 +236,8 @@ def schedule_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]
 
             response: Response = await start(Request(request.scope, again))
             return response
+        if _verb(text) in VERBS:  # the shared words: "schedule add … | …", "schedule list"
+            return await shown(request, await answer(chat.svc, chat.person, WEB_PLACE, text))
         if isinstance(read, str):
             return await shown(request, read, False, 400)
         outcome = await schedules.add(read.when, task=read.task, budget_usd=read.budget_usd)

@@ -3,7 +3,7 @@ test_web_chat_schedules_browser.py): "schedule …" typed where a request goes m
 (listed beside every chat, escaped); words that are no schedule, a missing task, a bad
 budget are said back; Pause / Resume / Delete; a schedule made by someone else is theirs
 (refused, by name); forms from other sites and pages without an operator's token are
-refused; other requests still go on as requests."""
+refused; other requests still go on as requests; a firing is a new chat."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ import re
 from bots.web.chat_place import WEB_PLACE
 from bots.web.chat_schedules import HOW, Typed, typed
 from core.runs import schedules as plans
+from core.runs.firings import fire_due
+from core.schedules.clock import FakeClock
 from core.types.people import Person
 from core.types.schedules import Scheduled
-from tests.integration.test_web_chat import ORIGIN, chat_app, client, post
+from tests.integration.test_web_chat import ORIGIN, chat_app, client, post, until
 
 ANA = Person("U0ANA", "Ana")
 
@@ -119,3 +121,36 @@ async def test_other_sites_and_strangers_are_refused(settings) -> None:
             assert answer.status_code == 403, path
         assert not (await plans.listed(svc, WEB_PLACE)).schedules[0].paused
         assert ORIGIN.startswith("http://127.0.0.1")
+
+
+async def test_a_firing_is_a_new_chat(settings) -> None:
+    async with chat_app(settings) as (app, svc), client(app) as c:
+        made = await post(c, "/chat", task="schedule every day at 9:00: Budget our offsite, $2")
+        assert made.status_code == 200, made.text
+        (s,) = (await plans.listed(svc, WEB_PLACE)).schedules
+        assert await fire_due(svc, FakeClock(s.next_at + 1)) == 1
+        fired = (await plans.listed(svc, WEB_PLACE)).schedules[0].last_run_id
+        assert fired is not None
+        # Its own chat: which schedule fired, then the run as a request's (the card: a
+        # task never approved asks first).
+        page = await until(c, f"/chat/{fired}", r"b-approve")
+        assert "Scheduled run (every day at 9:00) by the web chat: it waits for approval" in page
+        assert "Budget our offsite" in page
+        listed = await until(c, "/chat", fired)
+        assert f'href="/chat/{fired}"' in listed, "in the past chats"
+
+
+async def test_the_words_every_platform_takes(settings) -> None:
+    async with chat_app(settings) as (app, svc), client(app) as c:
+        made = await post(
+            c, "/chat", task="schedule add every day at 6:00 | water <i>plants</i> | $1"
+        )
+        assert made.status_code == 200 and "Scheduled by the web chat" in made.text
+        assert "&lt;i&gt;plants" in made.text
+        (s,) = (await plans.listed(svc, WEB_PLACE)).schedules
+        assert (s.task, s.budget_usd) == ("water <i>plants</i>", 1.0)
+        listed = await post(c, "/chat", task="schedule list")
+        assert f"• {s.id}: “every day at 6:00”" in listed.text
+        paused = await post(c, "/chat", task=f"schedule pause {s.id}")
+        assert "Paused by the web chat" in paused.text
+        assert (await plans.listed(svc, WEB_PLACE)).schedules[0].paused
