@@ -15,6 +15,7 @@ from core.agent.create import require_known_tools, spawn_cohort
 from core.agent.wake import nudge_all
 from core.effects.timers import ExpireProposal, schedule, unschedule
 from core.errors import RunError
+from core.runs import spend
 from core.runs.budget import default_budget, proposal_budget
 from core.services import Services
 from core.state.store import TransitionResult, transition
@@ -22,6 +23,7 @@ from core.types._base import new_id
 from core.types.agent import AgentSpec
 from core.types.cohort import Cohort
 from core.types.events import RunEvent, RunFinished, RunStarted
+from core.types.place import Place
 from core.types.run import SYSTEM, RunBudget, RunState, RunStatus
 
 
@@ -32,11 +34,13 @@ async def propose_run(
     *,
     requested_by: str,
     budget: RunBudget | None = None,
+    place: Place | None = None,
 ) -> str:
     """Record a proposed run — one top agent, or a designed cohort — that nothing runs
     until someone approves it (``approval.expire_s`` to decide); returns its id. It gets
     ``budget`` if given, else the budget every proposal gets
-    (``core.runs.budget.proposal_budget``: a cohort's as its planner designed it)."""
+    (``core.runs.budget.proposal_budget``: a cohort's as its planner designed it).
+    ``place``: where it was asked (its cost is counted there: ``core.runs.spend``)."""
     cohort = root if isinstance(root, Cohort) else None
     top = root.root if isinstance(root, Cohort) else root
     for spec in cohort.agents if cohort else (top,):
@@ -50,8 +54,10 @@ async def propose_run(
         cohort=cohort,
         budget=budget or proposal_budget(svc, cohort),
         expires_at=time.time() + svc.settings.approval.expire_s,
+        place=place,
     )
     await svc.store.create_run(run)
+    await spend.open_run(svc, run)  # counted in the spend ledger once it ends
     await schedule_expiry(svc, run)
     return run.id
 

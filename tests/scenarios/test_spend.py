@@ -260,3 +260,19 @@ async def test_a_workspace_over_its_budget_asks_its_owner(make_services) -> None
     assert done[-1].status is RunStatus.COMPLETED  # type: ignore[union-attr]
     made = await spending.report(svc, team_key=OPS.team_key)
     assert [u.budget.place_key for u in made.budgets] == [OPS.team_key]
+
+
+async def test_a_run_started_without_a_request_is_counted_too(make_services) -> None:
+    """A run proposed and started directly (the console's ``caramba run``, a schedule's
+    firing) is in the ledger once it ends: under its place, or as unplaced."""
+    from core.runs.control import start_run
+    from core.types import AgentSpec
+
+    svc = make_services(governed(month_usd=5.0), direct_model())
+    spec = AgentSpec(name="Solo", role="orchestrator", tools=("finish",))
+    run_id = await start_run(svc, "say hi", spec, requested_by=BOB.id)
+    await collect(svc, run_id, timeout_s=20)
+    await ledger.fold_ended(svc)
+    made = await spending.report(svc)
+    assert [r.run_id for r in made.rows] == [run_id] and made.rows[0].channel_key == "unplaced"
+    assert abs(made.total_usd - await runs_cost(svc, [run_id])) < 1e-9
