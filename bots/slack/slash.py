@@ -25,7 +25,10 @@ from bots.slack.text import escape, truncate
 
 log = logging.getLogger(__name__)
 COMMAND = "/caramba"
-HELP = "Give me a task, e.g. “/caramba compare the three cheapest flights to Berlin”."
+HELP = (
+    "Give me a task, e.g. “/caramba compare the three cheapest flights to Berlin”, or "
+    "schedule one: “/caramba schedule add every weekday at 9:00 | summarise the tickets | $2”."
+)
 # What chat.postMessage answers for a channel the bot is not in (private ones are
 # "channel_not_found" to it).
 _NOT_IN = {"not_in_channel", "channel_not_found"}
