@@ -111,3 +111,8 @@ def test_caramba_spend_agrees_with_the_sum_of_the_runs_costs() -> None:
         assert empty.exit_code == 0 and "Total: $0.0000" in empty.output
     finally:
         asyncio.run(clean(prefix))
+
+
+def test_caramba_spend_without_redis_says_what_to_set() -> None:
+    shown = runner.invoke(app, ["spend"], env={"CARAMBA_REDIS__URL": "", "COLUMNS": "160"})
+    assert shown.exit_code == 2 and "CARAMBA_REDIS__URL" in shown.output
