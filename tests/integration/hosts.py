@@ -111,6 +111,7 @@ class Host:
         }
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.slack_port = 0
+        self.web_port = 0
 
     def _start(self, what: str, args: list[str], env: dict[str, str] | None = None) -> None:
         log = (self.dir / f"{what}.log").open("wb")
@@ -147,6 +148,31 @@ class Host:
             "FAKE_DISCORD_GATEWAY": fake.gateway_url,
         }
         self._start("discord", ["-m", "tests.integration.discord_host"], env)
+
+    def start_web(self) -> None:
+        """``caramba web`` (the inspector and the web chat) on a loopback port of its own."""
+        self.web_port = free_port()
+        self._start("web", ["-m", "bots.cli", "web", "--host", "127.0.0.1",
+                            "--port", str(self.web_port)])  # fmt: skip
+
+    async def web_page(self, path: str, timeout_s: float = 30) -> str:
+        """GET ``path`` from the host's web process once it answers; the page's text."""
+        url = f"http://127.0.0.1:{self.web_port}{path}"
+        pages: list[str] = []
+
+        async def fetched() -> bool:
+            if not self.alive("web"):
+                raise AssertionError(f"{self.name}'s web exited:\n{self.tails()}")
+            with contextlib.suppress(httpx.HTTPError):
+                async with httpx.AsyncClient(timeout=10) as http:
+                    reply = await http.get(url)
+                if reply.status_code == 200:
+                    pages.append(reply.text)
+                    return True
+            return False
+
+        await until(fetched, timeout_s, f"{url} from {self.name}'s web")
+        return pages[-1]
 
     def said(self, what: str, text: str) -> bool:
         """``text`` is in the log of the host's ``what``."""

@@ -1,7 +1,7 @@
 """Caramba on a Redis that speaks only TLS, as an ACL user restricted to the key prefix
 and the commands of docs/redis-acl.md: a CA and a server certificate are made at test
 time, redis-server listens on a TLS port only, and a host's processes (``caramba worker``
-with its call keeper, ``caramba slack``, ``caramba discord``) reach it with
+with its call keeper, ``caramba slack``, ``caramba discord``, ``caramba web``) reach it with
 ``rediss://``, the CA bundle setting and the user and password from the environment.
 A request in Slack and one in Discord go through plan → approve → a cohort that calls a
 tool → the result in the thread; Redis's ACL LOG then holds no denied command, key or
@@ -18,6 +18,7 @@ import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
 
+from bots.chat.links import Signer, run_path
 from core.state.keys import Keys
 from core.state.store import Store
 from core.types.run import RunStatus
@@ -29,6 +30,7 @@ from tests.integration.test_several_hosts import chat_fakes, host_settings, star
 pytestmark = pytest.mark.integration
 
 USER, PASSWORD = "caramba", "tls-acl-test-password"
+WEB_SECRET = "tls-acl-test-web-signing-key-0123456789abcdef"
 
 
 @pytest.fixture
@@ -56,7 +58,11 @@ def host_on(server: TLSRedis, llm: ThreadedFakeLLMServer) -> Iterator[Host]:
         "redis__tls_ca_file": str(server.ca),
         "celery__queue": "caramba-turns",
     }
-    secrets = {"CARAMBA_REDIS_USERNAME": USER, "CARAMBA_REDIS_PASSWORD": PASSWORD}
+    secrets = {
+        "CARAMBA_REDIS_USERNAME": USER,
+        "CARAMBA_REDIS_PASSWORD": PASSWORD,
+        "CARAMBA_WEB_SECRET": WEB_SECRET,
+    }
     host = Host("tls", {}, secrets)
     host.env |= {f"CARAMBA_{k.upper()}": v for k, v in settings.items()}
     try:
@@ -76,6 +82,7 @@ async def test_the_whole_flow_over_tls_as_an_acl_user_is_never_denied(
     with host_on(tls_redis, fake_llm) as host:
         async with chat_fakes() as (slack, discord):
             slack_side, discord_side = SlackDriver(slack), DiscordDriver(discord)
+            host.start_web()
             await start_hosts([host], slack, discord, slack_side)
             thread = await slack_side.ask(host, 1)
             asked = await discord_side.ask(2)
@@ -91,6 +98,11 @@ async def test_the_whole_flow_over_tls_as_an_acl_user_is_never_denied(
                 await until(both_results, 60, "both results")
             except AssertionError as exc:
                 raise AssertionError(f"{exc}\n{host.tails()}") from None
+            # The web process reads the same runs: the list, and each run's page.
+            assert runs[1] in await host.web_page("/")
+            for number, run_id in runs.items():
+                path = run_path(Signer(WEB_SECRET.encode()), run_id, 600)
+                assert expected(number) in await host.web_page(path)
             # The host stops here (SIGTERM): its shutdown's commands are in the log too.
 
     client = AsyncRedis(
