@@ -252,3 +252,39 @@ async def test_doctor_says_which_redis_it_reached_behind_sentinel(
     assert "user ops" in check.detail and "refused the login" in check.detail, check
     assert "not-this-one" not in check.detail + check.fix
     assert "CARAMBA_REDIS_PASSWORD" in check.fix
+
+
+async def test_a_turns_save_asks_for_the_replicas() -> None:
+    """The call site: ``Turns.commit`` asks after each save that is applied (here the
+    test Redis has no replica, so each ask comes back short and is counted)."""
+    from core.state.store import Store
+    from core.types import AgentSpec
+    from core.types.agent import AgentState
+    from core.types.chat import Usage
+
+    prefix = f"save-wait-{time.monotonic_ns()}"
+    settings = load_settings(
+        redis={
+            "url": REDIS_URL,
+            "key_prefix": prefix,
+            "replicas_to_ack": 1,
+            "replicas_ack_timeout_ms": 5,
+        }
+    )
+    client = connect_redis(settings)
+    build_services(settings, scheduler=None, redis=client)  # type: ignore[arg-type]
+    store = Store(client, Keys(prefix), 100)
+    state = AgentState(spec=AgentSpec(name="Saver"), run_id="run_wait")
+    try:
+        await store.create_agent(state, [])
+        for seq in range(3):
+            state = state.model_copy(update={"seq": seq + 1})
+            assert (await store.commit_turn(state, seq, [], Usage())).saved
+        # A stale save (seq moved on) writes nothing and asks nothing.
+        assert not (await store.commit_turn(state, 0, [], Usage())).saved
+        assert short_acks(client) == 3
+    finally:
+        keys = [k async for k in client.scan_iter(match=f"{prefix}:*")]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
