@@ -181,6 +181,8 @@ class RunConsole:
                 self.spend.asked(event)
                 while self.held and self.spend.open:
                     await self.take(self.held.popleft())
+                if self.spend.open and self.input_ended:
+                    await self._no_spend_input()
             case SpendApprovalDecided():
                 self.spend.closed(event.run_id)
             case RunStatusChanged() if event.status is RunStatus.RUNNING:
@@ -244,6 +246,8 @@ class RunConsole:
         self.input_ended = True
         if self.approvals.open:
             await self._no_input_left()
+        if self.spend.open:
+            await self._no_spend_input()
         if self.budget.pause is not None:
             self.say("  no more input: stopping the run at its budget")
             await self.budget.stop()
@@ -253,6 +257,15 @@ class RunConsole:
         while self.approvals.open:
             self.say("  no more input: denying the tool call")
             await self.approvals.decide("deny", "nobody at the console could approve it")
+
+    async def _no_spend_input(self) -> None:
+        """Nobody is left at the console to approve spending: denied if this person may,
+        else the run is cancelled (nothing else would end it)."""
+        self.say("  no more input: not approving spending over the budget")
+        await self.spend.decide(False)
+        if self.spend.open:
+            self.spend.open.clear()
+            await self.cancel()
 
     async def cancel(self) -> None:
         """Cancel the run through core; agents stop within one turn."""

@@ -79,3 +79,16 @@ async def test_someone_else_is_refused_and_may_only_cancel(make_services) -> Non
     final, printed = await follow(make_services, ["a"], bob, then="c")
     assert "Only Ana or an admin may decide about the console's budget." in printed
     assert final.status is RunStatus.CANCELLED
+
+
+async def test_with_no_input_left_the_spending_is_not_approved(make_services) -> None:
+    ana = Person(id="console", name="Ana")
+    final, printed = await follow(make_services, [None], ana)
+    assert "no more input: not approving spending over the budget" in printed
+    assert final.status is RunStatus.FAILED
+
+
+async def test_with_no_input_left_someone_elses_request_is_cancelled(make_services) -> None:
+    final, printed = await follow(make_services, [None], Person(id="bob", name="Bob"))
+    assert "Only Ana or an admin may decide" in printed
+    assert final.status is RunStatus.CANCELLED
