@@ -21,6 +21,7 @@ from discord import app_commands
 from bots.chat.background import Background
 from bots.chat.ports import Adapter, Limits
 from bots.chat.relays import Relays
+from bots.chat.schedule_command import is_schedule
 from bots.chat.store import ChatStore
 from bots.chat.threads import Threads
 from bots.discord.budget import BUDGET_ITEMS, BudgetDecisions
@@ -104,6 +105,9 @@ class CarambaBot(discord.Client):
         @app_commands.command(name=COMMAND, description="Give Caramba a task")
         @app_commands.describe(task="What the agents should do")
         async def caramba(interaction: discord.Interaction, task: str) -> None:
+            if is_schedule(task):  # "/caramba task:schedule add … | …", as Slack's
+                await self.schedules.typed(interaction, task)
+                return
             await self.front.slash(interaction, task)
 
         self.tree.add_command(caramba)

@@ -61,7 +61,7 @@ class DiscordFirings(FiringDelivery):
 
     async def once(self) -> int:
         """Post the firings that came since the last read; how many this process posted."""
-        block = None if self.relays.svc.settings.redis.embedded else self.block_ms
+        block = self.block_ms if self.blocking else None
         got = await read_firings(self.relays.svc, self.after, block_ms=block)
         posted = 0
         for entry_id, firing in got:

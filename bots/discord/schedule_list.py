@@ -36,11 +36,12 @@ def line(s: Schedule) -> str:
     return truncate(text, 1000)
 
 
-def list_view(schedules: tuple[Schedule, ...], where: str) -> discord.ui.LayoutView:
-    """The list of ``schedules`` of channel ``where`` (its name)."""
+def list_view(schedules: tuple[Schedule, ...], channel_id: str) -> discord.ui.LayoutView:
+    """The list of ``schedules`` of channel ``channel_id`` (shown by Discord as its name)."""
     container = discord.ui.Container[Any](accent_colour=ACCENT)
     n = len(schedules)
-    heading = f"### Schedules in {escape(where)}" + (f" ({n})" if n else "")
+    where = f"<#{channel_id}>" if channel_id.isdigit() else "this channel"
+    heading = f"### Schedules in {where}" + (f" ({n})" if n else "")
     container.add_item(discord.ui.TextDisplay[Any](heading))
     if not schedules:
         container.add_item(discord.ui.TextDisplay[Any](NONE_YET))

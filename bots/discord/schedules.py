@@ -20,6 +20,7 @@ from typing import Any, Concatenate, Literal, ParamSpec, assert_never
 import discord
 from discord import app_commands
 
+from bots.chat.schedule_command import answer
 from bots.discord.approvals import person
 from bots.discord.context import DiscordContext
 from bots.discord.schedule_items import Action, EveryModal
@@ -187,10 +188,21 @@ class Schedules:
 
     async def _list(self, interaction: discord.Interaction) -> None:
         listed = await plans.listed(self.ctx.svc, self._place(interaction))
-        view = list_view(listed.schedules, self._place(interaction).shown())
+        view = list_view(listed.schedules, self._place(interaction).channel)
         await interaction.response.send_message(
             view=view, ephemeral=True, allowed_mentions=NO_PINGS
         )
+
+    @_reported
+    async def typed(self, interaction: discord.Interaction, text: str) -> None:
+        """``/caramba task:schedule …``: the words every platform takes
+        (``bots.chat.schedule_command``), answered to the person alone."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await self.ctx.links.remember_name(interaction.user.id, interaction.user.display_name)
+        said_ = await answer(
+            self.ctx.svc, self._person(interaction), self._place(interaction), text
+        )
+        await self._tell(interaction, escape(said_))
 
     # -- the list's buttons --------------------------------------------------------------
 
@@ -205,7 +217,7 @@ class Schedules:
         if isinstance(outcome, Changed):
             place = self._place(interaction)
             listed = await plans.listed(self.ctx.svc, place)
-            view = list_view(listed.schedules, place.shown())
+            view = list_view(listed.schedules, place.channel)
             await interaction.edit_original_response(view=view, allowed_mentions=NO_PINGS)
         await self._tell(interaction, said(outcome))
 

@@ -74,7 +74,7 @@ async def test_add_list_and_change_with_the_owner_approver_rule(make_services, r
 
         listed = await slash(h, "carol", action="list")
         assert listed["flags"] & (1 << 15)
-        assert "Schedules in \\#general (Caramba Test) (1)" in layout_text(listed)
+        assert f"Schedules in <#{general['id']}> (1)" in layout_text(listed)
         assert f"`{s.id}`" in layout_text(listed) and "by Alice" in layout_text(listed)
         assert custom_ids(listed) == [f"caramba:sched:pause:{s.id}", f"caramba:sched:delete:{s.id}"]
 
@@ -199,3 +199,19 @@ async def test_run_this_every_then_a_firing_in_its_own_thread(make_services, rea
             for m in fake.channel_messages(thread["id"])
         )
     assert fake.pinged() == [] and fake.unguarded_mentions() == []
+
+
+async def test_the_words_every_platform_takes_through_caramba(make_services, real_redis) -> None:
+    async with harness(make_services, real_redis) as h:
+        task = "schedule add every day at 6:00 | water *plants* @here | $1"
+        made = await told(h.fake, await h.fake.slash("caramba", {"task": task}, "alice"))
+        assert made["content"].startswith("Scheduled by Alice: “every day at 6:00”")
+        assert "water \\*plants\\* @\u200bhere" in made["content"]
+        (s,) = await schedules_in(h)
+        assert (s.task, s.budget_usd) == ("water *plants* @here", 1.0)
+        listed = await told(h.fake, await h.fake.slash("caramba", {"task": "schedule list"}, "bob"))
+        assert s.id.replace("_", "\\_") in listed["content"], "shown as sch_…"
+        paused = await h.fake.slash("caramba", {"task": f"schedule pause {s.id}"}, "carol")
+        assert (await told(h.fake, paused))["content"].startswith("Only Alice")
+        assert not h.fake.thread_of(made["id"]), "no run, no thread"
+    assert h.fake.pinged() == []
