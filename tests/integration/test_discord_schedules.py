@@ -8,6 +8,7 @@ the channel with the run in a thread from it, to its result. Nothing pings anyon
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -215,3 +216,37 @@ async def test_the_words_every_platform_takes_through_caramba(make_services, rea
         assert (await told(h.fake, paused))["content"].startswith("Only Alice")
         assert not h.fake.thread_of(made["id"]), "no run, no thread"
     assert h.fake.pinged() == []
+
+
+async def test_two_bot_processes_post_a_firing_once(make_services, real_redis) -> None:
+    async with (
+        FakeDiscord.serving() as fake,
+        harness(make_services, real_redis, fake=fake, command_guild="") as one,
+        harness(make_services, real_redis, fake=fake, command_guild="") as two,
+    ):
+        added = await slash(one, "alice", action="add", when="every day at 9:00", task="Sum up")
+        assert text_of(added).startswith("✅ Scheduled by Alice")
+        (s,) = await schedules_in(one)
+        before = {m["id"] for m in fake.channel_messages("general")}
+        assert await fire_due(one.svc, FakeClock(s.next_at + 1)) == 1
+        assert await fire_due(two.svc, FakeClock(s.next_at + 1)) == 0, "one claim per slot"
+
+        def announced() -> list[Json]:
+            return [m for m in fake.channel_messages("general") if m["id"] not in before]
+
+        await fake.wait_until(lambda: bool(announced()), 10)
+        await asyncio.sleep(1.5)  # both processes had their read of the firings
+        (post,) = announced()
+        assert "it waits for approval" in post["content"], "a task never approved asks"
+        await fake.wait_until(lambda: fake.thread_of(post) is not None, 10)
+        thread = fake.thread_of(post)
+        assert thread is not None
+
+        def card() -> bool:
+            return any(
+                "caramba:approve:" in json.dumps(m["components"])
+                for m in fake.channel_messages(thread["id"])
+            )
+
+        await fake.wait_until(card, 20)
+    assert fake.pinged() == []
