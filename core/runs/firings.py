@@ -137,7 +137,7 @@ async def _adopt(svc: Services, s: Schedule) -> Schedule:
 async def _start(svc: Services, s: Schedule) -> tuple[str, bool]:
     """The firing's run: started at once when unchanged, else proposed; (id, asks)."""
     if s.from_run is None:  # a task never approved: planned, then the card
-        return await request_run(svc, s.task, requested_by=s.owner), True
+        return await request_run(svc, s.task, requested_by=s.owner, place=s.place), True
     source = await svc.store.get_run(s.from_run)
     assert source.root is not None, "a schedule's run keeps its agents"
     limits = svc.settings.limits
@@ -145,7 +145,9 @@ async def _start(svc: Services, s: Schedule) -> tuple[str, bool]:
         tokens=limits.tokens_per_run, cost_usd=s.budget_usd, wall_clock_s=limits.wall_clock_s
     )
     team = source.cohort.model_copy(update={"task": s.task}) if source.cohort else source.root
-    run_id = await propose_run(svc, s.task, team, requested_by=s.owner, budget=budget)
+    run_id = await propose_run(
+        svc, s.task, team, requested_by=s.owner, budget=budget, place=s.place
+    )
     asks = fingerprint(cohort_json(source), s.task, s.budget_usd) != s.approved
     if asks:  # the card, as a planned proposal shows it
         note = "scheduled: the cohort or its budget changed since people approved it"

@@ -158,6 +158,7 @@ async def test_fires_once_per_slot_across_two_workers_and_asks_after_an_edit(
     assert last.asks
     asked = await one.store.get_run(last.run_id)
     assert asked.status is RunStatus.PROPOSED and asked.budget is not None
+    assert asked.place == OPS, "counted in the schedule's channel (the spend ledger)"
     assert asked.budget.cost_usd == 3
     assert (await approve_run(one, last.run_id, ANA.id)).ok
     assert await _ended(one, last.run_id) is RunStatus.COMPLETED
