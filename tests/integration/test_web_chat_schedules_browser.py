@@ -3,7 +3,7 @@ headless; skipped where either is missing), in demo mode, at 1280 and 360 px wid
 scrolling sideways): a request run to its result → "Run this every…" under it opens a
 small form → the schedule made from that run, listed beside the chat → Pause, Resume,
 Delete; then "schedule …" typed in a new chat with markup in it, shown as written (no
-script runs)."""
+script runs). Screenshots of each step go to ``$CARAMBA_SCREENSHOTS`` (a folder) when set."""
 
 from __future__ import annotations
 
@@ -25,6 +25,10 @@ if not shutil.which(CHROMIUM):
 
 
 async def no_sideways(page: Any, step: str) -> None:
+    """No sideways scrolling; a screenshot of the step in ``$CARAMBA_SCREENSHOTS`` if set."""
+    if folder := os.environ.get("CARAMBA_SCREENSHOTS"):
+        name = step.replace(" ", "-")
+        await page.screenshot(path=f"{folder}/web-schedules-{name}.png", full_page=True)
     wide, room = await page.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
     assert wide <= room, f"{step} scrolls sideways ({wide} > {room})"
 
