@@ -38,6 +38,7 @@ from bots.discord.renderer import DiscordRenderer
 from bots.discord.replies import REPLY_ITEMS, Replies
 from bots.discord.schedule_items import SCHEDULE_ITEMS
 from bots.discord.schedules import Schedules, add_schedule_command
+from bots.discord.spend import SPEND_ITEMS, SpendDecisions, add_budget_command
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS
 from bots.discord.tool_approvals import TOOL_ITEMS, ToolApprovals
 from bots.discord.transport import DiscordTransport
@@ -96,9 +97,11 @@ class CarambaBot(discord.Client):
         self.front = Front(self.ctx)
         self.feedback = Feedback(self.ctx)
         self.replies = Replies(self.ctx)
+        self.spend = SpendDecisions(self.ctx)
         self.schedules = Schedules(self.ctx)
         self._add_command()
         add_schedule_command(self.tree, self.schedules)
+        add_budget_command(self.tree, self.spend)
         self.firings = DiscordFirings(self, self.relays)
 
     def _add_command(self) -> None:
@@ -131,7 +134,13 @@ class CarambaBot(discord.Client):
         """Before the gateway connects: the persistent components (cards posted before a
         restart keep working), the slash command, the runs earlier processes left."""
         self.add_dynamic_items(
-            *DYNAMIC_ITEMS, *BUDGET_ITEMS, *FORM_ITEMS, *TOOL_ITEMS, *REPLY_ITEMS, *SCHEDULE_ITEMS
+            *DYNAMIC_ITEMS,
+            *BUDGET_ITEMS,
+            *FORM_ITEMS,
+            *TOOL_ITEMS,
+            *REPLY_ITEMS,
+            *SCHEDULE_ITEMS,
+            *SPEND_ITEMS,
         )
         if self.sync:
             await self.sync_commands()

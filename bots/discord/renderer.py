@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, assert_never
 
 from bots.chat.approvals import ToolApproval
-from bots.chat.intentions import Form, Paused
+from bots.chat.intentions import Form, Paused, SpendAsk
 from bots.chat.ports import (
     Artifacts,
     Card,
@@ -27,6 +27,7 @@ from bots.chat.ports import (
 from bots.discord.budget import paused_message
 from bots.discord.card import proposal_layout
 from bots.discord.forms import form_message
+from bots.discord.spend import ask_message
 from bots.discord.text import MESSAGE_LIMIT, escape, split, truncate
 from bots.discord.tool_approvals import approval_message
 from core.types.figures import cost, tokens
@@ -106,6 +107,8 @@ class DiscordRenderer:
                 return [form_message(intention)]
             case ToolApproval():
                 return [approval_message(intention)]
+            case SpendAsk():
+                return [ask_message(intention)]
             case _:
                 assert_never(intention)
 

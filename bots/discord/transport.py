@@ -22,6 +22,7 @@ from bots.discord.layout import layout_view
 from bots.discord.links import Links
 from bots.discord.replies import ReplyButton
 from bots.discord.schedule_items import every_view
+from bots.discord.spend import spend_items
 from bots.discord.text import NO_PINGS
 from bots.discord.tool_approvals import approval_items
 from bots.discord.views import ApproveButton, EditButton, RejectButton, cancel_view
@@ -43,6 +44,8 @@ def _items(payload: dict[str, Any]) -> list[discord.ui.Item[Any]]:
             return pause_items(payload)
         case "tool_approval":
             return approval_items(payload)
+        case "spend_ask":
+            return spend_items(payload)
         case _:
             return []
 

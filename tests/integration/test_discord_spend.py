@@ -1,15 +1,47 @@
-"""Team spend from Discord (a real discord.py client against the local Discord, real
-Redis, the scripted model): a request's run records where it was asked — the guild and
-the channel, by id and by name — for the spend ledger."""
+"""Team spend from Discord (a real discord.py client against the local Discord's gateway
+and REST, real Redis, the scripted model at a fixed cost a call):
+
+- a request's run records where it was asked — the guild and the channel, by id and by
+  name — for the spend ledger;
+- ``/caramba-budget``: Carol (no admin) may look (only she sees it) but not set; Bob (an
+  approver) sets #general's budget with Alice as its owner, said in the channel;
+- a request taking the month past 80 % of the budget is warned about in its thread and
+  runs; the next, over the budget, waits in its thread with Approve spending / Deny:
+  Carol's click is refused in private, Alice's approves — the message then says who
+  decided, without buttons — and the run is answered; nothing the bot sent pings."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
 
+from bots.discord.bot import CarambaBot
+from core.config_governance import GovernanceSettings
+from core.llm.scripted import Reply, ScriptedModel, call
+from core.runs import spend
 from core.types.place import Place
-from tests.integration.test_discord_bot import harness
+from core.types.run import RunStatus
+from tests.fakes.discord_api import FakeDiscord
+from tests.integration.test_discord_bot import (
+    Harness,
+    buttons_of,
+    custom_ids,
+    discord_settings,
+    harness,
+    layout_text,
+)
+from tests.integration.test_slack_http import quick_library
+from tests.planning_helpers import settings as planning_settings
 
 pytestmark = pytest.mark.integration
+Json = dict[str, Any]
+CALL_USD = 0.01
 
 
 async def test_a_request_records_its_guild_and_channel(make_services, real_redis) -> None:
@@ -28,3 +60,144 @@ async def test_a_request_records_its_guild_and_channel(make_services, real_redis
             channel_name="#general",
             thread=str(thread["id"]),
         )
+
+
+def direct_model() -> ScriptedModel:
+    """Every request answered directly (a router call each), at ``CALL_USD`` a call."""
+    m = ScriptedModel(cost_per_call_usd=CALL_USD)
+    direct = {"path": "direct", "reason": "a fact", "answer": "Paris."}
+    return m.script("router", *[Reply(calls=(call("submit_router", direct),))] * 6)
+
+
+@contextlib.asynccontextmanager
+async def governed(make_services: Any, redis: Any) -> AsyncIterator[Harness]:
+    folder = tempfile.mkdtemp(prefix="caramba-lib-")
+    s = discord_settings(quick_library(planning_settings(library_top_k=0), folder))
+    s = s.model_copy(update={"governance": GovernanceSettings(fold_every_s=0.01)})
+    svc = make_services(s, direct_model(), redis=redis)
+    try:
+        async with FakeDiscord.serving() as fake:
+            bot = CarambaBot(svc, guild_ready_timeout=0.05)
+            async with fake.running(bot):
+                yield Harness(fake, bot)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def answered(h: Harness, task: str, who: str = "alice") -> tuple[str, str]:
+    """``who`` mentions the bot with ``task``; the run's id and its thread's, once it
+    ended and its cost is in the ledger."""
+    asked = await h.fake.mention("general", who, task)
+    await h.fake.wait_until(lambda: h.fake.thread_of(asked) is not None, 10)
+    thread = h.fake.thread_of(asked)
+    assert thread is not None
+    run_id = await run_of(h, thread["id"])
+    await ended(h, run_id)
+    await spend.fold_ended(h.svc)
+    return run_id, thread["id"]
+
+
+async def run_of(h: Harness, thread_id: str) -> str:
+    channel = str(h.fake.channel("general")["id"])
+    for _ in range(200):
+        run_id = await h.bot.threads.run_in(channel, thread_id)
+        if run_id:
+            return run_id
+        await asyncio.sleep(0.05)
+    raise AssertionError("the thread never had a run")
+
+
+async def ended(h: Harness, run_id: str) -> None:
+    for _ in range(400):
+        if (await h.svc.store.get_run(run_id)).status.terminal:
+            await h.runs_end()
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{run_id} never ended")
+
+
+def said(h: Harness, interaction: Any) -> Json:
+    assert interaction.original_id is not None
+    return h.fake.message(interaction.original_id)
+
+
+async def test_budget_command_warning_and_an_ask_approved_by_its_owner(
+    make_services, real_redis
+) -> None:
+    async with governed(make_services, real_redis) as h:
+        fake, svc = h.fake, h.svc
+        alice = fake.person("alice")
+        first, _ = await answered(h, "What is the capital of France?")
+        spent = (await spend.report(svc)).total_usd
+        assert spent > 0
+
+        # Carol may look (only she sees it), not set.
+        look = await fake.slash("caramba-budget", {}, "carol")
+        await fake.wait_ack(look)
+        shown = said(h, look)
+        assert look.ephemeral and "**\\#general (Caramba Test)** spent" in shown["content"]
+        assert "No monthly budget applies here." in shown["content"]
+        refused = await fake.slash("caramba-budget", {"usd": 5}, "carol")
+        await fake.wait_ack(refused)
+        assert refused.ephemeral and "Only the admins" in said(h, refused)["content"]
+        bad = await fake.slash("caramba-budget", {"usd": 5, "owner": "@ alice"}, "bob")
+        await fake.wait_ack(bad)
+        assert bad.ephemeral and "mention" in said(h, bad)["content"]
+        stranger = await fake.slash("caramba-budget", {"usd": 5, "owner": "424242"}, "bob")
+        await fake.wait_ack(stranger)
+        assert stranger.ephemeral and "do not know" in said(h, stranger)["content"]
+        assert (await spend.report(svc)).budgets == ()
+
+        # Bob (an approver) sets it: 90 % of it spent already, Alice its owner.
+        budget = round(spent / 0.9, 6)
+        owner = f"<@{alice.id}>"
+        setting = await fake.slash("caramba-budget", {"usd": budget, "owner": owner}, "bob")
+        await fake.wait_ack(setting)
+        line = said(h, setting)
+        assert not setting.ephemeral
+        assert "Bob set #general's budget to" in line["content"]
+        assert "Alice approves requests over it." in line["content"]
+
+        # Past 80 %: warned in the thread, and it runs.
+        second, thread = await answered(h, "And of Spain?", "carol")
+        assert any("⚠️ #general has spent" in t for t in h.thread_texts(thread))
+        assert (await svc.store.get_run(second)).status is RunStatus.COMPLETED
+
+        # Over it: the ask, with its buttons; Carol refused, Alice approves.
+        asked = await fake.mention("general", "carol", "And of Italy?")
+        await fake.wait_until(lambda: fake.thread_of(asked) is not None, 10)
+        thread3 = fake.thread_of(asked)
+        assert thread3 is not None
+
+        def asks() -> list[Json]:
+            return [
+                m
+                for m in fake.channel_messages(thread3["id"])
+                if "over its channel budget" in layout_text(m)
+            ]
+
+        await fake.wait_until(lambda: bool(asks()), 20)
+        (ask,) = asks()
+        assert "It waits for Alice" in layout_text(ask)
+        assert [b["label"] for b in buttons_of(ask)] == ["Approve spending", "Deny"]
+        approve, _ = custom_ids(ask)
+        third = approve.rsplit(":", 1)[1]
+        assert (await svc.store.get_run(third)).status is RunStatus.PLANNING
+
+        click = await fake.click(ask["id"], approve, "carol")
+        await fake.wait_ack(click)
+        await fake.wait_until(lambda: bool(click.followup_ids), 10)
+        told = fake.message(click.followup_ids[0])
+        assert told["flags"] & 64 and "Only Alice or an admin may decide" in told["content"]
+        assert (await svc.store.get_run(third)).status is RunStatus.PLANNING
+
+        click = await fake.click(ask["id"], approve, "alice")
+        await fake.wait_ack(click)
+        await fake.wait_until(lambda: custom_ids(fake.message(ask["id"])) == [], 10)
+        decided = layout_text(fake.message(ask["id"]))
+        assert "✔ Spending over the budget approved by **Alice**." in decided
+        await ended(h, third)
+        await h.runs_end()
+        assert (await svc.store.get_run(third)).status is RunStatus.COMPLETED
+        assert first != second != third
+    assert fake.pinged() == [] and fake.unguarded_mentions() == []
