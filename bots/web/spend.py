@@ -9,6 +9,7 @@ an operator's link unless the request comes straight from this machine
 from __future__ import annotations
 
 import calendar
+import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -26,7 +27,9 @@ from core.services import Services
 from core.types.spend import MONTH_PATTERN, BudgetUse, SpendReport, SpendTotal
 
 BAD_MONTH = "The month is written like 2026-11 (a year and a month)."
+UNREADABLE = "The spend ledger could not be read just now; try again in a moment."
 NO_LEDGER = "The spend page is not served by this process (it has no spend ledger)."
+log = logging.getLogger(__name__)
 # A place key as the ledger writes it: letters, digits and a few separators, bounded.
 _KEY = re.compile(r"^[\w.:@#-]{1,200}$")
 
@@ -145,7 +148,12 @@ def spend_routes(
         channel, team = q.get("channel") or None, q.get("team") or None
         if any(k is not None and not _KEY.match(k) for k in (channel, team)):
             return PlainTextResponse("There is no such channel or workspace.", status_code=400)
-        report = await source(month=month, team_key=team, channel_key=channel)
+        try:
+            report = await source(month=month, team_key=team, channel_key=channel)
+        except Exception as exc:
+            log.exception("reading the spend ledger for %s failed", month)
+            said = f"{UNREADABLE} ({type(exc).__name__})"
+            return PlainTextResponse(said, status_code=503)
         context: dict[str, Any] = {"view": spend_view(report), "t": q.get("t") or ""}
         return page("spend.html", nav=True, **context)
 

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
+import redis
 
 from bots.web.access import OPERATOR
 from bots.web.app import create_app, secured
@@ -113,3 +114,16 @@ def test_months_move_across_years() -> None:
     assert shift("2026-12", 1) == "2027-01"
     assert shift("2026-01", -1) == "2025-12"
     assert shift("2026-11", 0) == "2026-11"
+
+
+async def test_a_ledger_that_cannot_be_read_is_said_in_words(settings, real_redis) -> None:
+    async def broken(*, month: str, team_key: str | None, channel_key: str | None) -> SpendReport:
+        raise redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379")
+
+    _, inspector = app_for(settings, real_redis)
+    app = secured(create_app(dataclasses.replace(inspector, spend=broken)))
+    async with client(app) as c:
+        r = await c.get("/spend")
+    assert r.status_code == 503
+    assert "could not be read" in r.text and "ConnectionError" in r.text
+    assert "6379" not in r.text  # the error's details stay in the log
