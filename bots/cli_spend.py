@@ -84,7 +84,7 @@ def print_report(made: SpendReport, out: Console) -> None:
                 escape(b.owner_name or b.owner_id or "—"),
             )
         out.print(table)
-    runs = len({r.run_id for r in made.rows}) + (1 if made.rows_left_out else 0)
+    runs = made.runs
     more = f", {made.rows_left_out} rows not listed" if made.rows_left_out else ""
     out.print(f"[bold]Total: {money(made.total_usd)}[/] ({runs} runs ended{more})", highlight=False)
     if made.under_way_usd:

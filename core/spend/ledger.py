@@ -167,6 +167,7 @@ async def month_report(
         team_key=team_key,
         channel_key=channel_key,
         total_usd=sum(r.cost_usd for r in rows),
+        runs=len({r.run_id for r in rows}),
         by_channel=_ranked(sums["channel"], names),
         by_team=_ranked(sums["team"], names),
         by_person=_ranked(sums["person"], names),

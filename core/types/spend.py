@@ -81,6 +81,8 @@ class SpendReport(Frozen):
     team_key: str | None = None
     channel_key: str | None = None
     total_usd: float = 0.0
+    # How many ended runs the total counts.
+    runs: int = 0
     by_channel: tuple[SpendTotal, ...] = ()
     by_team: tuple[SpendTotal, ...] = ()
     by_person: tuple[SpendTotal, ...] = ()
