@@ -1,7 +1,8 @@
 """A channel's schedules as a Components V2 message: a heading, then each schedule's line
 (when, its time zone, the budget per firing, the task, its owner, when it fires next;
-escaped) with Pause or Resume and Delete under it. Within Discord's 40 components: the
-schedules that do not fit are counted in a last line."""
+escaped) with Pause or Resume and Delete under it. Within Discord's 40 components and
+4,000 characters: long tasks are shortened, the schedules that do not fit are counted in
+a last line."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from bots.discord.text import escape, truncate
 from core.types.schedules import Schedule
 
 COMPONENTS_LIMIT = 40
+TEXT_LIMIT = 4000
+# Text kept for the heading and the "… and N more" line.
+_ROOM_KEPT = 300
 # The container, the heading and the "… and N more" line.
 _FIXED = 3
 # A schedule's text, its row and two buttons.
@@ -27,13 +31,15 @@ NONE_YET = (
 )
 
 
-def line(s: Schedule) -> str:
-    """A schedule as people read it, with its id (what the slash command takes)."""
+def line(s: Schedule, room: int = 1000) -> str:
+    """A schedule as people read it, with its id (what the slash command takes), in at
+    most ``room`` characters: the task is shortened first."""
     nxt = "paused" if s.paused else f"next {stamp(s.next_at)}"
-    head = f"**{escape(s.rule.words)}** ({escape(s.rule.tz)}) · ${s.budget_usd:.2f} a firing"
-    task = escape(" ".join(s.task.split()))
-    text = f"{head}\n{truncate(task, 300)}\n-# by {escape(s.owner_name)} · {nxt} · `{s.id}`"
-    return truncate(text, 1000)
+    words = truncate(escape(s.rule.words), 120)
+    head = f"**{words}** ({escape(s.rule.tz)}) · ${s.budget_usd:.2f} a firing"
+    tail = f"-# by {escape(truncate(s.owner_name, 60))} · {nxt} · `{s.id}`"
+    task = truncate(escape(" ".join(s.task.split())), max(20, room - len(head) - len(tail) - 2))
+    return truncate(f"{head}\n{task}\n{tail}", room)
 
 
 def list_view(schedules: tuple[Schedule, ...], channel_id: str) -> discord.ui.LayoutView:
@@ -45,8 +51,9 @@ def list_view(schedules: tuple[Schedule, ...], channel_id: str) -> discord.ui.La
     container.add_item(discord.ui.TextDisplay[Any](heading))
     if not schedules:
         container.add_item(discord.ui.TextDisplay[Any](NONE_YET))
+    room = (TEXT_LIMIT - _ROOM_KEPT) // max(1, min(n, SHOWN))
     for s in schedules[:SHOWN]:
-        container.add_item(discord.ui.TextDisplay[Any](line(s)))
+        container.add_item(discord.ui.TextDisplay[Any](line(s, min(room, 1000))))
         toggle = ScheduleButton(s.id, "resume" if s.paused else "pause")
         container.add_item(discord.ui.ActionRow[Any](toggle, ScheduleButton(s.id, "delete")))
     if n > SHOWN:
