@@ -201,3 +201,44 @@ async def test_budget_command_warning_and_an_ask_approved_by_its_owner(
         assert (await svc.store.get_run(third)).status is RunStatus.COMPLETED
         assert first != second != third
     assert fake.pinged() == [] and fake.unguarded_mentions() == []
+
+
+async def test_the_owner_denies_and_the_run_ends_saying_why(make_services, real_redis) -> None:
+    async with governed(make_services, real_redis) as h:
+        fake, svc = h.fake, h.svc
+        await answered(h, "What is the capital of France?")
+        # Bob sets a budget already spent, owning it himself (no owner named).
+        setting = await fake.slash("caramba-budget", {"usd": 0.001}, "bob")
+        await fake.wait_ack(setting)
+        assert "Bob approves requests over it." in said(h, setting)["content"]
+
+        asked = await fake.mention("general", "carol", "And of Italy?")
+        await fake.wait_until(lambda: fake.thread_of(asked) is not None, 10)
+        thread = fake.thread_of(asked)
+        assert thread is not None
+
+        def asks() -> list[Json]:
+            return [
+                m
+                for m in fake.channel_messages(thread["id"])
+                if "over its channel budget" in layout_text(m)
+            ]
+
+        await fake.wait_until(lambda: bool(asks()), 20)
+        (ask,) = asks()
+        _, deny = custom_ids(ask)
+        run_id = deny.rsplit(":", 1)[1]
+        click = await fake.click(ask["id"], deny, "bob")
+        await fake.wait_ack(click)
+        await fake.wait_until(lambda: custom_ids(fake.message(ask["id"])) == [], 10)
+        assert "✖ Spending over the budget denied by **Bob**." in layout_text(
+            fake.message(ask["id"])
+        )
+        await ended(h, run_id)
+        run = await svc.store.get_run(run_id)
+        assert run.status is RunStatus.FAILED
+        await fake.wait_until(
+            lambda: any("did not approve going over" in t for t in h.thread_texts(thread["id"])),
+            10,
+        )
+    assert fake.pinged() == [] and fake.unguarded_mentions() == []
