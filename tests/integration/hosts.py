@@ -41,6 +41,15 @@ SLACK_SECRET = "host-secret"
 SLACK_CHANNEL = "C1"
 ANA = "U024BE7LH"
 TAG = re.compile(r"\btag-(\d+)\b")
+# The MCP server of tests/fakes/mcp_server.py, as each host starts its own (stdio).
+MCP_SERVER = str(Path(__file__).resolve().parents[1] / "fakes" / "mcp_server.py")
+MCP_ADD = "numbers__add"
+
+
+def mcp_servers() -> str:
+    """``mcp.servers`` (JSON, for the environment): the fake server as ``numbers``."""
+    server = {"transport": "stdio", "command": sys.executable, "args": [MCP_SERVER]}
+    return json.dumps({"numbers": server})
 
 
 def cohort_responder(request: dict[str, Any]) -> FakeReply:
@@ -64,7 +73,7 @@ def cohort_responder(request: dict[str, Any]) -> FakeReply:
                     "role": "lead",
                     "parent": "Orchestrator",
                     "team": "numbers",
-                    "tools": ["calculate"],
+                    "tools": [MCP_ADD if MCP_ADD in said else "calculate"],
                     "description": "computes the number",
                 },
             ],
@@ -76,6 +85,8 @@ def cohort_responder(request: dict[str, Any]) -> FakeReply:
     system = request["messages"][0]["content"]
     if "You are Scout" in system:
         answers = [m["content"] for m in request["messages"] if m["role"] == "tool"]
+        if not answers and MCP_ADD in tools:  # the host's own MCP server adds
+            return FakeReply(tool_calls=[(MCP_ADD, {"a": int(number) * 6, "b": int(number)})])
         if not answers:
             return FakeReply(tool_calls=[("calculate", {"expression": f"{number}*7"})])
         value = answers[-1].rsplit("=", 1)[-1].strip()  # "3*7 = 21"
@@ -203,6 +214,15 @@ class Host:
                 os.kill(pid, signal.SIGKILL)
         for proc in self.procs.values():
             proc.wait(10)
+
+    def mcp_pids(self) -> list[int]:
+        """The host's MCP server processes (started by its worker)."""
+        found = []
+        for pid in self.pids():
+            with contextlib.suppress(OSError):
+                if MCP_SERVER.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+        return found
 
     def pids(self) -> list[int]:
         """Every live process of the host."""

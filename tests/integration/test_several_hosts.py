@@ -27,11 +27,13 @@ from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.llm_server import ThreadedFakeLLMServer
 from tests.fakes.slack_api import FakeSlackAPI
 from tests.integration.hosts import (
+    MCP_ADD,
     DiscordDriver,
     Host,
     SlackDriver,
     cohort_responder,
     expected,
+    mcp_servers,
     until,
 )
 from tests.integration.processes import unique_prefix
@@ -64,6 +66,7 @@ def host_settings(prefix: str, llm: ThreadedFakeLLMServer, redis_url: str) -> di
         "discord__approver_roles": '["approver"]',
         "discord__status_interval_s": "0.2",
         "discord__sync_commands": "false",
+        "mcp__servers": mcp_servers(),
     }
 
 
@@ -121,6 +124,9 @@ async def test_one_host_killed_the_other_carries_every_run_to_its_end(
             slack_side, discord_side = SlackDriver(slack), DiscordDriver(discord)
             await start_hosts(made, slack, discord, slack_side)
             assert a.dir != b.dir and a.env["TMPDIR"] != b.env["TMPDIR"]
+            # Each host runs its own MCP server (started by its worker), the Scouts' tool.
+            await until(lambda: bool(a.mcp_pids() and b.mcp_pids()), 30, "both MCP servers")
+            assert not set(a.mcp_pids()) & set(b.mcp_pids())
 
             # Four runs: two asked in Slack (one through each host's bot), two in Discord
             # (both bots see the mention; one takes it).
@@ -170,6 +176,16 @@ async def test_one_host_killed_the_other_carries_every_run_to_its_end(
                     assert run.status is RunStatus.COMPLETED, (number, run.error)
             finally:
                 await redis.aclose()
+            # Every run's Scout added through a host's MCP server.
+            added = {
+                tag_of(r)
+                for r in fake_llm.requests
+                for m in r["messages"]
+                if m["role"] == "assistant"
+                for c in m.get("tool_calls") or ()
+                if c["function"]["name"] == MCP_ADD
+            }
+            assert added == {"1", "2", "3", "4"}, added
             # Each result once in its thread (the surviving bot did not post it twice).
             for n in (1, 2):
                 assert sum(expected(n) in t for t in slack_side.texts(threads[n])) == 1
