@@ -178,6 +178,7 @@ async def _propose(svc: Services, run_id: str, outcome: PlanOutcome) -> None:
     proposed = await svc.store.update_run(run_id, propose)
     if proposed is None:
         return
+    await spend.planned(svc, run_id, outcome.usage)  # for budget checks while it runs
     if cohort is not None:
         await schedule_expiry(svc, proposed)
         return

@@ -30,6 +30,7 @@ from core.spend import budgets, ledger
 from core.state import spend as kept
 from core.state.people import PeopleMarks
 from core.state.store import transition
+from core.types.chat import Usage
 from core.types.events import (
     RunEvent,
     RunFinished,
@@ -255,6 +256,13 @@ async def approve_spend(
 
     ended = await svc.store.update_run(run_id, deny)
     return Done(ended or run, Said("Spending over the budget denied by ", person.name, "."))
+
+
+async def planned(svc: Services, run_id: str, usage: Usage | None) -> None:
+    """What planning ``run_id`` cost, counted against its place's budgets while it runs
+    (the run record keeps it too; the ledger folds it from there)."""
+    if usage is not None:
+        await kept.note_planning(svc.store, run_id, usage.cost_usd)
 
 
 async def name_place(svc: Services, place: Place) -> None:

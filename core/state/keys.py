@@ -353,3 +353,8 @@ class Keys:
         """A one-byte marker written before a WAIT, so that the WAIT covers every write
         made before it on any connection (core/state/durable_writes.py; short expiry)."""
         return f"{self.prefix}:replicated"
+
+    def spend_planned(self) -> str:
+        """Hash run id → what planning an open run cost (USD), so a budget check reads no
+        run record; dropped when the run is folded."""
+        return f"{self.prefix}:spend:planned"

@@ -11,7 +11,6 @@ tool, for its calls' cost)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,12 +20,13 @@ from core.types.spend import ChannelBudget, SpendRow
 
 BY = ("channel", "team", "person", "model", "day")
 
-# KEYS: open, folded, rows, by channel, team, person, model, day, names.
+# KEYS: open, folded, rows, by channel, team, person, model, day, names, planned.
 # ARGV: run id, ttl, number of rows, then per row: field, row JSON, channel, team,
 # person, model, day, cost; then name pairs (key, name).
 _FOLD = """
 if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then
   redis.call('HDEL', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[10], ARGV[1])
   return 0
 end
 local n = tonumber(ARGV[3])
@@ -43,6 +43,7 @@ while i < #ARGV do
   i = i + 2
 end
 redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[10], ARGV[1])
 for k = 2, 8 do
   redis.call('EXPIRE', KEYS[k], tonumber(ARGV[2]))
 end
@@ -101,7 +102,7 @@ async def ended_among(store: Store, run_ids: Iterable[str]) -> list[str]:
 
 async def live_costs(store: Store, run_ids: Iterable[str]) -> dict[str, float]:
     """What each of ``run_ids`` has spent so far: its model calls (the usage counter),
-    its planning (the run record's) and its image calls."""
+    its planning (:func:`note_planning`) and its image calls."""
     ids = list(run_ids)
     if not ids:
         return {}
@@ -109,18 +110,20 @@ async def live_costs(store: Store, run_ids: Iterable[str]) -> dict[str, float]:
         for run_id in ids:
             pipe.hget(store.keys.run_usage(run_id), "cost_usd")
             pipe.hvals(store.keys.spend_images(run_id))
-            pipe.get(store.keys.run(run_id))
+            pipe.hget(store.keys.spend_planned(), run_id)
         got = await pipe.execute()
     costs: dict[str, float] = {}
     for n, run_id in enumerate(ids):
-        used, images, record = got[3 * n : 3 * n + 3]
-        planning = (json.loads(record).get("planning") or {}) if record else {}
-        costs[run_id] = (
-            float(used or 0.0)
-            + sum(float(v) for v in images or ())
-            + float(planning.get("cost_usd") or 0.0)
-        )
+        used, images, planned = got[3 * n : 3 * n + 3]
+        images_usd = sum(float(v) for v in images or ())
+        costs[run_id] = float(used or 0.0) + images_usd + float(planned or 0.0)
     return costs
+
+
+async def note_planning(store: Store, run_id: str, usd: float) -> None:
+    """What planning ``run_id`` cost, for budget checks while it is open."""
+    if usd > 0:
+        await store.redis.hset(store.keys.spend_planned(), run_id, repr(usd))
 
 
 async def fold(
@@ -135,7 +138,7 @@ async def fold(
     keys = store.keys
     month_keys = [keys.spend_totals(month, by) for by in BY]
     all_keys = [keys.spend_open(), keys.spend_folded(month), keys.spend_rows(month)]
-    all_keys += [*month_keys, keys.spend_names()]
+    all_keys += [*month_keys, keys.spend_names(), keys.spend_planned()]
     listed = list(rows)
     argv: list[str | float | int] = [run_id, ttl_s, len(listed)]
     for row in listed:
