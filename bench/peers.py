@@ -242,6 +242,8 @@ def run_child(
     for line in out.splitlines():  # Caramba's: which model client it used
         if line.startswith("BENCH_CLIENT "):
             result["client"] = line.split(" ", 1)[1]
+        if line.startswith("BENCH_THREADS "):  # the Celery worker's CPU by thread
+            result["threads"] = json.loads(line.split(" ", 1)[1])
         if line.startswith("BENCH_LITELLM_IMPORTED True") and result.get("client") != "litellm":
             result["client"] = result.get("client", "?") + " (litellm imported)"
     bodies = server.requests[before:]
@@ -264,6 +266,8 @@ def measure(server: ThreadedFakeLLMServer, system: System, n: int, runs: int) ->
             "ratio_n": flat["calls"] / flat["walls"][0] / (n / (FLAT_MS / 1000)),
             "rss_mb": max(cohort["rss_mb"], flat["rss_mb"]),
         }
+        for part, seconds in cohort.get("threads", {}).items():  # main_s, loop_s, other_s
+            figures[f"cpu_ms_{part[:-2]}"] = seconds * 1000 / max(1, cohort["calls"])
         if system.name == "caramba_inline":  # (not @before)
             _keep_request(cohort["bodies"])
         for key, value in figures.items():
@@ -366,6 +370,13 @@ def print_table(results: dict[str, dict[str, Any]], n: int) -> None:
                     f"(goal <= 0.5) cpu/raw_http={cpu / floor:.1f} (goal <= 5) "
                     f"rss/best_peer={r['rss_mb'] / best_rss[1]['rss_mb']:.2f} (goal <= 0.75)"
                 )
+    for name, r in results.items():
+        if "cpu_ms_loop" in r:
+            print(
+                f"{name} worker cpu_ms/call by thread: main (Celery's consumer) "
+                f"{r['cpu_ms_main']:.2f}, turns' loop {r['cpu_ms_loop']:.2f}, "
+                f"others (pool, publishing) {r['cpu_ms_other']:.2f}"
+            )
     for name, r in results.items():
         client = f" client={r['client'].replace(' ', '_')}" if r.get("client") else ""
         print(

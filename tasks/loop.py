@@ -27,6 +27,7 @@ class LoopThread:
         self._name = name
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self.native_id = 0  # the thread's id in the kernel (/proc/PID/task/ID), once started
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -45,6 +46,7 @@ class LoopThread:
         ready = threading.Event()
 
         def main() -> None:
+            self.native_id = threading.get_native_id()
             asyncio.set_event_loop(loop)
             loop.call_soon(ready.set)
             loop.run_forever()

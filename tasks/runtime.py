@@ -84,7 +84,13 @@ class WorkerRuntime:
                 loop.stop()
                 raise
             self._loop = loop
-        log.info("turn runtime started (queue %s)", self.settings.celery.queue)
+        # The loop thread's kernel id: where a profiler or bench/peers.py finds the turns'
+        # CPU apart from Celery's own (the main thread) and the pool's threads.
+        log.info(
+            "turn runtime started (queue %s, loop thread %d)",
+            self.settings.celery.queue,
+            loop.native_id,
+        )
 
     async def _open(self) -> Services:
         scheduler = CeleryScheduler(self.app, self.settings)

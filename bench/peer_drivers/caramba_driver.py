@@ -20,7 +20,9 @@ aiohttp call in place of the model client. The driver prints which one it used."
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import sys
 import uuid
 from pathlib import Path
@@ -231,6 +233,47 @@ def _proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
+def _thread_cpu_s(pid: int, tid: int) -> float:
+    try:
+        return _proc_cpu_s_at(f"/proc/{pid}/task/{tid}/stat")
+    except OSError:
+        return 0.0
+
+
+def _proc_cpu_s_at(path: str) -> float:
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+class ThreadSplit:
+    """The measured worker's CPU split by thread: its main thread (Celery's consumer:
+    receiving, acknowledging, the pool's bookkeeping), the turns' event loop (the turns,
+    the ledger's moves, the background loop) and the rest (the pool's threads, publishing
+    threads). Read at each call of :meth:`total` (common.measure calls it at the start and
+    at the end of the phase); printed as ``BENCH_THREADS``."""
+
+    def __init__(self, pid: int, loop_tid: int) -> None:
+        self.pid, self.loop_tid = pid, loop_tid
+        self.reads: list[tuple[float, float, float]] = []
+
+    def total(self) -> float:
+        total = _proc_cpu_s(self.pid)
+        self.reads.append(
+            (total, _thread_cpu_s(self.pid, self.pid), _thread_cpu_s(self.pid, self.loop_tid))
+        )
+        return total
+
+    def report(self) -> str:
+        (t0, m0, l0), (t1, m1, l1) = self.reads[0], self.reads[-1]
+        main, loop = m1 - m0, l1 - l0
+        return json.dumps({"main_s": main, "loop_s": loop, "other_s": t1 - t0 - main - loop})
+
+
+def _loop_tid(output: str) -> int:
+    found = re.search(r"turn runtime started \(queue [^,]*, loop thread (\d+)\)", output)
+    return int(found.group(1)) if found else 0
+
+
 def _proc_peak_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -280,12 +323,16 @@ async def celery(base_url: str, slots: int) -> None:
                 await approve_run(svc, run_id, "bench")
             await waiter.wait(run_id, root.id)
 
+        split = ThreadSplit(worker.pid, _loop_tid(worker.output()))
+        keeper = measured[1:]
         await common.measure(
             one,
             lambda: one("Orchestrator"),
-            cpu=lambda: sum(_proc_cpu_s(p.pid) for p in measured),
+            cpu=lambda: split.total() + sum(_proc_cpu_s(p.pid) for p in keeper),
             rss=lambda: _proc_peak_mb(worker.pid),  # per worker process
         )
+        if split.loop_tid:
+            print(f"BENCH_THREADS {split.report()}", flush=True)
         if KEEPER and "turns' calls go to the call keeper" not in worker.output():
             raise RuntimeError("CARAMBA_BENCH_KEEPER=on, but the worker saw no keeper")
     finally:
