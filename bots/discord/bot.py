@@ -38,7 +38,7 @@ from bots.discord.renderer import DiscordRenderer
 from bots.discord.replies import REPLY_ITEMS, Replies
 from bots.discord.schedule_items import SCHEDULE_ITEMS
 from bots.discord.schedules import Schedules, add_schedule_command
-from bots.discord.spend import SPEND_ITEMS, SpendDecisions, add_budget_command
+from bots.discord.spend import SPEND_ITEMS, SpendDecisions, add_budget_command, budget_words
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS
 from bots.discord.tool_approvals import TOOL_ITEMS, ToolApprovals
 from bots.discord.transport import DiscordTransport
@@ -110,6 +110,9 @@ class CarambaBot(discord.Client):
         async def caramba(interaction: discord.Interaction, task: str) -> None:
             if is_schedule(task):  # "/caramba task:schedule add … | …", as Slack's
                 await self.schedules.typed(interaction, task)
+                return
+            if (budget := budget_words(task)) is not None:  # "/caramba task:budget $50"
+                await self.spend.budget(interaction, budget.usd, budget.scope, budget.owner)
                 return
             await self.front.slash(interaction, task)
 

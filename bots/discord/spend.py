@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import discord
@@ -40,10 +41,45 @@ _LABELS: dict[str, tuple[str, discord.ButtonStyle]] = {
     "approve": (APPROVE_LABEL, discord.ButtonStyle.success),
     "deny": (DENY_LABEL, discord.ButtonStyle.danger),
 }
+BUDGET_WORD = "budget"
+_AMOUNT = re.compile(r"^\$?(\d{1,9}(?:\.\d{1,2})?)$")
 _USER = re.compile(r"^\s*(?:<@!?(\d{1,24})>|(\d{1,24}))\s*$")
 NO_OWNER = "Name the owner with a mention (@someone) or their user id."
 UNKNOWN_OWNER = "I do not know that person in this server: name a member of it."
 NOT_HERE = "Budgets are set in a server's channel."
+
+
+@dataclass(frozen=True)
+class BudgetWords:
+    """``/caramba task:budget …`` as Slack's ``/caramba budget …``: ``budget`` (this
+    channel's month), ``budget $50``, ``budget $50 owner @ana``, ``budget server $500``
+    (``workspace`` too)."""
+
+    usd: float | None = None
+    scope: Literal["channel", "server"] = "channel"
+    owner: str = ""
+
+
+def budget_words(text: str) -> BudgetWords | None:
+    """The budget command ``text`` says, else None (not one: a task like "budget our
+    offsite" stays a task)."""
+    words = text.split()
+    if not words or words[0].casefold() != BUDGET_WORD:
+        return None
+    said, rest = BudgetWords(), words[1:]
+    while rest:
+        word = rest.pop(0)
+        if word.casefold() in ("server", "workspace", "guild"):
+            said = replace(said, scope="server")
+        elif word.casefold() == "channel":
+            said = replace(said, scope="channel")
+        elif word.casefold() == "owner" and rest and _USER.match(rest[0]):
+            said = replace(said, owner=rest.pop(0))
+        elif (amount := _AMOUNT.match(word.replace(",", ""))) is not None:
+            said = replace(said, usd=float(amount[1]))
+        else:
+            return None
+    return said
 
 
 def where_in(channel: Any, guild: discord.Guild) -> Where:
@@ -252,10 +288,12 @@ def add_budget_command(tree: app_commands.CommandTree[Any], handlers: SpendDecis
 __all__ = [
     "COMMAND",
     "SPEND_ITEMS",
+    "BudgetWords",
     "SpendButton",
     "SpendDecisions",
     "add_budget_command",
     "ask_message",
+    "budget_words",
     "spend_items",
     "where_in",
 ]

@@ -3,8 +3,9 @@ and REST, real Redis, the scripted model at a fixed cost a call):
 
 - a request's run records where it was asked — the guild and the channel, by id and by
   name — for the spend ledger;
-- ``/caramba-budget``: Carol (no admin) may look (only she sees it) but not set; Bob (an
-  approver) sets #general's budget with Alice as its owner, said in the channel;
+- ``/caramba-budget`` (or ``/caramba task:budget …``, Slack's words): Carol (no admin)
+  may look (only she sees it) but not set; Bob (an approver) sets #general's budget with
+  Alice as its owner, said in the channel;
 - a request taking the month past 80 % of the budget is warned about in its thread and
   runs; the next, over the budget, waits in its thread with Approve spending / Deny:
   Carol's click is refused in private, Alice's approves — the message then says who
@@ -207,10 +208,14 @@ async def test_the_owner_denies_and_the_run_ends_saying_why(make_services, real_
     async with governed(make_services, real_redis) as h:
         fake, svc = h.fake, h.svc
         await answered(h, "What is the capital of France?")
-        # Bob sets a budget already spent, owning it himself (no owner named).
-        setting = await fake.slash("caramba-budget", {"usd": 0.001}, "bob")
+        # Bob sets a budget already spent, owning it himself (no owner named), in the
+        # words Slack takes: "/caramba task:budget $0.01".
+        setting = await fake.slash("caramba", {"task": "budget $0.01"}, "bob")
         await fake.wait_ack(setting)
         assert "Bob approves requests over it." in said(h, setting)["content"]
+        look = await fake.slash("caramba", {"task": "budget"}, "carol")
+        await fake.wait_ack(look)
+        assert look.ephemeral and "of $0.01 (" in said(h, look)["content"]
 
         asked = await fake.mention("general", "carol", "And of Italy?")
         await fake.wait_until(lambda: fake.thread_of(asked) is not None, 10)
