@@ -26,7 +26,8 @@ async def test_run_discord_connects_syncs_and_stops(monkeypatch: pytest.MonkeyPa
         assert identify["token"] == fake.token
         # guilds (1) + guild messages (512) + guild reactions (1024); no message content.
         assert identify["intents"] == 1 | 512 | 1024
-        assert [c["name"] for c in fake.commands[None]] == ["caramba"]
+        names = sorted(c["name"] for c in fake.commands[None])
+        assert names == ["caramba", "caramba-budget", "caramba-schedule"]
         running.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await running
