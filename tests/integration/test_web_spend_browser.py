@@ -206,6 +206,14 @@ async def test_over_budget_in_the_chat_and_the_spend_page(settings, tmp_path) ->
         for day in report.by_day:
             assert f"{day.key}: {exact_cost(day.cost_usd)}" in titles
         assert sum(d.cost_usd for d in report.by_day) == pytest.approx(total)
+        # On a phone's width the page never scrolls sideways (the chart shrinks).
+        await page.set_viewport_size({"width": 360, "height": 800})
+        await page.reload()
+        wide, room = await page.evaluate(
+            "[document.scrollingElement.scrollWidth, window.innerWidth]"
+        )
+        assert wide <= room, f"the spend page scrolls sideways at 360 px ({wide} > {room})"
+        await page.screenshot(path=str(shots(tmp_path) / "spend-page-360.png"), full_page=True)
     assert dialogs == []
 
 
