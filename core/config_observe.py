@@ -34,6 +34,8 @@ class WebUISettings(_Section):
     operator_ttl_s: float = Field(12 * 3600, gt=0)
     # The newest runs the runs list shows.
     runs_shown: int = Field(100, ge=1, le=10_000)
+    # The largest lines of each table the spend page shows (the total counts them all).
+    spend_lines_shown: int = Field(200, ge=1, le=10_000)
     # Host names the server answers to besides the loopback names and base_url's host
     # ("caramba.example.com", "*.example.com"; "*" = any, which gives up the DNS
     # rebinding guard). Any other Host header gets a 400.
