@@ -11,6 +11,8 @@ denied (and logged: the empty log above means something)."""
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +26,7 @@ from core.state.store import Store
 from core.types.run import RunStatus
 from tests.fakes.llm_server import ThreadedFakeLLMServer
 from tests.integration.hosts import DiscordDriver, Host, SlackDriver, expected, until
+from tests.integration.processes import worker_env
 from tests.integration.redis_tls import TLSRedis
 from tests.integration.test_several_hosts import chat_fakes, host_settings, start_hosts
 
@@ -168,3 +171,31 @@ def test_plain_redis_is_refused_and_what_lies_outside_the_acl_is_denied(
     assert ("key", "other-app:key") in logged
     assert ("command", "flushall") in logged
     assert ("channel", "other-app:news") in logged
+
+
+@pytest.mark.parametrize(
+    ("plain", "ca", "password", "says"),
+    [
+        (True, True, PASSWORD, "rediss://"),
+        (False, False, PASSWORD, "CARAMBA_REDIS__TLS_CA_FILE"),
+        (False, True, "not-the-password", "CARAMBA_REDIS_PASSWORD"),
+    ],
+    ids=["plain-redis-url", "no-ca-bundle", "wrong-password"],
+)
+def test_a_worker_pointed_wrong_says_what_to_fix_and_never_the_password(
+    tls_redis: TLSRedis, plain: bool, ca: bool, password: str, says: str
+) -> None:
+    url = tls_redis.url.replace("rediss://", "redis://") if plain else tls_redis.url
+    env = worker_env(redis__url=url, redis__tls_ca_file=str(tls_redis.ca) if ca else "")
+    env |= {"CARAMBA_REDIS_USERNAME": USER, "CARAMBA_REDIS_PASSWORD": password}
+    done = subprocess.run(
+        [sys.executable, "-m", "bots.cli", "worker", "-p", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2, said
+    assert says in said and "caramba" in said, said
+    assert password not in said and tls_redis.admin_password not in said
