@@ -204,7 +204,9 @@ def create_app(inspector: Inspector, chat: WebChat | None = None) -> Starlette:
     ]
     spend_routes_ = [
         Route(path, endpoint, methods=methods)
-        for path, endpoint, methods in spend_routes(inspector.spend, sees_all, page)
+        for path, endpoint, methods in spend_routes(
+            inspector.spend, sees_all, page, inspector.settings.web_ui.spend_lines_shown
+        )
     ]
     app = Starlette(
         routes=[

@@ -66,16 +66,22 @@ class SpendView:
     next: str
     chart: Markup
     narrowed: str
+    # The largest lines of each table shown ([web_ui] spend_lines_shown).
+    shown: int = 200
 
     @property
-    def tables(self) -> list[tuple[str, str, str, tuple[SpendTotal, ...]]]:
-        """(id, heading, first column's name, lines) of each table."""
-        r = self.report
+    def tables(self) -> list[tuple[str, str, str, tuple[SpendTotal, ...], int]]:
+        """(id, heading, first column's name, lines shown, lines left out) of each
+        table: the largest ``shown`` lines."""
+        r, n = self.report, self.shown
         return [
-            ("by-channel", "Per channel", "Channel", r.by_channel),
-            ("by-team", "Per workspace", "Workspace", r.by_team),
-            ("by-person", "Per person", "Person", r.by_person),
-            ("by-model", "Per model", "Model", r.by_model),
+            (id_, heading, column, lines[:n], max(len(lines) - n, 0))
+            for id_, heading, column, lines in (
+                ("by-channel", "Per channel", "Channel", r.by_channel),
+                ("by-team", "Per workspace", "Workspace", r.by_team),
+                ("by-person", "Per person", "Person", r.by_person),
+                ("by-model", "Per model", "Model", r.by_model),
+            )
         ]
 
     @property
@@ -110,7 +116,7 @@ def month_days(report: SpendReport) -> list[tuple[str, float]]:
     ]
 
 
-def spend_view(report: SpendReport) -> SpendView:
+def spend_view(report: SpendReport, shown: int = 200) -> SpendView:
     title = month_title(report.month)
     narrowed = ""
     if report.channel_key:
@@ -128,13 +134,15 @@ def spend_view(report: SpendReport) -> SpendView:
         next=shift(report.month, 1),
         chart=day_chart(month_days(report), f"Spend per day{where}, {title}"),
         narrowed=narrowed,
+        shown=shown,
     )
 
 
 def spend_routes(
-    source: SpendSource | None, allowed: Callable[[Request], bool], page: Page
+    source: SpendSource | None, allowed: Callable[[Request], bool], page: Page, shown: int
 ) -> list[tuple[str, Callable[[Request], Awaitable[Response]], list[str]]]:
-    """``/spend`` for the app (``allowed``: whether the request may see everything)."""
+    """``/spend`` for the app (``allowed``: whether the request may see everything;
+    ``shown``: the largest lines of each table shown)."""
 
     async def spend(request: Request) -> Response:
         if not allowed(request):
@@ -154,7 +162,7 @@ def spend_routes(
             log.exception("reading the spend ledger for %s failed", month)
             said = f"{UNREADABLE} ({type(exc).__name__})"
             return PlainTextResponse(said, status_code=503)
-        context: dict[str, Any] = {"view": spend_view(report), "t": q.get("t") or ""}
+        context: dict[str, Any] = {"view": spend_view(report, shown), "t": q.get("t") or ""}
         return page("spend.html", nav=True, **context)
 
     return [("/spend", spend, ["GET"])]

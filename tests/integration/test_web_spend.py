@@ -127,3 +127,15 @@ async def test_a_ledger_that_cannot_be_read_is_said_in_words(settings, real_redi
     assert r.status_code == 503
     assert "could not be read" in r.text and "ConnectionError" in r.text
     assert "6379" not in r.text  # the error's details stay in the log
+
+
+async def test_each_table_shows_its_largest_lines(settings, real_redis) -> None:
+    web = settings.web_ui.model_copy(update={"spend_lines_shown": 1})
+    app, _ = spend_app(settings.model_copy(update={"web_ui": web}), real_redis)
+    async with client(app) as c:
+        html = (await c.get("/spend?month=2026-02")).text
+    table = html[
+        html.index('id="by-person"') : html.index("</table>", html.index('id="by-person"'))
+    ]
+    assert "Ana" in table and "Bo<" not in table
+    assert "1 smaller line is counted in the total but not listed." in html
