@@ -189,6 +189,8 @@ async def test_one_host_killed_the_other_carries_every_run_to_its_end(
             # Each result once in its thread (the surviving bot did not post it twice).
             for n in (1, 2):
                 assert sum(expected(n) in t for t in slack_side.texts(threads[n])) == 1
+            for n in (3, 4):
+                assert sum(expected(n) in t for t in discord_side.texts(asked[n])) == 1
             print(f"every run ended {took:.1f} s after host a was killed")
 
 
