@@ -234,7 +234,14 @@ def _direct_url(where: Target) -> str:
 
 class _BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
     """The primary's pool behind Sentinel that waits for a free connection at the limit,
-    as the direct client's does (hundreds of turns share one process's client)."""
+    as the direct client's does (hundreds of turns share one process's client). Closed
+    (the client's ``aclose``), it closes its connections to the Sentinels too."""
+
+    async def disconnect(self, inuse_connections: bool = True) -> None:
+        await super().disconnect(inuse_connections)
+        if inuse_connections:  # a close; a new primary's disconnect keeps the Sentinels
+            for sentinel in self.sentinel_manager.sentinels:
+                await sentinel.aclose()
 
 
 # redis-py 8.1's Sentinel connections ask the Sentinels where the primary is only when the

@@ -52,7 +52,13 @@ async def test_clients_follow_the_new_primary_and_writes_wait_for_the_replica(
     cluster: SentinelCluster,
 ) -> None:
     settings = load_settings(
-        redis={"url": cluster.url, "key_prefix": "failover", "replicas_to_ack": 1}
+        redis={
+            "url": cluster.url,
+            "key_prefix": "failover",
+            "replicas_to_ack": 1,
+            # Generous: on a loaded machine the replica's ack can take a while.
+            "replicas_ack_timeout_ms": 3000,
+        }
     )
     keys = Keys("failover")
     client = connect_redis(settings)
@@ -62,7 +68,8 @@ async def test_clients_follow_the_new_primary_and_writes_wait_for_the_replica(
     try:
         await client.set("failover:before", "kept")
         # With a replica in sync, the write is on it before the call returns.
-        assert await replicated(client, keys) == 1
+        acked = await replicated(client, keys)
+        assert acked == 1, (await client.info("replication"), cluster.tail())
         assert short_acks(client) == 0
         old = cluster.primary_address()
         cluster.kill_primary()
