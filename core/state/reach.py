@@ -18,6 +18,7 @@ from redis.exceptions import (
     AuthorizationError,
     NoPermissionError,
     RedisError,
+    ResponseError,
 )
 from redis.retry import Retry
 
@@ -122,14 +123,23 @@ def _reason(exc: BaseException) -> str:
 
 
 async def redis_version(where: RedisSettings | str, timeout_s: float = 2.0) -> str:
-    """The version the Redis of ``where`` reports (``INFO server``); raises if it does
-    not answer."""
+    """The version the Redis of ``where`` reports: ``HELLO``'s (which the ACL user of
+    docs/redis-acl.md may send), else ``INFO server``'s; raises if it does not answer."""
     client = _one_shot(where, timeout_s)
     try:
-        info = await client.info("server")
+        try:
+            hello: Any = await client.execute_command("HELLO")
+        except ResponseError:  # older than Redis 6
+            info = await client.info("server")
+            return str(info.get("redis_version", "?"))
     finally:
         await client.aclose()
-    return str(info.get("redis_version", "?"))
+    found = {_text(k): v for k, v in dict(hello).items()} if isinstance(hello, dict) else {}
+    return _text(found.get("version", "?"))
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 async def keeper_alive(

@@ -295,3 +295,30 @@ async def test_a_turns_save_asks_for_the_replicas() -> None:
         if keys:
             await client.delete(*keys)
         await client.aclose()
+
+
+async def test_doctor_reads_the_version_as_a_user_without_info(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/redis-acl.md's user may not send INFO: the version comes from HELLO."""
+    from core.process.doctor import _check_redis
+    from core.process.doctor_types import Level
+    from tests.integration.processes import RedisServer
+
+    server = RedisServer()
+    server.start()
+    try:
+        admin = SyncRedis(host="127.0.0.1", port=server.port)
+        admin.acl_setuser(
+            "app", enabled=True, passwords=["+app-pw"], keys=["caramba:*"],
+            commands=["-@all", "+hello", "+auth", "+ping", "+select"],
+        )  # fmt: skip
+        admin.close()
+        monkeypatch.setenv("CARAMBA_REDIS_USERNAME", "app")
+        monkeypatch.setenv("CARAMBA_REDIS_PASSWORD", "app-pw")
+        check = await _check_redis(load_settings(redis={"url": server.url}))
+        assert check.level is Level.OK, check
+        assert "user app" in check.detail and "answers (Redis 7" in check.detail, check
+        assert "app-pw" not in check.detail
+    finally:
+        server.cleanup()
