@@ -29,16 +29,23 @@ FAILOVER_TIMEOUT_MS = 3000
 
 class _Server(RedisServer):
     """A redis-server with no persistence (the replicas have its writes), replicating
-    ``primary_port`` if given."""
+    ``primary_port`` if given; TLS only with ``tls`` (its ``--tls-*`` arguments)."""
 
-    def __init__(self, primary_port: int | None = None) -> None:
+    def __init__(self, primary_port: int | None = None, tls: list[str] | None = None) -> None:
         super().__init__()
         self.primary_port = primary_port
+        self.tls = tls or []
 
     def start(self, timeout: float = 10) -> None:
+        ports = (
+            ["--port", "0", "--tls-port", str(self.port)]
+            if self.tls
+            else ["--port", str(self.port)]
+        )
         args = [
             self.executable,
-            "--port", str(self.port),
+            *ports,
+            *self.tls,
             "--bind", "127.0.0.1",
             "--dir", str(self.dir),
             "--save", "",
@@ -50,12 +57,34 @@ class _Server(RedisServer):
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         self.wait_ready(timeout)
 
+    def wait_ready(self, timeout: float = 10) -> None:
+        if not self.tls:
+            super().wait_ready(timeout)
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise AssertionError(f"redis-server exited: {self.tail()}")
+            client = _client(self.port, self.tls, socket_timeout=1)
+            try:
+                if client.ping():
+                    return
+            except Exception:
+                pass
+            finally:
+                client.close()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"redis-server: no PONG within {timeout} s: {self.tail()}")
+            time.sleep(0.05)
+
 
 @dataclass
 class SentinelCluster:
     replicas: int = 1
     sentinels: int = 3
     quorum: int = 2
+    # Every server and Sentinel speaks TLS only (certificates made at start: ca_file).
+    tls: bool = False
     primary: RedisServer = field(init=False)
     copies: list[RedisServer] = field(init=False, default_factory=list)
     sentinel_ports: list[int] = field(init=False, default_factory=list)
@@ -64,7 +93,20 @@ class SentinelCluster:
 
     def __post_init__(self) -> None:
         self._dir = Path(tempfile.mkdtemp(prefix="caramba-sentinel-"))
-        self.primary: RedisServer = _Server()
+        self._tls: list[str] = []
+        self.ca_file: Path | None = None
+        if self.tls:
+            from tests.integration.redis_tls import make_certificates
+
+            self.ca_file, cert, key = make_certificates(self._dir)
+            self._tls = [
+                "--tls-cert-file", str(cert),
+                "--tls-key-file", str(key),
+                "--tls-ca-cert-file", str(self.ca_file),
+                "--tls-auth-clients", "no",
+                "--tls-replication", "yes",
+            ]  # fmt: skip
+        self.primary: RedisServer = _Server(tls=self._tls)
 
     @property
     def url(self) -> str:
@@ -74,14 +116,18 @@ class SentinelCluster:
     def start(self, timeout: float = 20) -> None:
         self.primary.start()
         for _ in range(self.replicas):
-            copy = _Server(self.primary.port)
+            copy = _Server(self.primary.port, tls=self._tls)
             copy.start()
             self.copies.append(copy)
         for i in range(self.sentinels):
             port = free_port()
             conf = self._dir / f"sentinel-{i}.conf"
+            # (each "--name value" pair of the servers' TLS arguments as a config line)
+            pairs = zip(self._tls[::2], self._tls[1::2], strict=True)
+            tls = "".join(f"{name[2:]} {value}\n" for name, value in pairs)
+            listen = f"port 0\ntls-port {port}\n{tls}" if self.tls else f"port {port}\n"
             conf.write_text(
-                f"port {port}\nbind 127.0.0.1\ndir {self._dir}\n"
+                f"{listen}bind 127.0.0.1\ndir {self._dir}\n"
                 f"logfile {self._dir / f'sentinel-{i}.log'}\n"
                 f"sentinel monitor {SERVICE} 127.0.0.1 {self.primary.port} {self.quorum}\n"
                 f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}\n"
@@ -100,7 +146,7 @@ class SentinelCluster:
     def _wait_known(self, timeout: float) -> None:
         """Until the replicas are in sync, and each Sentinel sees them and the others."""
         deadline = time.monotonic() + timeout
-        primary = Redis(host="127.0.0.1", port=self.primary.port, decode_responses=True)
+        primary = _client(self.primary.port, self._tls, decode_responses=True)
         try:
             while _online(primary.info("replication")) < self.replicas:
                 if time.monotonic() > deadline:
@@ -109,7 +155,7 @@ class SentinelCluster:
         finally:
             primary.close()
         for port in self.sentinel_ports:
-            client = Redis(host="127.0.0.1", port=port, socket_timeout=1, decode_responses=True)
+            client = _client(port, self._tls, socket_timeout=1, decode_responses=True)
             try:
                 while True:
                     try:
@@ -130,7 +176,7 @@ class SentinelCluster:
     def primary_address(self) -> tuple[str, int] | None:
         """The primary the Sentinels name (the first that answers)."""
         for port in self.sentinel_ports:
-            client = Redis(host="127.0.0.1", port=port, socket_timeout=1, decode_responses=True)
+            client = _client(port, self._tls, socket_timeout=1, decode_responses=True)
             try:
                 found: Any = client.sentinel_get_master_addr_by_name(SERVICE)
                 if found:
@@ -147,7 +193,7 @@ class SentinelCluster:
     def switch_over(self) -> None:
         """A failover asked of the Sentinels (``SENTINEL FAILOVER``): the primary lives on
         and is made a replica of the new one; its clients' writes get READONLY."""
-        client = Redis(host="127.0.0.1", port=self.sentinel_ports[0], socket_timeout=2)
+        client = _client(self.sentinel_ports[0], self._tls, socket_timeout=2)
         try:
             client.execute_command("SENTINEL", "FAILOVER", SERVICE)
         finally:
@@ -163,7 +209,7 @@ class SentinelCluster:
         while time.monotonic() < deadline:
             found = self.primary_address()
             if found is not None and found != old:
-                client = Redis(host=found[0], port=found[1], socket_timeout=1)
+                client = _client(found[1], self._tls, socket_timeout=1)
                 try:
                     if client.info("replication").get("role") == "master":
                         return found
@@ -201,3 +247,11 @@ def _online(replication: dict[str, object]) -> int:
         for key, value in replication.items()
         if key.startswith("slave") and isinstance(value, dict) and value.get("state") == "online"
     )
+
+
+def _client(port: int, tls: list[str], **options: Any) -> Redis:
+    """An admin client of a server or Sentinel on loopback (over TLS when ``tls``)."""
+    if tls:
+        ca = tls[tls.index("--tls-ca-cert-file") + 1]
+        options.update(ssl=True, ssl_ca_certs=ca)
+    return Redis(host="127.0.0.1", port=port, **options)

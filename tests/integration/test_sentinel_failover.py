@@ -322,3 +322,58 @@ async def test_doctor_reads_the_version_as_a_user_without_info(
         assert "app-pw" not in check.detail
     finally:
         server.cleanup()
+
+
+async def test_everything_over_tls_follows_the_failover() -> None:
+    """Servers and Sentinels speaking TLS only: the state's clients, the start-up check and
+    the Celery broker reach the primary through the Sentinels over TLS, and follow it."""
+    from core.state.reach import redis_problem
+    from tasks.app import make_app
+
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    cluster = SentinelCluster(tls=True)
+    try:
+        cluster.start()
+        hosts = [f"127.0.0.1:{port}" for port in cluster.sentinel_ports]
+        settings = load_settings(
+            redis={
+                "sentinels": hosts,
+                "service_name": "caramba",
+                "tls": True,
+                "sentinel_tls": True,
+                "tls_ca_file": str(cluster.ca_file),
+                "key_prefix": "tls-failover",
+            }
+        )
+        assert settings.redis.url.startswith("rediss+sentinel://")
+        assert await redis_problem(settings.redis) is None
+        client = connect_redis(settings)
+        sync = sync_client(settings.redis)
+        app = make_app(settings)
+        try:
+            with app.connection_for_write() as conn:
+                conn.ensure_connection(max_retries=1)
+                assert conn.default_channel.client.ping()
+            await client.set("tls-failover:n", 0)
+            cluster.kill_primary()
+            killed = time.monotonic()
+            writes, errors = 0, 0
+            while time.monotonic() - killed < 5:
+                try:
+                    await client.incr("tls-failover:n")
+                    sync.incr("tls-failover:sync")
+                    writes += 1
+                except Exception:
+                    errors += 1
+                await asyncio.sleep(0.02)
+            await asyncio.to_thread(cluster.wait_for_failover)
+            assert errors == 0 and writes > 0
+            assert int(await client.get("tls-failover:n") or 0) == writes
+            assert int(sync.get("tls-failover:sync") or 0) == writes
+        finally:
+            app.close()
+            await client.aclose()
+            sync.close()
+    finally:
+        cluster.cleanup()
