@@ -10,6 +10,7 @@ posted message."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from bots.chat.ports import Place
@@ -43,7 +44,10 @@ class WebFirings(FiringDelivery):
     async def once(self) -> int:
         """Post the firings that came since the last read; how many this process posted."""
         block = self.block_ms if self.blocking else None
-        got = await read_firings(self.relays.svc, self.after, block_ms=block)
+        read = read_firings(self.relays.svc, self.after, block_ms=block)
+        # A non-blocking read (embedded mode, fakeredis) is shielded: cancelled inside
+        # fakeredis, it never returned and the bot's close hung.
+        got = await (read if self.blocking else asyncio.shield(read))
         posted = 0
         for entry_id, firing in got:
             try:

@@ -4,7 +4,10 @@ Delete: ``bots.web.chat_schedules``)."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
+
+from redis.exceptions import RedisError
 
 from core.runs import schedules as plans
 from core.types.place import Place
@@ -13,11 +16,17 @@ from core.types.schedules import Schedule
 if TYPE_CHECKING:
     from core.services import Services
 
+log = logging.getLogger(__name__)
 WEB_PLACE = Place(
     platform="web", workspace="web", channel="chat", workspace_name="", channel_name="the web chat"
 )
 
 
-async def web_schedules(svc: Services) -> tuple[Schedule, ...]:
-    """The web chat's schedules, the soonest first."""
-    return (await plans.listed(svc, WEB_PLACE)).schedules
+async def web_schedules(svc: Services) -> tuple[Schedule, ...] | None:
+    """The web chat's schedules, the soonest first; None if Redis did not answer (the
+    chat pages still show, saying the list could not be read)."""
+    try:
+        return (await plans.listed(svc, WEB_PLACE)).schedules
+    except RedisError:
+        log.warning("could not read the web chat's schedules", exc_info=True)
+        return None

@@ -13,16 +13,20 @@ new thread)."""
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, assert_never
 from urllib.parse import quote
 
+from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from bots.chat.schedule_command import answer
 from bots.web.chat import WebChat, chat_routes, form, same_origin
+from bots.web.chat_past import PastChat
 from bots.web.chat_place import WEB_PLACE, web_schedules
 from bots.web.chat_view import HELPERS
 from bots.web.guard import NEEDS_OPERATOR
@@ -44,12 +48,14 @@ _BUDGET = re.compile(
     r"[\s,;(]*(?:up\s+to|budget|max(?:imum)?)?\s*\$\s*(?P<usd>\d+(?:\.\d+)?)\s*\)?\s*$",
     re.IGNORECASE,
 )
+NO_STORE = "The schedules could not be read or changed just now (Redis did not answer); try again."
 HOW = (
     "Type it as “schedule every weekday at 9:00: summarise the open tickets, $2” — "
     "when, a colon, the task, and a budget per firing if you like."
 )
 
 
+log = logging.getLogger(__name__)
 # The verbs of the command every platform takes (bots.chat.schedule_command).
 VERBS = frozenset({"add", "list", "pause", "resume", "delete", "edit"})
 
@@ -110,7 +116,7 @@ class WebSchedules:
         s = self.chat.svc.settings.schedules
         return s.default_tz, s.default_budget_usd
 
-    async def listed(self) -> tuple[Schedule, ...]:
+    async def listed(self) -> tuple[Schedule, ...] | None:
         return await web_schedules(self.chat.svc)
 
     async def add(
@@ -156,6 +162,14 @@ def _money(text: str) -> float | str | None:
     return value if value > 0 else "Write a budget per firing above $0, such as 2.50."
 
 
+async def _past(chat: WebChat) -> list[PastChat]:
+    """The past chats beside the page, none if Redis does not answer."""
+    try:
+        return await chat.past()
+    except RedisError:
+        return []
+
+
 def schedule_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
     """The schedules' routes, before the chat's (``/chat/schedules`` is not a run; a
     request typed in the chat is read here first, for "schedule …")."""
@@ -176,7 +190,7 @@ def schedule_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]
             said=said_,
             ok=ok,
             form=values,
-            past=await chat.past(),
+            past=await _past(chat),
             **HELPERS,
         )
 
@@ -245,8 +259,22 @@ def schedule_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]
         keep = {} if ok else {"when": read.when, "task": read.task}
         return await shown(request, words, ok, 200 if ok else 400, **keep)
 
+    def store_answers(
+        endpoint: Callable[[Request], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """``endpoint``, saying so in plain words when Redis does not answer."""
+
+        async def guarded(request: Request) -> Response:
+            try:
+                return await endpoint(request)
+            except RedisError:
+                log.warning("a schedule's page could not reach Redis", exc_info=True)
+                return await shown(request, NO_STORE, False, 503)
+
+        return guarded
+
     return [
-        ("/chat", ask, ["POST"]),
-        ("/chat/schedules", listing, ["GET", "POST"]),
-        ("/chat/schedules/{schedule_id}", act, ["POST"]),
+        ("/chat", store_answers(ask), ["POST"]),
+        ("/chat/schedules", store_answers(listing), ["GET", "POST"]),
+        ("/chat/schedules/{schedule_id}", store_answers(act), ["POST"]),
     ]

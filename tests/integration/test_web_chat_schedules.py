@@ -3,17 +3,21 @@ test_web_chat_schedules_browser.py): "schedule …" typed where a request goes m
 (listed beside every chat, escaped); words that are no schedule, a missing task, a bad
 budget are said back; Pause / Resume / Delete; a schedule made by someone else is theirs
 (refused, by name); forms from other sites and pages without an operator's token are
-refused; other requests still go on as requests; a firing is a new chat."""
+refused; other requests still go on as requests; a firing is a new chat; Redis not
+answering is said in words."""
 
 from __future__ import annotations
 
 import re
+
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from bots.web.chat_place import WEB_PLACE
 from bots.web.chat_schedules import HOW, Typed, typed
 from core.runs import schedules as plans
 from core.runs.firings import fire_due
 from core.schedules.clock import FakeClock
+from core.state.schedules import ScheduleStore
 from core.types.people import Person
 from core.types.schedules import Scheduled
 from tests.integration.test_web_chat import ORIGIN, chat_app, client, post, until
@@ -154,3 +158,21 @@ async def test_the_words_every_platform_takes(settings) -> None:
         paused = await post(c, "/chat", task=f"schedule pause {s.id}")
         assert "Paused by the web chat" in paused.text
         assert (await plans.listed(svc, WEB_PLACE)).schedules[0].paused
+
+
+async def test_redis_not_answering_is_said_in_words(settings, monkeypatch) -> None:
+    async def down(*_args: object, **_kwargs: object) -> None:
+        raise RedisConnectionError("Connection refused")
+
+    async with chat_app(settings) as (app, _svc), client(app) as c:
+        monkeypatch.setattr(ScheduleStore, "in_place", down)
+        monkeypatch.setattr(ScheduleStore, "add", down)
+        page = await c.get("/chat")
+        assert page.status_code == 200, "the chat still shows"
+        assert "The schedules could not be read just now." in page.text
+        made = await post(c, "/chat", task="schedule every day at 9:00: sum up")
+        assert made.status_code == 503
+        assert "Redis did not answer" in made.text and "Connection refused" not in made.text
+        listing = await c.get("/chat/schedules")
+        assert listing.status_code == 200
+        assert "The schedules could not be read just now." in listing.text
