@@ -7,9 +7,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from redis.exceptions import RedisError
-
 from core.runs import schedules as plans
+from core.state.client import StateError
 from core.types.place import Place
 from core.types.schedules import Schedule
 
@@ -27,6 +26,6 @@ async def web_schedules(svc: Services) -> tuple[Schedule, ...] | None:
     chat pages still show, saying the list could not be read)."""
     try:
         return (await plans.listed(svc, WEB_PLACE)).schedules
-    except RedisError:
+    except StateError:
         log.warning("could not read the web chat's schedules", exc_info=True)
         return None

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 from urllib.parse import quote
 
-from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
@@ -31,6 +30,7 @@ from bots.web.chat_place import WEB_PLACE, web_schedules
 from bots.web.chat_view import HELPERS
 from bots.web.guard import NEEDS_OPERATOR
 from core.runs import schedules as plans
+from core.state.client import StateError
 from core.types.schedules import (
     Changed,
     NotUnderstood,
@@ -166,7 +166,7 @@ async def _past(chat: WebChat) -> list[PastChat]:
     """The past chats beside the page, none if Redis does not answer."""
     try:
         return await chat.past()
-    except RedisError:
+    except StateError:
         return []
 
 
@@ -267,7 +267,7 @@ def schedule_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]
         async def guarded(request: Request) -> Response:
             try:
                 return await endpoint(request)
-            except RedisError:
+            except StateError:
                 log.warning("a schedule's page could not reach Redis", exc_info=True)
                 return await shown(request, NO_STORE, False, 503)
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import re
 
-from redis.exceptions import ConnectionError as RedisConnectionError
-
 from bots.web.chat_place import WEB_PLACE
 from bots.web.chat_schedules import HOW, Typed, typed
 from core.runs import schedules as plans
 from core.runs.firings import fire_due
 from core.schedules.clock import FakeClock
+from core.state.client import Unreachable as RedisConnectionError
 from core.state.schedules import ScheduleStore
 from core.types.people import Person
 from core.types.schedules import Scheduled
