@@ -2,9 +2,11 @@
 the scripted model): ``/caramba-schedule`` adds, lists, edits, pauses, resumes and
 deletes; the list's buttons act for whoever clicks — Carol (no approver) is refused by
 name, Bob (an approver by role) may; unread words, a missing task or schedule are said
-back, privately; "Run this every…" under a finished run's result opens a form whose
-schedule runs that team again, and its firing (under a fake clock) is a new message in
-the channel with the run in a thread from it, to its result. Nothing pings anyone."""
+back, privately; Redis not answering is told, not left as a failed interaction; "Run this
+every…" under a finished run's result opens a form whose schedule runs that team again,
+and its firing (under a fake clock) is a new message in the channel with the run in a
+thread from it, to its result; two bot processes post a firing once. Nothing pings
+anyone."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import pytest
 from core.runs import schedules as plans
 from core.runs.firings import fire_due
 from core.schedules.clock import FakeClock
+from core.state.client import Unreachable
+from core.state.schedules import ScheduleStore
 from core.types.run import RunStatus
 from core.types.schedules import Schedule
 from tests.fakes.discord_api import FakeDiscord
@@ -250,3 +254,18 @@ async def test_two_bot_processes_post_a_firing_once(make_services, real_redis) -
 
         await fake.wait_until(card, 20)
     assert fake.pinged() == []
+
+
+async def test_redis_not_answering_is_told_not_left_failing(
+    make_services, real_redis, monkeypatch
+) -> None:
+    async def down(*_args: object, **_kwargs: object) -> None:
+        raise Unreachable("Connection refused")
+
+    async with harness(make_services, real_redis) as h:
+        monkeypatch.setattr(ScheduleStore, "in_place", down)
+        monkeypatch.setattr(ScheduleStore, "add", down)
+        listed = await slash(h, "alice", action="list")
+        assert listed["content"] == "❌ That did not work (ConnectionError)."
+        added = await slash(h, "alice", action="add", when="every day at 9:00", task="x")
+        assert added["content"] == "❌ That did not work (ConnectionError)."
