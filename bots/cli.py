@@ -23,6 +23,7 @@ from bots.cli_common import (
 from bots.cli_doctor import doctor
 from bots.cli_schedule import schedule
 from bots.cli_spend import spend
+from bots.cli_tools import tools
 from bots.console.text import escape
 from core.errors import CarambaError
 
@@ -264,25 +265,7 @@ def keeper(
         raise configuration_error(exc) from None
 
 
-@app.command()
-def tools() -> None:
-    """List every tool agents may use (built-in and from MCP servers) with its category
-    and what it may touch, and why any configured tool is unavailable."""
-    from bots.console.tools import tools_table
-    from core.process.tools_start import all_tools
-
-    # The MCP servers are started to list their tools, then stopped.
-    settings = _settings()
-    registry = asyncio.run(all_tools(settings))
-    console.print(tools_table(registry, settings.tools.approval))
-    if registry.unavailable:
-        console.print(
-            "[dim]Unavailable tools are not offered to agents; the reason says what to "
-            "install or set (caramba doctor checks the same).[/]"
-        )
-
-
-for command in (doctor, slack, discord, web, spend):
+for command in (doctor, slack, discord, web, spend, tools):
     app.command()(command)
 app.add_typer(schedule, name="schedule")
 

@@ -10,16 +10,19 @@ import asyncio
 import contextlib
 import getpass
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import typer
 
 from bots.cli_common import console, redis_or_exit, settings_or_exit
 from bots.console.text import escape
 from core.config import Settings
-from core.services import Services
 from core.types.people import Person
 from core.types.place import Place
 from core.types.schedules import Changed, NotUnderstood, Refused, Scheduled
+
+if TYPE_CHECKING:
+    from core.services import Services
 
 schedule = typer.Typer(
     help="Recurring runs in a channel (docs/schedules.md).", no_args_is_help=True

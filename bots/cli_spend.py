@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -18,8 +19,10 @@ from bots.cli_common import configuration_error, console, redis_or_exit, setting
 from bots.console.text import escape
 from core.config import Settings
 from core.errors import ConfigError
-from core.services import Services
 from core.types.spend import SpendReport, SpendTotal
+
+if TYPE_CHECKING:
+    from core.services import Services
 
 
 def money(usd: float) -> str:

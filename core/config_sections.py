@@ -172,8 +172,11 @@ def refuse_password_in_file(path: Path | None) -> None:
     committed. Raises ConfigError saying where to put it instead."""
     if path is None or not path.is_file():
         return
-    with path.open("rb") as handle:
-        data = tomllib.load(handle)
+    try:
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError):
+        return  # the settings loader reads it again and says what is wrong
     section = data.get("redis")
     url = section.get("url") if isinstance(section, dict) else None
     if not isinstance(url, str) or "@" not in url:

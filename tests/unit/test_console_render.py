@@ -31,6 +31,9 @@ from core.types.events import (
     RunFinished,
     RunStarted,
     RunStatusChanged,
+    SpendApprovalAsked,
+    SpendApprovalDecided,
+    SpendWarned,
     ToolCalled,
     ToolProgress,
     TurnStarted,
@@ -105,6 +108,11 @@ SAMPLES: list[RunEvent] = [
     ),
     ErrorRaised(run_id=R, agent_id=A, message="boom", hint="fix it"),
     AgentFinished(run_id=R, agent_id=A, reason=EndReason.FINISHED, result="done"),
+    SpendWarned(run_id=R, place_name="#ops", month="2026-11", spent_usd=8.5, month_usd=10),
+    SpendApprovalAsked(
+        run_id=R, place_name="#ops", month="2026-11", spent_usd=9.9, month_usd=10, owner_name="Ana"
+    ),
+    SpendApprovalDecided(run_id=R, approved=True, by="U1", by_name="Ana"),
     RunFinished(run_id=R, status=RunStatus.COMPLETED, result="done"),
 ]
 
@@ -121,6 +129,7 @@ async def test_every_event_kind_is_printed() -> None:
     text = out.getvalue()
     assert "Ana [bot]" in text and "which?" in text and "paused" in text and "interim" in text
     assert "files__delete: Denied by Bo: keep it" in text
+    assert "#ops has spent $8.50" in text and "waits for Ana" in text
     assert "form accept by" in text  # the form itself is asked by the session (forms.py)
 
 
