@@ -44,18 +44,6 @@ def announcement(relays: Relays, firing: Firing) -> str:
     )
 
 
-async def deliver(relays: Relays, entry_id: str, firing: Firing) -> bool:
-    """Post ``firing`` (stream entry ``entry_id``) and relay its run in the new thread,
-    unless it is another platform's or another process posted it; whether this did."""
-    if firing.place.platform != relays.adapter.platform:
-        return False
-    if not await relays.threads.first_time(f"firing:{entry_id}"):
-        return False
-    channel = Place(channel=firing.place.channel, thread="")
-    posted = await relays.adapter.transport.post(channel, announcement(relays, firing), None)
-    return await relays.open(firing.run_id, Place(channel=firing.place.channel, thread=posted))
-
-
 class FiringDelivery:
     """Reads the firings stream in this bot process and posts this platform's."""
 
@@ -69,14 +57,35 @@ class FiringDelivery:
         """Whether a read waits for a firing (real Redis), else the loop polls."""
         return self.block_ms is not None and not self.relays.svc.settings.redis.embedded
 
+    async def mine(self, entry_id: str, firing: Firing) -> bool:
+        """Whether this process posts ``firing``: it is this platform's and no other
+        process posted it."""
+        if firing.place.platform != self.relays.adapter.platform:
+            return False
+        return await self.relays.threads.first_time(f"firing:{entry_id}")
+
+    async def deliver(self, entry_id: str, firing: Firing) -> bool:
+        """Post ``firing`` (stream entry ``entry_id``) as a new top-level message and
+        relay its run in that message's thread; whether this process did. A platform
+        whose threads are opened differently (Discord, the web chat) overrides it."""
+        if not await self.mine(entry_id, firing):
+            return False
+        relays = self.relays
+        channel = Place(channel=firing.place.channel, thread="")
+        posted = await relays.adapter.transport.post(channel, announcement(relays, firing), None)
+        return await relays.open(firing.run_id, Place(channel=firing.place.channel, thread=posted))
+
     async def once(self) -> int:
         """Post the firings that came since the last read; how many this process posted."""
         block = self.block_ms if self.blocking else None
-        got = await read_firings(self.relays.svc, self.after, block_ms=block)
+        read = read_firings(self.relays.svc, self.after, block_ms=block)
+        # A non-blocking read (embedded mode, fakeredis) is shielded: cancelled inside
+        # fakeredis it never returned, and the bot's close hung.
+        got = await (read if self.blocking else asyncio.shield(read))
         posted = 0
         for entry_id, firing in got:
             try:
-                posted += await deliver(self.relays, entry_id, firing)
+                posted += await self.deliver(entry_id, firing)
             except Exception:
                 log.exception("could not post the firing of schedule %s", firing.schedule_id)
             self.after = entry_id

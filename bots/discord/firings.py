@@ -5,12 +5,11 @@ channel is a new top-level message there ("Scheduled run (every weekday at 9:00)
 
 The shared reading of the firings stream (one process posts each firing, the last hour
 read again on start) is ``bots.chat.schedules``; what is Discord's own here is opening
-the thread from the message, which ``bots.chat.schedules.deliver`` cannot do through the
+the thread from the message, which ``FiringDelivery.deliver`` cannot do through the
 transport alone."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import discord
@@ -19,7 +18,6 @@ from bots.chat.ports import Place
 from bots.chat.relays import Relays
 from bots.chat.schedules import BLOCK_MS, FiringDelivery, announcement
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, truncate
-from core.runs.firings import read_firings
 from core.types.schedules import Firing
 
 log = logging.getLogger(__name__)
@@ -46,11 +44,9 @@ class DiscordFirings(FiringDelivery):
     async def deliver(self, entry_id: str, firing: Firing) -> bool:
         """The message, its thread and the run relayed there; False if the firing is
         another platform's or another process posted it."""
+        if not await self.mine(entry_id, firing):
+            return False
         relays = self.relays
-        if firing.place.platform != relays.adapter.platform:
-            return False
-        if not await relays.threads.first_time(f"firing:{entry_id}"):
-            return False
         channel = await self._channel(int(firing.place.channel))
         text = truncate(announcement(relays, firing), MESSAGE_LIMIT)
         message = await channel.send(text, allowed_mentions=NO_PINGS)
@@ -59,19 +55,3 @@ class DiscordFirings(FiringDelivery):
         return await relays.open(
             firing.run_id, Place(channel=str(channel.id), thread=str(thread.id))
         )
-
-    async def once(self) -> int:
-        """Post the firings that came since the last read; how many this process posted."""
-        block = self.block_ms if self.blocking else None
-        read = read_firings(self.relays.svc, self.after, block_ms=block)
-        # A non-blocking read (embedded mode, fakeredis) is shielded: cancelled inside
-        # fakeredis, it never returned and the bot's close hung.
-        got = await (read if self.blocking else asyncio.shield(read))
-        posted = 0
-        for entry_id, firing in got:
-            try:
-                posted += await self.deliver(entry_id, firing)
-            except Exception:
-                log.exception("could not post the firing of schedule %s", firing.schedule_id)
-            self.after = entry_id
-        return posted
