@@ -106,6 +106,8 @@ class FakeDiscord(Events):
         super().__init__(token, heartbeat_interval_ms)
         self.interaction_deadline_s = interaction_deadline_s
         self.limiter = Limiter(message_limit=message_limit)
+        # Routes answered 403 Missing Permissions (a bot not allowed to, e.g. open threads).
+        self.forbidden: set[str] = set()
         self.port = 0
         self._runner: web.AppRunner | None = None
         self._setup_world()
@@ -223,6 +225,10 @@ class FakeDiscord(Events):
     ) -> None:
         """Answer the next ``times`` calls of ``route`` (matching ``where``) with 429."""
         self.limiter.injected.append(Injected(route, times, retry_after, is_global, where))
+
+    def forbid(self, route: str) -> None:
+        """Answer every call of ``route`` with 403 Missing Permissions (50013)."""
+        self.forbidden.add(route)
 
     def requests(
         self, route: str | None = None, where: Callable[[Request], bool] | None = None

@@ -80,6 +80,8 @@ def serve(
             status, answer = 401, {"code": 0, "message": "401: Unauthorized"}
         elif (limited := fake.limiter.check(rec)) is not None:
             status, headers, answer = limited
+        elif route in fake.forbidden:
+            status, answer = 403, {"code": 50013, "message": "Missing Permissions"}
         else:
             status, answer = await handler(fake, rec)
             if status < 300:
