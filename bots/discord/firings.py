@@ -6,7 +6,8 @@ channel is a new top-level message there ("Scheduled run (every weekday at 9:00)
 The shared reading of the firings stream (one process posts each firing, the last hour
 read again on start) is ``bots.chat.schedules``; what is Discord's own here is opening
 the thread from the message, which ``FiringDelivery.deliver`` cannot do through the
-transport alone."""
+transport alone. A bot that may not open threads there (missing permission) shows the
+run in the channel itself, under the message, and logs why."""
 
 from __future__ import annotations
 
@@ -51,7 +52,18 @@ class DiscordFirings(FiringDelivery):
         text = truncate(announcement(relays, firing), MESSAGE_LIMIT)
         message = await channel.send(text, allowed_mentions=NO_PINGS)
         name = truncate(f"{firing.words}: {firing.task}", THREAD_NAME_LIMIT)
-        thread = await message.create_thread(name=name)
+        try:
+            thread = await message.create_thread(name=name)
+        except discord.HTTPException as exc:
+            # No thread (the bot may not open one here): the run is shown in the channel.
+            log.warning(
+                "schedule %s: no thread in #%s (%s %s); its run is shown in the channel",
+                firing.schedule_id,
+                getattr(channel, "name", channel.id),
+                exc.status,
+                exc.text,
+            )
+            return await relays.open(firing.run_id, Place(channel=str(channel.id), thread=""))
         return await relays.open(
             firing.run_id, Place(channel=str(channel.id), thread=str(thread.id))
         )

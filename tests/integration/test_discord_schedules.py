@@ -269,3 +269,31 @@ async def test_redis_not_answering_is_told_not_left_failing(
         assert listed["content"] == "❌ That did not work (ConnectionError)."
         added = await slash(h, "alice", action="add", when="every day at 9:00", task="x")
         assert added["content"] == "❌ That did not work (ConnectionError)."
+
+
+async def test_a_firing_where_no_thread_may_open_is_shown_in_the_channel(
+    make_services, real_redis, caplog
+) -> None:
+    async with harness(make_services, real_redis) as h:
+        fake = h.fake
+        fake.forbid("create_thread_from_message")  # the bot lacks Create Public Threads
+        added = await slash(h, "alice", action="add", when="every day at 9:00", task="Sum up")
+        assert text_of(added).startswith("✅ Scheduled by Alice")
+        (s,) = await schedules_in(h)
+        general = fake.channel("general")["id"]
+        before = {m["id"] for m in fake.channel_messages(general)}
+        assert await fire_due(h.svc, FakeClock(s.next_at + 1)) == 1
+
+        def new() -> list[Json]:
+            return [m for m in fake.channel_messages(general) if m["id"] not in before]
+
+        def card() -> bool:
+            return any("caramba:approve:" in json.dumps(m["components"]) for m in new())
+
+        await fake.wait_until(card, 20)  # the run's card, in the channel itself
+        post = new()[0]
+        assert post["content"].startswith("Scheduled run (every day at 9:00) by **Alice**")
+        assert fake.thread_of(post) is None
+        assert fake.requests("create_thread_from_message")[0].status == 403
+        assert any("no thread in" in r.getMessage() for r in caplog.records)
+    assert fake.pinged() == []
