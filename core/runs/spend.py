@@ -269,7 +269,8 @@ async def name_place(svc: Services, place: Place) -> None:
     """Keep the names of ``place``'s channel and workspace for reports (an adapter that
     learns them after its runs were recorded)."""
     names = {place.key: place.channel_name, place.team_key: place.workspace_name}
-    await kept.set_names(svc.store, {k: v for k, v in names.items() if v})
+    known = {k: v for k, v in names.items() if v}
+    await kept.set_names(svc.store, known, ledger.ttl_s(svc))
 
 
 async def open_run(svc: Services, run: RunState) -> None:

@@ -20,13 +20,21 @@ from core.types.spend import ChannelBudget, SpendRow
 
 BY = ("channel", "team", "person", "model", "day")
 
-# KEYS: open, folded, rows, by channel, team, person, model, day, names, planned.
+# KEYS: open, folded, rows, by channel, team, person, model, day, names, planned, asks,
+# the run's image costs.
 # ARGV: run id, ttl, number of rows, then per row: field, row JSON, channel, team,
 # person, model, day, cost; then name pairs (key, name).
+# Whoever folds (or finds the run folded) forgets what only an open run needs: its
+# planning note, an ask left by a run cancelled while it waited, its image costs.
 _FOLD = """
-if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then
+local function forget()
   redis.call('HDEL', KEYS[1], ARGV[1])
   redis.call('HDEL', KEYS[10], ARGV[1])
+  redis.call('HDEL', KEYS[11], ARGV[1])
+  redis.call('DEL', KEYS[12])
+end
+if redis.call('SADD', KEYS[2], ARGV[1]) == 0 then
+  forget()
   return 0
 end
 local n = tonumber(ARGV[3])
@@ -42,9 +50,8 @@ while i < #ARGV do
   redis.call('HSET', KEYS[9], ARGV[i], ARGV[i + 1])
   i = i + 2
 end
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[10], ARGV[1])
-for k = 2, 8 do
+forget()
+for k = 2, 9 do
   redis.call('EXPIRE', KEYS[k], tonumber(ARGV[2]))
 end
 return 1
@@ -139,6 +146,7 @@ async def fold(
     month_keys = [keys.spend_totals(month, by) for by in BY]
     all_keys = [keys.spend_open(), keys.spend_folded(month), keys.spend_rows(month)]
     all_keys += [*month_keys, keys.spend_names(), keys.spend_planned()]
+    all_keys += [keys.spend_asks(), keys.spend_images(run_id)]
     listed = list(rows)
     argv: list[str | float | int] = [run_id, ttl_s, len(listed)]
     for row in listed:
@@ -152,8 +160,15 @@ async def fold(
 
 
 async def drop_open(store: Store, run_id: str) -> None:
-    """Forget an open run that has nothing to fold (it no longer exists)."""
-    await store.redis.hdel(store.keys.spend_open(), run_id)
+    """Forget an open run that has nothing to fold (it no longer exists), and what only
+    an open run needs (its planning note, its ask, its image costs)."""
+    keys = store.keys
+    async with store.redis.pipeline(transaction=True) as pipe:
+        pipe.hdel(keys.spend_open(), run_id)
+        pipe.hdel(keys.spend_planned(), run_id)
+        pipe.hdel(keys.spend_asks(), run_id)
+        pipe.delete(keys.spend_images(run_id))
+        await pipe.execute()
 
 
 async def month_totals(store: Store, month: str) -> dict[str, dict[str, float]]:
@@ -180,11 +195,15 @@ async def names(store: Store) -> dict[str, str]:
     return {_text(k): _text(v) for k, v in raw.items()}
 
 
-async def set_names(store: Store, names: Mapping[str, str]) -> None:
-    """Keep place keys' (or person ids') names."""
+async def set_names(store: Store, names: Mapping[str, str], ttl_s: int) -> None:
+    """Keep place keys' (or person ids') names; the names live ``ttl_s`` after the last
+    one was learned or a run was folded (as long as the months that show them)."""
     if names:
         mapping: dict[Any, Any] = dict(names)
-        await store.redis.hset(store.keys.spend_names(), mapping=mapping)
+        async with store.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(store.keys.spend_names(), mapping=mapping)
+            pipe.expire(store.keys.spend_names(), ttl_s)
+            await pipe.execute()
 
 
 async def budgets(store: Store) -> dict[str, ChannelBudget]:
@@ -244,10 +263,17 @@ async def warn_once(store: Store, month: str, place_key: str, ttl_s: int) -> boo
     return bool(added)
 
 
-async def add_image_cost(store: Store, run_id: str, model: str, usd: float) -> None:
-    """Count an image call's cost to ``run_id`` (folded with its model calls)."""
+async def add_image_cost(
+    store: Store, run_id: str, model: str, usd: float, ttl_s: int = 86_400 * 31
+) -> None:
+    """Count an image call's cost to ``run_id`` (folded with its model calls, then
+    dropped; ``ttl_s`` bounds it for a run never folded)."""
     if usd > 0:
-        await store.redis.hincrbyfloat(store.keys.spend_images(run_id), model, usd)
+        key = store.keys.spend_images(run_id)
+        async with store.redis.pipeline(transaction=True) as pipe:
+            pipe.hincrbyfloat(key, model, usd)
+            pipe.expire(key, ttl_s)
+            await pipe.execute()
 
 
 async def image_costs(store: Store, run_id: str) -> dict[str, float]:

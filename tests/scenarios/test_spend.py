@@ -276,3 +276,45 @@ async def test_a_run_started_without_a_request_is_counted_too(make_services) -> 
     made = await spending.report(svc)
     assert [r.run_id for r in made.rows] == [run_id] and made.rows[0].channel_key == "unplaced"
     assert abs(made.total_usd - await runs_cost(svc, [run_id])) < 1e-9
+
+
+async def test_what_only_an_open_run_needs_is_dropped_when_it_is_folded(make_services) -> None:
+    """A request cancelled while it waits for a spending decision leaves no ask behind
+    once folded (nor its planning note, nor its image costs); a forgotten open run is
+    dropped the same way; the names hash lives as long as the months that show it."""
+    from core.runs.control import cancel_run
+
+    svc = make_services(governed(month_usd=0.0), direct_model())
+    run_id = await ask(svc)
+    await events_until(svc, run_id, SpendApprovalAsked)
+    await kept.note_planning(svc.store, run_id, 0.002)
+    await kept.add_image_cost(svc.store, run_id, "openai/gpt-image-1", 0.04)
+    images = svc.store.keys.spend_images(run_id)
+    assert 0 < await svc.store.redis.ttl(images) <= 86_400 * 31
+    assert await spending.waiting(svc, run_id) is not None
+    assert (await cancel_run(svc, run_id, ANA.id, name="Ana")).ok
+    assert await ledger.fold_ended(svc) == 1
+    keys = svc.store.keys
+    for hash_key in (keys.spend_asks(), keys.spend_planned(), keys.spend_open()):
+        assert await svc.store.redis.hget(hash_key, run_id) is None
+    assert await svc.store.redis.exists(images) == 0
+    assert await spending.waiting(svc, run_id) is None
+    made = await spending.report(svc)
+    assert [r.run_id for r in made.rows] == [run_id]  # its image call still counted
+    assert {t.key for t in made.by_model} >= {"openai/gpt-image-1"}
+    # The names hash: refreshed by every fold and every name learned.
+    ttl = await svc.store.redis.ttl(keys.spend_names())
+    assert ledger.ttl_s(svc) - 5 <= ttl <= ledger.ttl_s(svc)
+    await svc.store.redis.expire(keys.spend_names(), 60)
+    await spending.name_place(svc, OPS)
+    assert await svc.store.redis.ttl(keys.spend_names()) > 60
+
+    # An open run whose record is gone: dropped with what it left.
+    await kept.open_run(svc.store, "run_gone", OPS.key, OPS.team_key)
+    await kept.put_ask(svc.store, "run_gone", "{}")
+    await kept.note_planning(svc.store, "run_gone", 0.5)
+    await kept.add_image_cost(svc.store, "run_gone", "openai/gpt-image-1", 0.1)
+    await ledger.fold_ended(svc)
+    assert await kept.open_runs(svc.store) == {}
+    assert await kept.get_ask(svc.store, "run_gone") is None
+    assert await kept.live_costs(svc.store, ["run_gone"]) == {"run_gone": 0.0}
