@@ -118,7 +118,9 @@ async def schedule(
             "allowed: delete one first."
         )
     first = when_shown(made.next_at, rule.tz)
-    return Scheduled(made, f"Scheduled by {person.name}: {made.shown()}. First run: {first}.")
+    return Scheduled(
+        made, f"Scheduled by {person.name}: {made.shown(owner=False)}. First run: {first}."
+    )
 
 
 async def listed(svc: Services, place: Place | None = None) -> Listed:

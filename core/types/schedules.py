@@ -59,13 +59,15 @@ class Schedule(Frozen):
     firings: int = 0
     created_at: float = Field(default_factory=now)
 
-    def shown(self) -> str:
+    def shown(self, *, owner: bool = True) -> str:
         """One line people read: ‘“every weekday at 9:00” (Europe/Paris), $2.00 a
-        firing: summarise the open tickets — by Ana’."""
+        firing: summarise the open tickets — by Ana’ (without ``owner``, no ‘— by Ana’:
+        for a line that names them already)."""
         state = " (paused)" if self.paused else ""
+        by = f" — by {self.owner_name}" if owner else ""
         return (
             f"“{self.rule.words}” ({self.rule.tz}), ${self.budget_usd:.2f} a firing: "
-            f"{_short(self.task)} — by {self.owner_name}{state}"
+            f"{_short(self.task)}{by}{state}"
         )
 
 
