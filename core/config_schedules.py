@@ -28,3 +28,6 @@ class ScheduleSettings(BaseModel):
     # The firings stream the bots read is capped at about this many entries.
     firings_maxlen: int = Field(10_000, ge=100)
     max_words_chars: int = Field(200, ge=10)
+    # The most due schedules one tick of the background loop looks at (the rest: the
+    # next ticks; one that could not fire goes behind the others, so none is starved).
+    max_per_tick: int = Field(100, ge=1, le=10_000)
