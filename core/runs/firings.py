@@ -35,14 +35,22 @@ log = logging.getLogger(__name__)
 
 
 async def fire_due(svc: Services, clock: Clock = SYSTEM_CLOCK) -> int:
-    """Fire every schedule due by ``clock.now()``; how many this process fired."""
-    now = clock.now()
-    fired = 0
-    for schedule_id in await store(svc).due(now):
+    """Fire the schedules due by ``clock.now()``, at most ``[schedules] max_per_tick``
+    of them, the longest due first; how many this process fired. Those that did not
+    fire (a queued one whose run still runs, one another process fires, one that
+    failed) go behind the others, so the next ticks reach every due schedule in turn."""
+    now, states = clock.now(), store(svc)
+    fired, waiting = 0, []
+    for schedule_id in await states.due(now, svc.settings.schedules.max_per_tick):
         try:
-            fired += await fire_one(svc, schedule_id, now)
+            done = await fire_one(svc, schedule_id, now)
         except Exception:
             log.exception("firing schedule %s failed", schedule_id)
+            done = False
+        fired += done
+        if not done:
+            waiting.append(schedule_id)
+    await states.behind(waiting, now)
     return fired
 
 

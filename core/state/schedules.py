@@ -111,6 +111,16 @@ class ScheduleStore:
         )
         return ids
 
+    async def behind(self, schedule_ids: list[str], at: float) -> None:
+        """Put schedules that were due and did not fire behind the others due by ``at``
+        (their due score moved up to ``at``; a schedule moved on meanwhile, paused or
+        deleted is left as it is: ``XX GT``), so a few that cannot fire yet never keep
+        the others of a tick's batch from firing. Their records are not changed."""
+        if not schedule_ids:
+            return
+        key = self.keys.schedules_due()
+        await self.redis.zadd(key, dict.fromkeys(schedule_ids, at), xx=True, gt=True)
+
     async def soonest(self) -> float | None:
         found = await self.redis.zrange(self.keys.schedules_due(), 0, 0, withscores=True)
         return float(found[0][1]) if found else None

@@ -14,7 +14,7 @@ from core.config import load_settings
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.runs import firings
 from core.runs import schedules as people
-from core.runs.control import approve_run, propose_run
+from core.runs.control import approve_run, propose_run, reject_run
 from core.schedules.clock import FakeClock
 from core.schedules.rules import parse
 from core.services import Services
@@ -22,7 +22,7 @@ from core.types.agent import AgentSpec
 from core.types.people import Person
 from core.types.place import Place
 from core.types.run import RunStatus
-from core.types.schedules import Changed, NotUnderstood, Refused, Scheduled
+from core.types.schedules import Changed, NotUnderstood, Refused, Schedule, Scheduled
 from tests.helpers import collect
 
 pytestmark = pytest.mark.integration
@@ -212,3 +212,47 @@ async def test_an_overlapping_firing_is_skipped_or_queued(
     fired = await firings.fire_due(svc, clock)
     assert fired == (0 if policy == "skip" else 1)
     assert len(await firings.read_firings(svc, "0-0")) == 1 + fired
+
+
+async def test_schedules_that_cannot_fire_yet_never_starve_the_others(
+    make_services, real_redis
+) -> None:
+    """``[schedules] max_per_tick`` due schedules a tick; queued ones whose run still runs
+    go behind the others, so a schedule due later still fires at the next tick."""
+    settings = load_settings(
+        redis={"url": ""}, schedules={"overlap": "queue", "max_per_tick": 2, "min_interval_s": 60}
+    )
+    assert load_settings(redis={"url": ""}).schedules.max_per_tick == 100
+    svc = make_services(settings, finishing(), redis=real_redis)
+    source = await _finished_run(svc)
+    waiting = await propose_run(
+        svc, "Still waiting", AgentSpec(name="Counter", tools=("finish",)), requested_by=ANA.id
+    )
+    rule = parse("every 15 minutes", None, settings.schedules)
+    assert not isinstance(rule, NotUnderstood)
+    states = people.store(svc)
+
+    def one(sid: str, next_at: float, last_run: str | None) -> Schedule:
+        return Schedule(
+            id=sid, owner=ANA.id, owner_name="Ana", place=OPS, task="Count them",
+            from_run=source, rule=rule, budget_usd=1, next_at=next_at,
+            last_run_id=last_run, overlap="queue",
+        )  # fmt: skip
+
+    for sid in ("sch_a", "sch_b", "sch_c"):  # queued behind a run that has not ended
+        assert await states.add(one(sid, MONDAY_8, waiting), 10)
+    assert await states.add(one("sch_late", MONDAY_8 + 60, None), 10)
+    clock = FakeClock(MONDAY_8 + 120)
+    assert await firings.fire_due(svc, clock) == 0, "the two longest due wait for their run"
+    assert await firings.fire_due(svc, clock) == 1, "the next ones are reached, not the same two"
+    late = await states.get("sch_late")
+    assert late is not None and late.last_run_id is not None and late.next_at > clock.at
+    for sid in ("sch_a", "sch_b", "sch_c"):
+        kept = await states.get(sid)
+        assert kept is not None and kept.next_at == MONDAY_8, "a queued slot still waits"
+    # A queued one fires once its run has ended, whatever its place in the due set.
+    assert (await reject_run(svc, waiting, ANA.id, "not now")).ok
+    fired = 0
+    for _ in range(2):
+        fired += await firings.fire_due(svc, clock)
+    assert fired == 3
