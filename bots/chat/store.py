@@ -18,6 +18,8 @@ from redis.asyncio.lock import Lock
 from redis.exceptions import LockError, LockNotOwnedError, WatchError
 
 from bots.chat.keys import ChatKeys
+from core.state.durable_writes import replicated
+from core.state.keys import Keys
 
 if TYPE_CHECKING:
     from core.services import Services
@@ -50,6 +52,7 @@ class ChatStore:
     def __init__(self, redis: Any, key_prefix: str, platform: str) -> None:
         self.redis, self.platform = redis, platform
         self.keys = ChatKeys(key_prefix, platform)
+        self._core_keys = Keys(key_prefix)  # the WAIT's marker (core.state.durable_writes)
         # fakeredis (embedded mode) runs no Lua, which redis-py's Lock renews with.
         self.in_process = type(redis).__module__.partition(".")[0] == "fakeredis"
         self._renew_all: Any = None
@@ -183,7 +186,8 @@ class ChatStore:
         relay: str | None = None,
     ) -> None:
         """Queue ``entries``, write the status message's new content (``version`` + 1) and
-        the relay's progress ``relay``: one transaction (a replayed event adds nothing)."""
+        the relay's progress ``relay``: one transaction (a replayed event adds nothing);
+        with entries, on ``redis.replicas_to_ack`` replicas before it returns."""
         async with self.redis.pipeline(transaction=True) as pipe:
             if relay is not None:
                 pipe.hset(self.keys.relays, run_id, relay)
@@ -193,6 +197,8 @@ class ChatStore:
                 pipe.hset(self.keys.outbox_status(run_id), mapping=dict(status))
                 pipe.hincrby(self.keys.outbox_status(run_id), "version", 1)
             await pipe.execute()
+        if entries:  # on redis.replicas_to_ack replicas (nothing sent when 0)
+            await replicated(self.redis, self._core_keys)
 
     async def queue_redraw(self, queue: str, entry: str, place: str) -> None:
         """Queue redraw ``entry`` in outbox ``queue``, noted (at ``place``) as to deliver."""

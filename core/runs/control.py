@@ -141,7 +141,9 @@ async def approve_run(
         outcome[:] = [TransitionResult(True, new)]
         return new, [RunStarted(run_id=run.id, task=run.task)]
 
-    await svc.store.update_run(run_id, begin)
+    # A person's decision: on the replicas wanted before the run starts (a failover
+    # must not lose it: redis.replicas_to_ack).
+    await svc.store.update_run(run_id, begin, durable=True)
     result = outcome[0]
     if result.ok or result.run.status is RunStatus.CANCELLED:
         await _decided(svc, run_id)
@@ -174,7 +176,7 @@ async def reject_run(
         error = reason or None
         return step.run, [RunFinished(run_id=run_id, status=RunStatus.REJECTED, error=error)]
 
-    await svc.store.update_run(run_id, change)
+    await svc.store.update_run(run_id, change, durable=True)
     if outcome[0].ok:
         await _decided(svc, run_id)
     return outcome[0]

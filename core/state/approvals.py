@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.state.durable_writes import replicated
 from core.state.store import Store
 from core.state.turns import PipelineWrite
 from core.types.approvals import ApprovalDecision, ApprovalRequest
@@ -52,6 +53,9 @@ async def decide(
         return ApprovalDecision.model_validate_json(raw)
     if made.choice == "run":
         await store.redis.hsetnx(key, _GRANT + request.tool, made.name or made.by)
+    # A person's decision: on redis.replicas_to_ack replicas before the agent is woken
+    # (a failover must not lose it; nothing sent when 0).
+    await replicated(store.redis, store.keys)
     return None
 
 

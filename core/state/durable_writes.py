@@ -2,9 +2,11 @@
 
 Redis replicates asynchronously: a write the primary acknowledged but had not yet sent to a
 replica is lost when that primary dies and Sentinel promotes the replica. For the writes
-that must survive (a turn's commit; a person's decision and an outbox entry can call it
-too) the process asks, after the write, that ``replicas_to_ack`` replicas have it:
-``WAIT numreplicas timeout``, up to ``replicas_ack_timeout_ms``.
+that must survive (a turn's commit, ``core.state.turns``; a person's decision on a
+proposal, ``Store.update_run(durable=True)``; a tool call's approval,
+``core.state.approvals``; an outbox entry, ``bots.chat.store``) the process asks, after
+the write, that ``replicas_to_ack`` replicas have it: ``WAIT numreplicas timeout``, up to
+``replicas_ack_timeout_ms``.
 
 WAIT counts the writes of the connection it is sent on, and a pooled client may send it on
 another one; so it rides in one pipeline after a one-byte write of its own (the

@@ -23,6 +23,7 @@ from redis.exceptions import WatchError
 from core import telemetry
 from core.errors import RunError, UsageError
 from core.state import snapshot
+from core.state.durable_writes import replicated
 from core.state.event_log import EventLog
 from core.state.intents import IntentQueue
 from core.state.keeper_channel import KeeperChannel
@@ -125,9 +126,13 @@ class Store:
             raise RunError(f"unknown run {run_id}")
         return RunState.model_validate_json(raw)
 
-    async def update_run(self, run_id: str, change: RunChange) -> RunState | None:
+    async def update_run(
+        self, run_id: str, change: RunChange, *, durable: bool = False
+    ) -> RunState | None:
         """Apply ``change`` atomically; returns the new state, or None if unchanged. A token
-        saved with it tells a retry after a lost reply that it was applied: not again."""
+        saved with it tells a retry after a lost reply that it was applied: not again.
+        ``durable`` (a person's decision): once applied, on ``redis.replicas_to_ack``
+        replicas before it returns (``core.state.durable_writes``; nothing when 0)."""
         key, mark, token = self.keys.run(run_id), self.keys.run_commit(run_id), uuid.uuid4().hex
         new: RunState | None = None
         for _ in range(_MAX_CAS_ATTEMPTS):
@@ -136,6 +141,8 @@ class Store:
                     await pipe.watch(key)
                     raw, saved_by = await pipe.mget(key, mark)
                     if saved_by == token:  # applied already: the EXEC's reply was lost
+                        if durable:
+                            await replicated(self.redis, self.keys)
                         return new
                     if raw is None:
                         raise RunError(f"unknown run {run_id}")
@@ -149,6 +156,8 @@ class Store:
                     self.add_events(pipe, run_id, events)
                     pipe.set(mark, token, ex=_TOKEN_S)
                     await pipe.execute()
+                    if durable:
+                        await replicated(self.redis, self.keys)
                     return new
                 except WatchError:
                     continue
