@@ -260,6 +260,9 @@ class CelerySettings(_Section):
     # times and for at most chain_s seconds; 0 = every turn is its own message.
     chain_turns: int = Field(20, ge=0, le=1000)
     chain_s: float = Field(60, gt=0)
+    # Celery's remote control (celery inspect / control: a PSUBSCRIBE on the worker's
+    # pidbox channel, an extra ACL rule). Caramba needs none; benches and tests may.
+    remote_control: bool = False
 
 
 class ApprovalSettings(_Section):
