@@ -164,6 +164,7 @@ def _configure(app: Celery, settings: Settings) -> None:
         worker_prefetch_multiplier=1,
         worker_hijack_root_logger=False,
         worker_redirect_stdouts=False,
+        worker_enable_remote_control=settings.celery.remote_control,  # docs/redis-acl.md
         enable_utc=True,
     )
 
