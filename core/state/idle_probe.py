@@ -1,7 +1,8 @@
 """What the background loop (``core.process.background``) looks at first, in one round
 trip: the soonest timer, whether the intents stream holds anything not yet taken, whether
-runs wait to be recorded in the library (or claims to be looked at), and whether the
-watchdog's round is free. A tick then calls only the steps that may find work (each of
+runs wait to be recorded in the library (or claims to be looked at), whether the
+watchdog's round is free, and (given the time) whether a schedule is due and when the
+next one is. A tick then calls only the steps that may find work (each of
 which reads its own keys again, as before): an idle tick is one round trip, not five or
 six.
 
@@ -35,22 +36,34 @@ class Probe(NamedTuple):
     learning: bool
     # Nobody holds the watchdog's round: this process may claim it.
     watchdog: bool
+    # A schedule is due by the probe's ``now`` (or no ``now`` was given: "look").
+    schedules_due: bool = True
+    # When the soonest schedule due after ``now`` is (the loop wakes for it), if any.
+    next_schedule: float | None = None
 
 
-async def probe(store: Store) -> Probe:
-    """The soonest timer and which steps may find work, in one pipelined round trip."""
+async def probe(store: Store, now: float | None = None) -> Probe:
+    """The soonest timer and which steps may find work, in one pipelined round trip
+    (with ``now``: whether a schedule is due by then, and the soonest one after it)."""
     keys, pipe = store.keys, store.redis.pipeline(transaction=False)
     pipe.zrange(keys.timers(), 0, 0, withscores=True)
     pipe.xinfo_groups(keys.intents())
     pipe.scard(keys.ended_runs())
     pipe.hlen(keys.learning_claims())
     pipe.exists(keys.watchdog())
-    timers, groups, ended, claims, round_held = await pipe.execute(raise_on_error=False)
-    for reply in (timers, ended, claims, round_held):
+    if now is not None:
+        pipe.zrangebyscore(keys.schedules_due(), "-inf", now, start=0, num=1)
+        pipe.zrangebyscore(keys.schedules_due(), f"({now!r}", "+inf", 0, 1, withscores=True)
+    timers, groups, ended, claims, round_held, *due = await pipe.execute(raise_on_error=False)
+    for reply in (timers, ended, claims, round_held, *due):
         if isinstance(reply, Exception):
             raise reply
     soonest = float(timers[0][1]) if timers else None
-    return Probe(soonest, _intents_waiting(groups), bool(ended or claims), not round_held)
+    looked = Probe(soonest, _intents_waiting(groups), bool(ended or claims), not round_held)
+    if not due:
+        return looked
+    later = float(due[1][0][1]) if due[1] else None
+    return looked._replace(schedules_due=bool(due[0]), next_schedule=later)
 
 
 def _intents_waiting(groups: Any) -> bool:
