@@ -4,10 +4,10 @@ intents nobody has processed yet, ended runs to record in the library.
 Quiet when idle: it ticks every ``scheduler.background_interval_s`` while ticks find
 work, and every ``scheduler.background_idle_s`` once ``background_idle_ticks`` ticks in a
 row found none (an idle process makes a few Redis round trips a second, not thirty).
-Timers stay on time whatever the pace: the loop sleeps no later than the soonest timer in
-the set, and a timer this process schedules meanwhile wakes it (a timer scheduled by a
-process with no loop of its own, such as a chat bot's proposal expiry, is seen by the
-next tick)."""
+Timers and schedules stay on time whatever the pace: the loop sleeps no later than the
+soonest timer in the set or the soonest schedule's next slot, and a timer this process
+schedules meanwhile wakes it (a timer or schedule made by a process with no loop of its
+own, such as a chat bot's proposal expiry, is seen by the next tick)."""
 
 from __future__ import annotations
 
@@ -37,10 +37,10 @@ async def tick(svc: Services) -> tuple[bool, float | None]:
     runs in the library, and (every ``scheduler.watchdog_s``) end runs nothing can move
     on (a step skipped when the tick's first look, ``core.state.idle_probe``, shows it
     would find nothing). Returns whether it did any of that (there may be more) and when
-    the soonest timer left is due."""
+    the soonest timer (or schedule) left is due."""
     timers, now = svc.store.timers, time.time()
     # One round trip says which of these steps may find work (idle, they cost no more).
-    looked = await probe(svc.store)
+    looked = await probe(svc.store, now)
     soonest, fired = looked.soonest, 0
     if soonest is not None and soonest <= now:
         fired = await fire_due(svc, now)
@@ -49,10 +49,11 @@ async def tick(svc: Services) -> tuple[bool, float | None]:
     learned = await learn_ended(svc) if looked.learning else 0
     ended = await watchdog.watch(svc) if looked.watchdog else 0
     # Schedules due now: each slot fired by one process (core.runs.firings).
-    scheduled = await firings.fire_due(svc)
+    scheduled = await firings.fire_due(svc) if looked.schedules_due else 0
     # Ended runs' cost into the spend ledger, once each (every [governance] fold_every_s).
     folded = await spend.fold_ended(svc)
-    return bool(fired or done or learned or ended or scheduled or folded), soonest
+    busy = bool(fired or done or learned or ended or scheduled or folded)
+    return busy, _earlier(soonest, looked.next_schedule)  # the loop wakes for either
 
 
 async def fire_due(svc: Services, now: float | None = None) -> int:
