@@ -8,7 +8,6 @@ outbox (``bots.chat.redraw``) to say who did what, without its buttons."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 from typing import Any, cast
@@ -17,12 +16,12 @@ import discord
 
 from bots.chat.intentions import Paused
 from bots.chat.pause import STOP_LABEL, extend_label, pause_text
-from bots.chat.ports import Place, Rendered
+from bots.chat.ports import Rendered
 from bots.discord.approvals import WHO, named, person
 from bots.discord.claims import Claimed
-from bots.discord.context import DiscordContext
-from bots.discord.layout import DONE, WAITING, shown_text, text_layout
-from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, escape, truncate
+from bots.discord.layout import WAITING, text_layout
+from bots.discord.run_clicks import RunClicks
+from bots.discord.text import MESSAGE_LIMIT, escape, truncate
 from bots.discord.views import RUN
 from core.runs import people
 from core.runs.outcomes import Refused
@@ -98,29 +97,19 @@ def _budget(interaction: discord.Interaction) -> BudgetDecisions:
     return cast(BudgetDecisions, getattr(interaction.client, "budget"))  # noqa: B009
 
 
-class BudgetDecisions:
+class BudgetDecisions(RunClicks):
     """Extend / Stop clicks."""
-
-    def __init__(self, ctx: DiscordContext) -> None:
-        self.ctx = ctx
-
-    async def _tell(self, interaction: discord.Interaction, text: str) -> None:
-        await interaction.followup.send(
-            truncate(text, MESSAGE_LIMIT), ephemeral=True, allowed_mentions=NO_PINGS
-        )
 
     async def decide(
         self, interaction: discord.Interaction, run_id: str, *, extend: str | None
     ) -> None:
         """Extend (``extend``: the limit reached) or stop (None) the paused run, if the
         clicker may; the pause then says who did it. Else a refusal only they see."""
-        await interaction.response.defer()
-        try:
-            await self._decide(interaction, run_id, extend)
-        except Exception as exc:
-            log.exception("handling a click on the budget of %s failed", run_id)
-            with contextlib.suppress(discord.HTTPException):
-                await self._tell(interaction, f"❌ That did not work ({type(exc).__name__}).")
+        await self._answered(
+            interaction,
+            f"the budget of {run_id}",
+            lambda: self._decide(interaction, run_id, extend),
+        )
 
     async def _decide(
         self, interaction: discord.Interaction, run_id: str, extend: str | None
@@ -133,11 +122,4 @@ class BudgetDecisions:
             await self._tell(interaction, await named(self.ctx.links, outcome.reason))
             return
         line = outcome.said.render(escape, f"**{escape(clicker.name)}**")
-        message = interaction.message
-        if message is None or interaction.channel_id is None:
-            return
-        content = truncate(f"{shown_text(message)}\n{line}", MESSAGE_LIMIT)
-        place = Place(str(interaction.channel_id), str(interaction.channel_id))
-        done = Rendered(content, {"buttons": "none", "layout": text_layout(content, DONE)})
-        redraw = self.ctx.redraws.redraw(run_id, place, str(message.id), done, "decided pause")
-        self.ctx.spawn(redraw)  # delivered (and retried) after the click is answered
+        self._redraw_decided(interaction, run_id, line, "decided pause")

@@ -11,7 +11,6 @@ user id; the admin by default)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 from dataclasses import dataclass, replace
@@ -21,12 +20,12 @@ import discord
 from discord import app_commands
 
 from bots.chat.intentions import SpendAsk
-from bots.chat.ports import Place, Rendered
+from bots.chat.ports import Rendered
 from bots.chat.spend_asks import APPROVE_LABEL, DENY_LABEL, decided_text
 from bots.discord.approvals import named, person
 from bots.discord.claims import Claimed
-from bots.discord.context import DiscordContext
-from bots.discord.layout import DONE, WAITING, shown_text, text_layout
+from bots.discord.layout import WAITING, text_layout
+from bots.discord.run_clicks import RunClicks
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, escape, truncate
 from bots.discord.views import RUN
 from core.runs import spend
@@ -137,25 +136,15 @@ def spend_items(payload: dict[str, Any]) -> list[discord.ui.Item[Any]]:
     return [SpendButton(choice, run_id) for choice in ("approve", "deny")]
 
 
-class SpendDecisions:
+class SpendDecisions(RunClicks):
     """The clicks' and the command's handler (the bot's ``spend``)."""
 
-    def __init__(self, ctx: DiscordContext) -> None:
-        self.ctx = ctx
-
-    async def _tell(self, interaction: discord.Interaction, text: str) -> None:
-        await interaction.followup.send(
-            truncate(text, MESSAGE_LIMIT), ephemeral=True, allowed_mentions=NO_PINGS
-        )
-
     async def decide(self, interaction: discord.Interaction, run_id: str, approve: bool) -> None:
-        await interaction.response.defer()
-        try:
-            await self._decide(interaction, run_id, approve)
-        except Exception as exc:
-            log.exception("handling a click on a spend ask of %s failed", run_id)
-            with contextlib.suppress(discord.HTTPException):
-                await self._tell(interaction, f"❌ That did not work ({type(exc).__name__}).")
+        await self._answered(
+            interaction,
+            f"a spend ask of {run_id}",
+            lambda: self._decide(interaction, run_id, approve),
+        )
 
     async def _decide(self, interaction: discord.Interaction, run_id: str, approve: bool) -> None:
         svc = self.ctx.svc
@@ -166,14 +155,7 @@ class SpendDecisions:
             await self._tell(interaction, escape(outcome.reason))
             return
         line = decided_text(outcome.said.render(escape, f"**{escape(clicker.name)}**"))
-        message = interaction.message
-        if message is None or interaction.channel_id is None:
-            return
-        content = truncate(f"{shown_text(message)}\n{line}", MESSAGE_LIMIT)
-        place = Place(str(interaction.channel_id), str(interaction.channel_id))
-        done = Rendered(content, {"buttons": "none", "layout": text_layout(content, DONE)})
-        redraw = self.ctx.redraws.redraw(run_id, place, str(message.id), done, "decided spend")
-        self.ctx.spawn(redraw)
+        self._redraw_decided(interaction, run_id, line, "decided spend")
 
     async def budget(
         self,

@@ -8,7 +8,6 @@ Once decided, the message is redrawn through the run's outbox saying who decided
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 from typing import Any
@@ -23,12 +22,12 @@ from bots.chat.approvals import (
     ToolApproval,
     decided_text,
 )
-from bots.chat.ports import Place, Rendered
+from bots.chat.ports import Rendered
 from bots.discord.approvals import WHO, named, person
 from bots.discord.claims import Claimed
-from bots.discord.context import DiscordContext
-from bots.discord.layout import DONE, WAITING, shown_text, text_layout
-from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, escape, truncate
+from bots.discord.layout import WAITING, text_layout
+from bots.discord.run_clicks import RunClicks
+from bots.discord.text import MESSAGE_LIMIT, escape, truncate
 from bots.discord.views import RUN
 from core.runs import people
 from core.runs.outcomes import Refused
@@ -115,16 +114,8 @@ def approval_items(payload: dict[str, Any]) -> list[discord.ui.Item[Any]]:
     return [ToolButton(choice, run_id, approval_id) for choice in ("once", "run", "deny")]
 
 
-class ToolApprovals:
+class ToolApprovals(RunClicks):
     """The clicks' handler (the bot's ``tool_approvals``)."""
-
-    def __init__(self, ctx: DiscordContext) -> None:
-        self.ctx = ctx
-
-    async def _tell(self, interaction: discord.Interaction, text: str) -> None:
-        await interaction.followup.send(
-            truncate(text, MESSAGE_LIMIT), ephemeral=True, allowed_mentions=NO_PINGS
-        )
 
     async def decide(
         self,
@@ -134,13 +125,11 @@ class ToolApprovals:
         choice: Choice,
         reason: str,
     ) -> None:
-        await interaction.response.defer()
-        try:
-            await self._decide(interaction, run_id, approval_id, choice, reason)
-        except Exception as exc:
-            log.exception("handling a click on a tool approval of %s failed", run_id)
-            with contextlib.suppress(discord.HTTPException):
-                await self._tell(interaction, f"❌ That did not work ({type(exc).__name__}).")
+        await self._answered(
+            interaction,
+            f"a tool approval of {run_id}",
+            lambda: self._decide(interaction, run_id, approval_id, choice, reason),
+        )
 
     async def _decide(
         self,
@@ -159,13 +148,4 @@ class ToolApprovals:
             await self._tell(interaction, await named(self.ctx.links, outcome.reason))
             return
         line = decided_text(outcome.said.render(escape, f"**{escape(clicker.name)}**"))
-        message = interaction.message
-        if message is None or interaction.channel_id is None:
-            return
-        content = truncate(f"{shown_text(message)}\n{line}", MESSAGE_LIMIT)
-        place = Place(str(interaction.channel_id), str(interaction.channel_id))
-        done = Rendered(content, {"buttons": "none", "layout": text_layout(content, DONE)})
-        redraw = self.ctx.redraws.redraw(
-            run_id, place, str(message.id), done, "decided tool approval"
-        )
-        self.ctx.spawn(redraw)
+        self._redraw_decided(interaction, run_id, line, "decided tool approval")
