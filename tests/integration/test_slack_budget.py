@@ -6,45 +6,26 @@ with what it has."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shutil
-import tempfile
-import urllib.parse
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
 from core.types.run import RunStatus
-from tests.fakes.slack_api import FakeSlackAPI
 from tests.integration.budget_run import DONE, TASK, spender, tiny_budget
+from tests.integration.slack_harness import click_button, slack_harness
 from tests.integration.test_slack_http import (
     ANA,
-    CHANNEL,
     MALLORY,
     Harness,
-    quick_library,
-    serve_bot,
 )
-from tests.planning_helpers import settings as planning_settings
 
 pytestmark = pytest.mark.integration
 
 
-@contextlib.asynccontextmanager
-async def harness(make_services: Any, redis: Any) -> AsyncIterator[Harness]:
-    slack = await FakeSlackAPI().start()
-    s = quick_library(planning_settings(), tempfile.mkdtemp(prefix="caramba-lib-"))
-    s = tiny_budget(s, slack=s.slack.model_copy(update={"api_url": slack.url}))
-    svc = make_services(s, spender(), redis=redis)
-    try:
-        async with serve_bot(svc, slack) as h:
-            yield h
-    finally:
-        await slack.stop()
-        shutil.rmtree(s.library.index_dir, ignore_errors=True)
+def harness(make_services: Any, redis: Any) -> Any:
+    return slack_harness(make_services, redis, spender(), configure=tiny_budget)
 
 
 async def paused(h: Harness) -> tuple[dict[str, Any], str, str]:
@@ -68,23 +49,7 @@ async def click(
     """A click on the pause's button ``action_id`` by ``user``, as Slack sends it."""
     run_id = pause["blocks"][-1]["elements"][0]["value"]
     ts = "1700000000.000777"
-    payload = {
-        "type": "block_actions",
-        "team": {"id": "T1"},
-        "user": {"id": user},
-        "api_app_id": "A1",
-        "trigger_id": "trig",
-        "container": {"type": "message", "message_ts": ts, "channel_id": CHANNEL},
-        "channel": {"id": CHANNEL},
-        "message": {"ts": ts, "thread_ts": "1700000000.000100", "text": pause["text"]},
-        "actions": [
-            {"type": "button", "action_id": action_id, "value": run_id, "block_id": block_id}
-        ],
-    }
-    return await h.post("payload=" + urllib.parse.quote(json.dumps(payload)), _FORM)
-
-
-_FORM = "application/x-www-form-urlencoded"
+    return await click_button(h, pause, action_id, user, ts, block_id=block_id, value=run_id)
 
 
 def refusals(h: Harness) -> list[str]:

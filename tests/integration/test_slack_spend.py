@@ -8,12 +8,7 @@ month to anybody, sets a budget for an admin only, and refuses unreadable words.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shutil
-import tempfile
-import urllib.parse
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -32,43 +27,32 @@ from core.config_governance import BudgetRule, GovernanceSettings
 from core.spend import ledger
 from core.state import spend as kept
 from core.types.run import RunStatus
-from tests.fakes.slack_api import FakeSlackAPI
+from tests.integration.slack_harness import click_button, slack_harness
 from tests.integration.test_slack_http import (
     ANA,
     CHANNEL,
     MALLORY,
     Harness,
-    quick_library,
-    serve_bot,
 )
 from tests.integration.test_slack_slash import slash
-from tests.planning_helpers import settings as planning_settings
 from tests.scenarios.test_spend import direct_model
 
 pytestmark = pytest.mark.integration
-_FORM = "application/x-www-form-urlencoded"
 KEY = f"slack:T1:{CHANNEL}"
 ADMIN = "UADM"
 
 
-@contextlib.asynccontextmanager
-async def harness(make_services: Any, redis: Any, month_usd: float) -> AsyncIterator[Harness]:
-    slack = await FakeSlackAPI().start()
-    slack.users[ANA] = {"id": ANA, "name": "ana", "profile": {"display_name": "Ana"}}
-    slack.users[MALLORY] = {"id": MALLORY, "name": "mal", "profile": {"display_name": "Mal"}}
-    s = quick_library(planning_settings(), tempfile.mkdtemp(prefix="caramba-lib-"))
+def harness(make_services: Any, redis: Any, month_usd: float) -> Any:
+    """The bot with #ops's monthly budget ``month_usd``, owned by Ana; UADM an admin."""
     rule = BudgetRule(month_usd=month_usd, owner=ANA, owner_name="Ana", name="#ops")
     gov = GovernanceSettings(channels={KEY: rule}, admins=(ADMIN,))
-    s = s.model_copy(
-        update={"slack": s.slack.model_copy(update={"api_url": slack.url}), "governance": gov}
+    return slack_harness(
+        make_services,
+        redis,
+        direct_model(),
+        configure=lambda s: s.model_copy(update={"governance": gov}),
+        users={ANA: "Ana", MALLORY: "Mal"},
     )
-    svc = make_services(s, direct_model(), redis=redis)
-    try:
-        async with serve_bot(svc, slack) as h:
-            yield h
-    finally:
-        await slack.stop()
-        shutil.rmtree(s.library.index_dir, ignore_errors=True)
 
 
 def posted(h: Harness) -> list[dict[str, Any]]:
@@ -77,23 +61,6 @@ def posted(h: Harness) -> list[dict[str, Any]]:
 
 def asks(h: Harness) -> list[dict[str, Any]]:
     return [c for c in h.slack.of("chat.postMessage") if APPROVE in json.dumps(c)]
-
-
-async def click(h: Harness, action_id: str, message: dict[str, Any], user: str, ts: str) -> Any:
-    actions = message["blocks"][-1]
-    value = next(e["value"] for e in actions["elements"] if e["action_id"] == action_id)
-    payload = {
-        "type": "block_actions",
-        "team": {"id": "T1"},
-        "user": {"id": user},
-        "api_app_id": "A1",
-        "trigger_id": "trig",
-        "container": {"type": "message", "message_ts": ts, "channel_id": CHANNEL},
-        "channel": {"id": CHANNEL},
-        "message": {"ts": ts, "thread_ts": "1700000000.000100", "text": message["text"]},
-        "actions": [{"type": "button", "action_id": action_id, "value": value, "block_id": "b"}],
-    }
-    return await h.post("payload=" + urllib.parse.quote(json.dumps(payload)), _FORM)
 
 
 async def test_over_budget_the_owner_approves_in_the_thread_and_the_run_proceeds(
@@ -112,14 +79,14 @@ async def test_over_budget_the_owner_approves_in_the_thread_and_the_run_proceeds
         ts = "1700000000.000300"
 
         # A stranger's click: refused, only to them, naming the owner.
-        await click(h, APPROVE, ask, MALLORY, ts)
+        await click_button(h, ask, APPROVE, MALLORY, ts)
         await h.slack.wait_for(lambda: bool(h.slack.of("chat.postEphemeral")))
         (refusal,) = h.slack.of("chat.postEphemeral")
         assert refusal["user"] == MALLORY and "Only Ana" in refusal["text"]
         assert (await svc.store.get_run(run_id)).status is RunStatus.PLANNING
 
         # The owner approves: the ask redrawn, who decided, no buttons; the run goes on.
-        await click(h, APPROVE, ask, ANA, ts)
+        await click_button(h, ask, APPROVE, ANA, ts)
         await h.slack.wait_for(
             lambda: any(u["ts"] == ts for u in h.slack.of("chat.update")), timeout_s=20
         )
@@ -208,13 +175,13 @@ async def test_the_owner_denies_in_the_thread_and_a_forged_click_is_refused(
         forged = json.loads(json.dumps(ask))
         for button in forged["blocks"][-1]["elements"]:
             button["value"] = "run_nothere"
-        await click(h, APPROVE, forged, ANA, ts)
+        await click_button(h, forged, APPROVE, ANA, ts)
         await h.slack.wait_for(lambda: bool(h.slack.of("chat.postEphemeral")))
         assert (
             "does not wait for a spending decision" in h.slack.of("chat.postEphemeral")[0]["text"]
         )
 
-        await click(h, DENY, ask, ANA, ts)
+        await click_button(h, ask, DENY, ANA, ts)
         await h.slack.wait_for(
             lambda: any(u["ts"] == ts for u in h.slack.of("chat.update")), timeout_s=20
         )

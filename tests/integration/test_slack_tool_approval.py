@@ -8,49 +8,29 @@ without its buttons."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shutil
-import tempfile
 import urllib.parse
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
 from core.types.run import RunStatus
-from tests.fakes.slack_api import FakeSlackAPI
 from tests.integration.approval_run import DENIAL, DONE, REASON, SECRET, TASK, asking, told
 from tests.integration.approval_run import writer as writer_model
+from tests.integration.slack_harness import FORM, click_button, slack_harness
 from tests.integration.test_slack_http import (
     ANA,
-    CHANNEL,
     MALLORY,
     Harness,
-    quick_library,
-    serve_bot,
 )
-from tests.planning_helpers import settings as planning_settings
 
 pytestmark = pytest.mark.integration
-_FORM = "application/x-www-form-urlencoded"
 NAME = "Ana"
 
 
-@contextlib.asynccontextmanager
-async def harness(make_services: Any, redis: Any, model: Any) -> AsyncIterator[Harness]:
-    slack = await FakeSlackAPI().start()
-    slack.users[ANA] = {"id": ANA, "name": "ana", "profile": {"display_name": NAME}}
-    s = quick_library(planning_settings(), tempfile.mkdtemp(prefix="caramba-lib-"))
-    s = asking(s.model_copy(update={"slack": s.slack.model_copy(update={"api_url": slack.url})}))
-    svc = make_services(s, model, redis=redis)
-    try:
-        async with serve_bot(svc, slack) as h:
-            yield h
-    finally:
-        await slack.stop()
-        shutil.rmtree(s.library.index_dir, ignore_errors=True)
+def harness(make_services: Any, redis: Any, model: Any) -> Any:
+    return slack_harness(make_services, redis, model, configure=asking, users={ANA: NAME})
 
 
 def requests_posted(h: Harness) -> list[dict[str, Any]]:
@@ -64,27 +44,8 @@ async def nth_request(h: Harness, n: int) -> dict[str, Any]:
 
 async def click(h: Harness, action_id: str, message: dict[str, Any], user: str, ts: str) -> Any:
     """``user`` clicks the request's button ``action_id``, as Slack sends it."""
-    actions = message["blocks"][-1]
-    value = next(e["value"] for e in actions["elements"] if e["action_id"] == action_id)
-    payload = {
-        "type": "block_actions",
-        "team": {"id": "T1"},
-        "user": {"id": user},
-        "api_app_id": "A1",
-        "trigger_id": "trig",
-        "container": {"type": "message", "message_ts": ts, "channel_id": CHANNEL},
-        "channel": {"id": CHANNEL},
-        "message": {"ts": ts, "thread_ts": "1700000000.000100", "text": message["text"]},
-        "actions": [
-            {
-                "type": "button",
-                "action_id": action_id,
-                "value": value,
-                "block_id": actions["block_id"],
-            }
-        ],
-    }
-    return await h.post("payload=" + urllib.parse.quote(json.dumps(payload)), _FORM)
+    block_id = message["blocks"][-1]["block_id"]
+    return await click_button(h, message, action_id, user, ts, block_id=block_id)
 
 
 async def deny(h: Harness, user: str, reason: str) -> httpx.Response:
@@ -100,7 +61,7 @@ async def deny(h: Harness, user: str, reason: str) -> httpx.Response:
         "trigger_id": "trig",
         "view": {**form, "id": "V1", "state": {"values": values}},
     }
-    return await h.post("payload=" + urllib.parse.quote(json.dumps(payload)), _FORM)
+    return await h.post("payload=" + urllib.parse.quote(json.dumps(payload)), FORM)
 
 
 def refusals(h: Harness) -> list[str]:
