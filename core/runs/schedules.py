@@ -1,8 +1,9 @@
 """People's actions on schedules, each with its guard inside: make one (:func:`schedule`),
 list them (:func:`listed`), :func:`pause`, :func:`resume`, :func:`edit`, :func:`delete`.
 
-Anybody may make a schedule in a channel (up to ``[schedules] max_per_channel``); only
-its owner or an approver (``[approval] approvers``, ``Person.approver``) may change one.
+Anybody may make a schedule in a channel (up to ``[schedules] max_per_channel``; never in
+a direct message: :func:`direct`); only its owner or an approver (``[approval]
+approvers``, ``Person.approver``) may change one.
 A schedule made from a finished run (``from_run``) counts as its maker's approval of that
 cohort at that budget: its firings run without asking while neither changes. One made
 from a task asks at its first firing (the normal card), and the cohort approved then is
@@ -35,6 +36,18 @@ if TYPE_CHECKING:
     from core.services import Services
 
 _TASK_CHARS = 4000
+
+
+IN_A_CHANNEL = "Schedules post in a channel; ask in the channel you want them in."
+
+
+def direct(place: Place) -> bool:
+    """Whether ``place`` is a direct message (a Slack ``D…`` conversation, a Discord DM):
+    no schedule is made there, its firings would post to one person only. The console
+    and the web chat are their own places (no channel to ask in instead): allowed."""
+    if place.platform == "slack":
+        return place.channel.startswith("D")
+    return place.platform == "discord" and place.workspace in ("", "dm")
 
 
 def store(svc: Services) -> ScheduleStore:
@@ -76,6 +89,8 @@ async def schedule(
     """``person`` makes a schedule in ``place``: ``task`` (planned at the first firing)
     or the cohort of the finished run ``from_run``, fired ``when`` (words or cron) in
     time zone ``tz``, each firing capped at ``budget_usd``."""
+    if direct(place):
+        return Refused(IN_A_CHANNEL)
     settings = svc.settings.schedules
     rule = parse(when, tz, settings)
     if isinstance(rule, NotUnderstood):

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from bots.discord.schedules import Schedules
 from core.runs import schedules as plans
 from core.runs.firings import fire_due
 from core.schedules.clock import FakeClock
@@ -297,3 +299,12 @@ async def test_a_firing_where_no_thread_may_open_is_shown_in_the_channel(
         assert fake.requests("create_thread_from_message")[0].status == 403
         assert any("no thread in" in r.getMessage() for r in caplog.records)
     assert fake.pinged() == []
+
+
+def test_a_discord_dm_is_a_place_no_schedule_is_made_in() -> None:
+    """The fake Discord has no DMs: the place an interaction without a guild gets (what
+    ``/caramba-schedule`` and "Run this every…" pass to core) is one core refuses."""
+    dm = SimpleNamespace(channel=SimpleNamespace(id=77, name=""), channel_id=77, guild=None)
+    dm.guild_id = None
+    place = Schedules(None)._place(dm)  # type: ignore[arg-type]
+    assert (place.workspace, place.channel) == ("dm", "77") and plans.direct(place)

@@ -256,3 +256,28 @@ async def test_schedules_that_cannot_fire_yet_never_starve_the_others(
     for _ in range(2):
         fired += await firings.fire_due(svc, clock)
     assert fired == 3
+
+
+async def test_a_schedule_is_refused_in_a_direct_message_in_plain_words(
+    make_services, real_redis
+) -> None:
+    """Schedules post in a channel: a Slack DM (``D…``) or a Discord DM (no guild) is
+    refused, saying where to ask; the console and the web chat are their own places."""
+    svc = make_services(load_settings(redis={"url": ""}), finishing(), redis=real_redis)
+    slack_dm = Place(
+        platform="slack", workspace="T1", channel="D0ANA", channel_name="directmessage"
+    )
+    discord_dm = Place(platform="discord", workspace="dm", channel="1234567890")
+    for place in (slack_dm, discord_dm):
+        said = await people.schedule(svc, ANA, place, task="Sum up", when="every day at 9:00")
+        assert said == Refused(people.IN_A_CHANNEL), place
+        assert said.reason == "Schedules post in a channel; ask in the channel you want them in."
+        assert people.direct(place)
+    assert (await people.listed(svc, None)).schedules == ()
+    web = Place(platform="web", workspace="web", channel="chat")
+    console = Place(platform="console", workspace="console", channel="console")
+    group = Place(platform="discord", workspace="99", channel="1234567890")
+    for place in (OPS, web, console, group):
+        assert not people.direct(place)
+        made = await people.schedule(svc, ANA, place, task="Sum up", when="every day at 9:00")
+        assert isinstance(made, Scheduled), place

@@ -209,3 +209,26 @@ async def test_run_this_every_on_a_finished_run(make_services, real_redis) -> No
         assert not firing.asks
         await h.slack.wait_for(lambda: len(results(h)) == 2, timeout_s=20)
         await h.runs_end()
+
+
+async def test_a_schedule_asked_for_in_a_direct_message_is_refused(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis) as h:
+        h.slack.users[ANA] = ANA_USER
+        form = {
+            "team_id": "T1",
+            "team_domain": "acme",
+            "channel_id": "D0ANA",
+            "channel_name": "directmessage",
+            "user_id": ANA,
+            "command": "/caramba",
+            "text": "schedule add every day at 9:00 | Count the open tickets",
+            "response_url": f"{h.slack.url}response_url",
+            "trigger_id": "1.2.3",
+        }
+        resp = await h.post(urllib.parse.urlencode(form), "application/x-www-form-urlencoded")
+        assert resp.status_code == 200
+        said = await ephemeral(h, 1)
+        assert said == "Schedules post in a channel; ask in the channel you want them in."
+        assert (await people.listed(h.bot.svc, None)).schedules == ()
