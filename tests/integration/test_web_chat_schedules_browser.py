@@ -3,7 +3,9 @@ headless; skipped where either is missing), in demo mode, at 1280 and 360 px wid
 scrolling sideways): a request run to its result → "Run this every…" under it opens a
 small form → the schedule made from that run, listed beside the chat → Pause, Resume,
 Delete; then "schedule …" typed in a new chat with markup in it, shown as written (no
-script runs). Screenshots of each step go to ``$CARAMBA_SCREENSHOTS`` (a folder) when set."""
+script runs). A schedule made from a finished run, due under a fake clock, fires: its new
+chat appears in the past chats, opening with the schedule's line, then its run's result.
+Screenshots of each step go to ``$CARAMBA_SCREENSHOTS`` (a folder) when set."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import pytest
 
 from bots.web.chat_place import WEB_PLACE
 from core.runs import schedules as plans
+from core.runs.firings import fire_due
+from core.schedules.clock import FakeClock
 from tests.integration.test_web_chat import chat_app
 from tests.integration.test_web_inspector import served
 
@@ -97,3 +101,57 @@ async def flow(page: Any, base: str, svc: Any, width: int) -> None:
     assert "<img src=x onerror=alert(1)>" in shown
     assert await page.locator("#schedules img").count() == 0
     await no_sideways(page, f"typed at {width}")
+
+
+async def test_a_firing_is_a_new_chat_in_a_browser(settings) -> None:
+    async with chat_app(settings) as (app, svc), served(app) as base:
+        async with playwright_api.async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = await browser.new_page(viewport={"width": 1280, "height": 900})
+                dialogs: list[str] = []
+                page.on("dialog", lambda d: dialogs.append(d.message))
+                await firing(page, base, svc)
+            finally:
+                await browser.close()
+    assert dialogs == []
+
+
+async def firing(page: Any, base: str, svc: Any) -> None:
+    # A request run to its result, then "Run this every…" made from it.
+    await page.goto(f"{base}/chat")
+    await page.fill("textarea[name=task]", "Budget our offsite")
+    await page.press("textarea[name=task]", "Enter")
+    await page.locator("button.b-approve").click(timeout=20_000)
+    await page.locator("details.every summary").wait_for(timeout=30_000)
+    first = await page.locator(".chat-result").last.inner_text()
+    await page.locator("details.every summary").click()
+    await page.fill("#every-when", "every day at 9:00")
+    await page.fill("#every-budget", "1.5")
+    await page.locator("details.every button[type=submit]").click()
+    await page.locator("p.said.ok").wait_for()
+    (s,) = (await plans.listed(svc, WEB_PLACE)).schedules
+
+    # Its slot comes (a fake clock): one firing, a new run that starts at once.
+    assert await fire_due(svc, FakeClock(s.next_at + 1)) == 1
+    fired = (await plans.listed(svc, WEB_PLACE)).schedules[0].last_run_id
+    assert fired is not None and fired != s.from_run
+
+    # The new chat shows up in the past chats (a reload brings it), and opens on the
+    # schedule's line, then the run as a request's, to its result.
+    link = page.locator(f"#past a[href='/chat/{fired}']")
+    for _ in range(100):
+        await page.goto(f"{base}/chat")
+        if await link.count():
+            break
+        await page.wait_for_timeout(100)
+    await link.click()
+    await page.wait_for_url(f"**/chat/{fired}**")
+    line = "Scheduled run (every day at 9:00) by the web chat: running now."
+    await page.get_by_text(line).wait_for()
+    result = page.locator(".chat-result")
+    await result.first.wait_for(timeout=30_000)
+    assert (await result.first.inner_text()).strip() == first.strip()
+    assert await page.locator("button.b-approve").count() == 0, "approved once: no card"
+    assert (await svc.store.get_run(fired)).status.value == "completed"
+    await no_sideways(page, "firing at 1280")
