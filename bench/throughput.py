@@ -157,6 +157,8 @@ async def _phase(
         # keeper, on by default, is measured in bench/keeper.py).
         llm__keeper="false",
         limits__stall_repeats="50",
+        # hold=True stops and starts the workers' consuming (Celery's remote control).
+        celery__remote_control="true",
         **({"llm__client": CLIENT} if CLIENT else {}),
     )
     procs = [

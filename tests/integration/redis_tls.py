@@ -40,17 +40,17 @@ COMMANDS = (
     " xinfo|consumers xlen xrange xrevrange xread xreadgroup"
     # transactions and scripts
     " multi exec discard watch unwatch eval evalsha script|load script|exists time"
-    # pub/sub (the keeper's replies, Celery's worker control channel)
-    " publish subscribe unsubscribe psubscribe punsubscribe"
+    # pub/sub (the keeper's replies)
+    " publish subscribe unsubscribe"
     # the library's scan of its entries; WAIT after writes that must survive a failover
     " scan wait"
 ).split()
 
 
-def acl_rule(prefix: str, password: str, db: int = 0) -> list[str]:
-    """``ACL SETUSER <user>`` arguments: only ``prefix``'s keys and channels (kombu's
-    pidbox pattern literally: Redis matches a PSUBSCRIBE pattern as a string), only
-    :data:`COMMANDS`."""
+def acl_rule(prefix: str, password: str) -> list[str]:
+    """``ACL SETUSER <user>`` arguments: only ``prefix``'s keys and channels, only
+    :data:`COMMANDS` (Celery's remote control is off, ``celery.remote_control``: no
+    pidbox channel)."""
     return [
         "on",
         f">{password}",
@@ -58,7 +58,6 @@ def acl_rule(prefix: str, password: str, db: int = 0) -> list[str]:
         f"~{prefix}:*",
         "resetchannels",
         f"&{prefix}:*",
-        f"&{prefix}:celery:/{db}.celery.pidbox",
         "-@all",
         *(f"+{c}" for c in COMMANDS),
     ]

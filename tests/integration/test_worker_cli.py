@@ -115,10 +115,11 @@ def test_the_supervisor_restarts_a_worker_that_exits_0_unasked() -> None:
 
 
 def test_a_worker_stopped_without_a_signal_exits_non_zero(prefix: str) -> None:
-    """Here by remote control; the same holds for a worker whose consumer gave up (Celery's
-    "Unrecoverable error", which ``Celery.start`` used to turn into exit code 0)."""
+    """Here by remote control (``celery.remote_control``, off by default); the same holds
+    for a worker whose consumer gave up (Celery's "Unrecoverable error", which
+    ``Celery.start`` used to turn into exit code 0)."""
     node = f"{prefix}@test"
-    env = worker_env(redis__url=REDIS_URL, redis__key_prefix=prefix)
+    env = worker_env(redis__url=REDIS_URL, redis__key_prefix=prefix, celery__remote_control="true")
     command = [sys.executable, "-m", "tasks.worker", "--concurrency=2", f"--name={node}"]
     worker = Process(command, env, "worker")
     try:

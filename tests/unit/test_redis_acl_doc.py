@@ -34,9 +34,14 @@ def test_no_command_twice_and_none_that_reaches_past_the_prefix() -> None:
 
 
 def test_the_broker_keys_are_under_the_prefix() -> None:
-    from tasks.app import transport_options
+    from tasks.app import make_app, transport_options
 
     settings = make_settings(redis={"url": "redis://127.0.0.1:6379/0", "key_prefix": "acme"})
     assert transport_options(settings)["global_keyprefix"] == "acme:celery:"
-    pidbox = [w for w in acl_rule("acme", "x") if "pidbox" in w]
-    assert pidbox == ["&acme:celery:/0.celery.pidbox"]
+    # Celery's remote control is off (celery.remote_control): no pidbox channel to allow.
+    assert [w for w in acl_rule("acme", "x") if w.startswith("&")] == ["&acme:*"]
+    app = make_app(settings)
+    try:
+        assert app.conf.worker_enable_remote_control is False
+    finally:
+        app.close()
