@@ -151,6 +151,9 @@ class SpendDecisions(RunClicks):
         await self.ctx.links.remember_name(interaction.user.id, interaction.user.display_name)
         clicker = person(svc.settings.discord, interaction.user)
         outcome = await spend.approve_spend(svc, run_id, clicker, approve)
+        if isinstance(outcome, spend.AskEnded):  # its run ended undecided: buttons go
+            self._redraw_decided(interaction, run_id, escape(outcome.reason), "ended spend ask")
+            return
         if isinstance(outcome, Refused):
             await self._tell(interaction, escape(outcome.reason))
             return

@@ -33,11 +33,12 @@ from bots.slack.context import SlackContext
 from bots.slack.mentions import People
 from bots.slack.text import escape, truncate
 from core.runs import spend
-from core.runs.outcomes import Done, Refused
+from core.runs.outcomes import Refused
 from core.services import Services
 from core.types.events import SpendApprovalAsked
 from core.types.figures import cost
 from core.types.place import Place
+from core.types.run import RunState
 from core.types.spend import SpendReport
 
 log = logging.getLogger(__name__)
@@ -169,21 +170,26 @@ class SpendButtons:
             log.exception("deciding about spending for %s failed", run_id)
             await self.refuse(body, "I could not take this decision; try again in a minute.")
             return
+        if isinstance(outcome, spend.AskEnded) and outcome.run is not None:
+            # Its run ended undecided: the buttons go, the ask says so.
+            await self._redraw(outcome.run, escape(outcome.reason), body)
+            return
         if isinstance(outcome, Refused):
             await self.refuse(body, outcome.reason)
             return
-        await self._redraw(outcome, body)
+        mention = f"<@{escape(body['user']['id'])}>"
+        await self._redraw(outcome.run, decided_text(outcome.said.render(escape, mention)), body)
 
-    async def _redraw(self, outcome: Done, body: dict[str, Any]) -> None:
+    async def _redraw(self, run: RunState, line: str, body: dict[str, Any]) -> None:
+        """The ask redrawn with ``line`` (mrkdwn) instead of its buttons."""
         message = body["message"]
         place = ThreadPlace(body["channel"]["id"], message.get("thread_ts") or message["ts"])
-        line = decided_text(outcome.said.render(escape, f"<@{escape(body['user']['id'])}>"))
-        events = [e for _, e in await self.ctx.svc.store.read_events(outcome.run.id)]
+        events = [e for _, e in await self.ctx.svc.store.read_events(run.id)]
         asked = [e for e in events if isinstance(e, SpendApprovalAsked)]
         if not asked:
             return
         shown = ask_message(spend_ask(asked[-1]), line)
-        await self.ctx.redraws.redraw(outcome.run.id, place, message["ts"], shown, "spend ask")
+        await self.ctx.redraws.redraw(run.id, place, message["ts"], shown, "spend ask")
 
 
 def is_budget(text: str) -> bool:

@@ -51,6 +51,9 @@ async def act(chat: WebChat, run_id: str, action: str) -> str | None:
     if choice not in LABELS:
         return None
     outcome = await spend.approve_spend(chat.svc, run_id, chat.person, choice == "approve")
+    if isinstance(outcome, spend.AskEnded):  # its run ended undecided: the buttons go
+        await decided(chat, run_id, outcome.reason)
+        return None
     if isinstance(outcome, Refused):
         return outcome.reason
     await decided(chat, run_id, decided_text(outcome.line))

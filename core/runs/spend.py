@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from core.errors import RunError
 from core.runs.outcomes import Done, Refused, Said
 from core.scheduler.base import TurnJob
 from core.spend import budgets, ledger
@@ -50,6 +51,12 @@ log = logging.getLogger(__name__)
 # How long an approval to go over budget lets the request's planning go on.
 _PASS_S = 86_400
 _MONTH = re.compile(MONTH_PATTERN)
+
+
+@dataclass(frozen=True)
+class AskEnded(Refused):
+    """A click on an ask whose run ended before anybody decided (cancelled, given up):
+    ``reason`` says so, for the ask's message too (its buttons are dead)."""
 
 
 @dataclass(frozen=True)
@@ -224,9 +231,11 @@ async def approve_spend(
     it with the reason; once per request (a second click is told who decided)."""
     await PeopleMarks(svc.store).remember(person.id, person.name)
     ask = await waiting(svc, run_id)
-    if ask is None:  # decided already, never asked, or no such run (a forged click)
-        return Refused("This request does not wait for a spending decision (any more).")
+    if ask is None:  # decided already, ended, never asked, or no such run (a forged click)
+        return await _not_waiting(svc, run_id)
     run = await svc.store.get_run(run_id)
+    if run.status.terminal:  # cancelled while it waited (its ask goes when it is folded)
+        return await _not_waiting(svc, run_id)
     b = ask.use.budget
     if person.id != b.owner_id and not is_admin(svc, person):
         owner = b.owner_name or "the budget's owner"
@@ -256,6 +265,26 @@ async def approve_spend(
 
     ended = await svc.store.update_run(run_id, deny)
     return Done(ended or run, Said("Spending over the budget denied by ", person.name, "."))
+
+
+async def _not_waiting(svc: Services, run_id: str) -> Refused:
+    """Why nothing waits on ``run_id``: its run ended before anybody decided
+    (:class:`AskEnded`), or no ask is there (decided, never asked, no such run)."""
+    try:
+        run = await svc.store.get_run(run_id)
+    except RunError:
+        run = None
+    if run is not None and run.status.terminal:
+        events = [e for _, e in await svc.store.read_events(run_id)]
+        asked = any(isinstance(e, SpendApprovalAsked) for e in events)
+        if asked and not any(isinstance(e, SpendApprovalDecided) for e in events):
+            ends = [e.error for e in events if isinstance(e, RunFinished) and e.error]
+            how = ends[-1] if ends else run.error or run.status.value
+            return AskEnded(
+                f"⏹ This request ended before anybody decided about its spending ({how}).",
+                run,
+            )
+    return Refused("This request does not wait for a spending decision (any more).")
 
 
 async def planned(svc: Services, run_id: str, usage: Usage | None) -> None:

@@ -247,3 +247,42 @@ async def test_the_owner_denies_and_the_run_ends_saying_why(make_services, real_
             10,
         )
     assert fake.pinged() == [] and fake.unguarded_mentions() == []
+
+
+async def test_an_ask_whose_run_was_cancelled_loses_its_buttons_at_the_first_click(
+    make_services, real_redis
+) -> None:
+    """Cancelled while it waited: anybody's click redraws the ask saying the request
+    ended undecided, without buttons; nothing is told in private, nothing planned."""
+    from core.runs.control import cancel_run
+
+    async with governed(make_services, real_redis) as h:
+        fake, svc = h.fake, h.svc
+        await answered(h, "What is the capital of France?")
+        setting = await fake.slash("caramba", {"task": "budget $0.01"}, "bob")
+        await fake.wait_ack(setting)
+        asked = await fake.mention("general", "carol", "And of Italy?")
+        await fake.wait_until(lambda: fake.thread_of(asked) is not None, 10)
+        thread = fake.thread_of(asked)
+        assert thread is not None
+
+        def asks() -> list[Json]:
+            return [
+                m
+                for m in fake.channel_messages(thread["id"])
+                if "over its channel budget" in layout_text(m)
+            ]
+
+        await fake.wait_until(lambda: bool(asks()), 20)
+        (ask,) = asks()
+        approve, _ = custom_ids(ask)
+        run_id = approve.rsplit(":", 1)[1]
+        assert (await cancel_run(svc, run_id, "U0BOB", name="Bob")).ok
+        click = await fake.click(ask["id"], approve, "carol")
+        await fake.wait_ack(click)
+        await fake.wait_until(lambda: custom_ids(fake.message(ask["id"])) == [], 10)
+        shown = layout_text(fake.message(ask["id"]))
+        assert "ended before anybody decided about its spending (cancelled by Bob)" in shown
+        assert click.followup_ids == []
+        assert (await svc.store.get_run(run_id)).status is RunStatus.CANCELLED
+    assert fake.pinged() == [] and fake.unguarded_mentions() == []

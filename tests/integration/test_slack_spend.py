@@ -195,3 +195,31 @@ async def test_the_owner_denies_in_the_thread_and_a_forged_click_is_refused(
             ),
             timeout_s=20,
         )
+
+
+async def test_an_ask_whose_run_was_cancelled_loses_its_buttons_at_the_first_click(
+    make_services, real_redis
+) -> None:
+    """Cancelled while it waited: a click (anybody's) redraws the ask saying the request
+    ended undecided, without buttons; nothing is planned, no pass is granted."""
+    from core.runs.control import cancel_run
+
+    async with harness(make_services, real_redis, month_usd=0.0) as h:
+        await h.mention("What is the capital of France?")
+        await h.slack.wait_for(lambda: bool(asks(h)), timeout_s=20)
+        (ask,) = asks(h)
+        run_id = ask["blocks"][-1]["elements"][0]["value"]
+        svc = h.bot.svc
+        assert (await cancel_run(svc, run_id, ANA, name="Ana")).ok
+        ts = "1700000000.000300"
+        await click_button(h, ask, APPROVE, MALLORY, ts)
+        await h.slack.wait_for(
+            lambda: any(u["ts"] == ts for u in h.slack.of("chat.update")), timeout_s=20
+        )
+        shown = next(u for u in h.slack.of("chat.update") if u["ts"] == ts)
+        said = json.dumps(shown)
+        assert "ended before anybody decided" in said and "cancelled by Ana" in said
+        assert APPROVE not in said and DENY not in said
+        assert h.slack.of("chat.postEphemeral") == []
+        assert await kept.passed_at(svc.store, run_id) is None
+        assert (await svc.store.get_run(run_id)).status is RunStatus.CANCELLED

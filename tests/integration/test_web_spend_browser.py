@@ -233,3 +233,26 @@ async def test_someone_elses_budget_is_not_the_web_chats_to_approve(settings) ->
         await told.first.wait_for(timeout=10_000)
         assert await page.locator(".spend-ask button").count() == 2
         assert (await svc.store.get_run(second)).status is RunStatus.PLANNING
+
+
+async def test_an_ask_whose_run_was_cancelled_loses_its_buttons_at_the_first_click(
+    settings,
+) -> None:
+    from core.runs.control import cancel_run
+
+    model = direct_model()
+    owned = governed(settings, owner="U0ANA", owner_name="Ana")
+    async with spend_app(owned, model) as (app, svc), served(app) as base, chromium() as browser:
+        page = await browser.new_page()
+        first = await ask(page, base, "What is the capital of France?")
+        await page.locator(".msg.k-result").wait_for(timeout=20_000)
+        await folded(svc, await runs_cost(svc, [first]))
+        second = await ask(page, base, "And of Spain?")
+        await page.locator(".spend-ask button").first.wait_for(timeout=20_000)
+        assert (await cancel_run(svc, second, "U0ANA", name="Ana")).ok
+        await page.locator(".spend-ask button", has_text="Approve spending").click()
+        ended = page.locator(".spend-ask", has_text="ended before anybody decided")
+        await ended.wait_for(timeout=10_000)
+        assert "cancelled by Ana" in await ended.inner_text()
+        assert await page.locator(".spend-ask button").count() == 0
+        assert (await svc.store.get_run(second)).status is RunStatus.CANCELLED

@@ -318,3 +318,31 @@ async def test_what_only_an_open_run_needs_is_dropped_when_it_is_folded(make_ser
     assert await kept.open_runs(svc.store) == {}
     assert await kept.get_ask(svc.store, "run_gone") is None
     assert await kept.live_costs(svc.store, ["run_gone"]) == {"run_gone": 0.0}
+
+
+async def test_a_click_on_an_ask_whose_run_was_cancelled_says_it_ended(make_services) -> None:
+    """Cancelled while it waited: Approve is refused as an ended ask (no pass granted,
+    nothing planned), before and after the fold; a decided ask stays "decided"."""
+    from core.runs.control import cancel_run
+
+    svc = make_services(governed(month_usd=0.0), direct_model())
+    run_id = await ask(svc)
+    await events_until(svc, run_id, SpendApprovalAsked)
+    assert (await cancel_run(svc, run_id, BOB.id, name="Bob")).ok
+    for fold in (False, True):
+        if fold:
+            await ledger.fold_ended(svc)
+        ended = await spending.approve_spend(svc, run_id, ANA, approve=True)
+        assert isinstance(ended, spending.AskEnded)
+        assert "ended before anybody decided" in ended.reason and "by Bob" in ended.reason
+    assert await kept.passed_at(svc.store, run_id) is None
+    assert (await svc.store.get_run(run_id)).status is RunStatus.CANCELLED
+    assert await svc.store.agent_ids(run_id) == []
+
+    denied = await ask(svc)
+    await events_until(svc, denied, SpendApprovalAsked)
+    assert isinstance(await spending.approve_spend(svc, denied, ANA, approve=False), Done)
+    again = await spending.approve_spend(svc, denied, ANA, approve=True)
+    assert isinstance(again, Refused) and not isinstance(again, spending.AskEnded)
+    forged = await spending.approve_spend(svc, "run_nope", ANA, approve=True)
+    assert isinstance(forged, Refused) and not isinstance(forged, spending.AskEnded)
