@@ -358,3 +358,9 @@ class Keys:
         """Hash run id → what planning an open run cost (USD), so a budget check reads no
         run record; dropped when the run is folded."""
         return f"{self.prefix}:spend:planned"
+
+    def spend_warned_in(self, month: str) -> str:
+        """Hash place key → the run in whose thread its warning about ``month`` is said
+        (the 80 % line, once per place and month: at a request, or when an ended run
+        takes the month past it)."""
+        return f"{self.prefix}:spend:{month}:warned-in"
