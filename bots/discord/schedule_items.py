@@ -1,7 +1,7 @@
 """Schedules' persistent components in Discord: "Run this every…" under a finished run's
-result (``caramba:every:<run id>``), Pause / Resume / Delete beside each schedule of a
-list (``caramba:sched:<action>:<schedule id>``), and the form the first opens: when, the
-time zone and the budget per firing.
+result (``caramba:every:<run id>``), Pause / Resume / Edit / Delete beside each schedule
+of a list (``caramba:sched:<action>:<schedule id>``), and the forms the first and Edit
+open: when, the time zone and the budget per firing.
 Each click is handed to the bot's :class:`bots.discord.schedules.Schedules`; the
 components carry their ids in ``custom_id``, so a list posted before a restart still
 works (the form, like the edit form, lives in the process that opened it)."""
@@ -37,6 +37,10 @@ class Handlers(Protocol):
     ) -> None: ...
     async def submit_every(
         self, interaction: discord.Interaction, run_id: str, values: dict[str, str]
+    ) -> None: ...
+    async def edit(self, interaction: discord.Interaction, schedule_id: str) -> None: ...
+    async def submit_edit(
+        self, interaction: discord.Interaction, schedule_id: str, values: dict[str, str]
     ) -> None: ...
 
 
@@ -94,7 +98,37 @@ class ScheduleButton(
         await handlers(interaction).change(interaction, self.schedule_id, self.action)
 
 
-SCHEDULE_ITEMS: tuple[type[discord.ui.DynamicItem[Any]], ...] = (EveryButton, ScheduleButton)
+class EditScheduleButton(
+    Claimed,
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=rf"^caramba:sched:edit:{SCHEDULE}$",
+):
+    """Edit beside a schedule in a list: a form with its when, time zone and budget."""
+
+    def __init__(self, schedule_id: str) -> None:
+        button: discord.ui.Button[Any] = discord.ui.Button(
+            label="Edit",
+            style=discord.ButtonStyle.secondary,
+            custom_id=f"caramba:sched:edit:{schedule_id}"[:100],
+        )
+        super().__init__(button)
+        self.schedule_id = schedule_id
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction, item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> EditScheduleButton:
+        return cls(match["schedule"])
+
+    async def callback(self, interaction: discord.Interaction) -> None:
+        await handlers(interaction).edit(interaction, self.schedule_id)
+
+
+SCHEDULE_ITEMS: tuple[type[discord.ui.DynamicItem[Any]], ...] = (
+    EveryButton,
+    ScheduleButton,
+    EditScheduleButton,
+)
 
 
 def every_view(run_id: str) -> discord.ui.View:
@@ -139,3 +173,20 @@ class EveryModal(_Form):
 
     async def on_submit(self, interaction: discord.Interaction) -> None:
         await handlers(interaction).submit_every(interaction, self.run_id, self.values())
+
+
+class EditScheduleModal(_Form):
+    """A schedule's when, time zone and budget per firing, as they are, to change."""
+
+    def __init__(self, schedule_id: str, when: str, tz: str, budget: str) -> None:
+        super().__init__(
+            title="Edit the schedule", custom_id=f"caramba:sched-form:{schedule_id}"[:100],
+            timeout=900,
+        )  # fmt: skip
+        self.schedule_id = schedule_id
+        self.add_item(_input("when", "When", when, placeholder=WHEN_HINT, required=True))
+        self.add_item(_input("tz", "Time zone", tz, placeholder="Europe/Paris"))
+        self.add_item(_input("budget", "Budget per firing (USD)", budget, placeholder="2.00"))
+
+    async def on_submit(self, interaction: discord.Interaction) -> None:
+        await handlers(interaction).submit_edit(interaction, self.schedule_id, self.values())

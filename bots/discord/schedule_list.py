@@ -1,6 +1,6 @@
 """A channel's schedules as a Components V2 message: a heading, then each schedule's line
 (when, its time zone, the budget per firing, the task, its owner, when it fires next;
-escaped) with Pause or Resume and Delete under it. Within Discord's 40 components and
+escaped) with Pause or Resume, Edit and Delete under it. Within Discord's 40 components and
 4,000 characters: long tasks are shortened, the schedules that do not fit are counted in
 a last line."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import discord
 
-from bots.discord.schedule_items import ScheduleButton
+from bots.discord.schedule_items import EditScheduleButton, ScheduleButton
 from bots.discord.text import escape, truncate
 from core.types.schedules import Schedule
 
@@ -21,8 +21,8 @@ TEXT_LIMIT = 4000
 _ROOM_KEPT = 300
 # The container, the heading and the "… and N more" line.
 _FIXED = 3
-# A schedule's text, its row and two buttons.
-_PER_SCHEDULE = 4
+# A schedule's text, its row and three buttons.
+_PER_SCHEDULE = 5
 SHOWN = (COMPONENTS_LIMIT - _FIXED) // _PER_SCHEDULE
 ACCENT = 0x5865F2
 NONE_YET = (
@@ -55,7 +55,10 @@ def list_view(schedules: tuple[Schedule, ...], channel_id: str) -> discord.ui.La
     for s in schedules[:SHOWN]:
         container.add_item(discord.ui.TextDisplay[Any](line(s, min(room, 1000))))
         toggle = ScheduleButton(s.id, "resume" if s.paused else "pause")
-        container.add_item(discord.ui.ActionRow[Any](toggle, ScheduleButton(s.id, "delete")))
+        row = discord.ui.ActionRow[Any](
+            toggle, EditScheduleButton(s.id), ScheduleButton(s.id, "delete")
+        )
+        container.add_item(row)
     if n > SHOWN:
         more = f"… and {n - SHOWN} more (pause or delete them by id with the slash command)"
         container.add_item(discord.ui.TextDisplay[Any](more))

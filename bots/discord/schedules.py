@@ -1,7 +1,8 @@
 """Schedules from Discord: ``/caramba-schedule`` (``action``: add with when / task /
 budget, list, pause, resume, edit, delete), "Run this every…" under a finished run's
 result (a form: when, time zone, budget per firing), and a list whose Pause / Resume /
-Delete buttons act on each schedule. Every change is one call of the schedules room
+Delete buttons act on each schedule, and whose Edit opens a form (when, time zone,
+budget) for its owner or an approver. Every change is one call of the schedules room
 (``core.runs.schedules``, where the rule lives: only the owner or an approver may change
 one); a refusal is told, in plain words, only to the person who asked. Discord's
 approvers (``[discord] approvers`` / ``approver_roles``) are marked on the ``Person``.
@@ -23,7 +24,7 @@ from discord import app_commands
 from bots.chat.schedule_command import answer
 from bots.discord.approvals import person
 from bots.discord.context import DiscordContext
-from bots.discord.schedule_items import Action, EveryModal
+from bots.discord.schedule_items import Action, EditScheduleModal, EveryModal
 from bots.discord.schedule_list import list_view
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, escape, truncate
 from core.config_schedules import ScheduleSettings
@@ -220,6 +221,41 @@ class Schedules:
             view = list_view(listed.schedules, place.channel)
             await interaction.edit_original_response(view=view, allowed_mentions=NO_PINGS)
         await self._tell(interaction, said(outcome))
+
+    @_reported
+    async def edit(self, interaction: discord.Interaction, schedule_id: str) -> None:
+        """Edit on a list: the form with the schedule as it is, for its owner or an
+        approver; anyone else is told why not (a modal answers the click: no defer)."""
+        found = await plans.store(self.ctx.svc).get(schedule_id)
+        if found is None:
+            await self._tell(interaction, said(Refused("That schedule no longer exists.")))
+            return
+        refusal = plans.may_change(self.ctx.svc, found, self._person(interaction))
+        if refusal is not None:
+            await self._tell(interaction, said(Refused(refusal)))
+            return
+        form = EditScheduleModal(found.id, found.rule.words, found.rule.tz, f"{found.budget_usd:g}")
+        await interaction.response.send_modal(form)
+
+    @_reported
+    async def submit_edit(
+        self, interaction: discord.Interaction, schedule_id: str, values: dict[str, str]
+    ) -> None:
+        """The edit form sent: what differs is changed (core guards the owner rule again)."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        budget = _money(values.get("budget", ""))
+        if isinstance(budget, str):
+            await self._tell(interaction, escape(budget))
+            return
+        outcome = await plans.edit_form(
+            self.ctx.svc,
+            schedule_id,
+            self._person(interaction),
+            when=values.get("when", ""),
+            tz=values.get("tz", ""),
+            budget_usd=budget,
+        )
+        await self._said(interaction, outcome)
 
     # -- "Run this every…" ---------------------------------------------------------------
 

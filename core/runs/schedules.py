@@ -232,6 +232,34 @@ async def edit(
     return Changed(done, f"Changed by {person.name}: {done.shown()}.{asks}")
 
 
+async def edit_form(
+    svc: Services,
+    schedule_id: str,
+    person: Person,
+    *,
+    when: str,
+    tz: str,
+    budget_usd: float | None,
+    clock: Clock = SYSTEM_CLOCK,
+) -> Changed | NotUnderstood | Refused:
+    """An edit form sent back (Discord's, the web chat's): its fields as they hold the
+    schedule (empty: left as it is); only what differs is changed, so an unchanged budget
+    does not ask for approval again."""
+    found = await store(svc).get(schedule_id)
+    if found is None:
+        return Refused("That schedule no longer exists (deleted?); list them to see the ones left.")
+    words, zone_name = " ".join(when.split()), tz.strip()
+    new_when = words if words and words != found.rule.words else None
+    new_tz = zone_name if zone_name and zone_name != found.rule.tz else None
+    new_budget = budget_usd if budget_usd is not None and budget_usd != found.budget_usd else None
+    if new_when is None and new_tz is None and new_budget is None:
+        refusal = may_change(svc, found, person)
+        return Refused(refusal or "Nothing changed: the form held the schedule as it is.")
+    return await edit(
+        svc, schedule_id, person, when=new_when, tz=new_tz, budget_usd=new_budget, clock=clock
+    )
+
+
 async def delete(svc: Services, schedule_id: str, person: Person) -> Changed | Refused:
     """Forget it (a firing already running goes on)."""
     found = await store(svc).get(schedule_id)

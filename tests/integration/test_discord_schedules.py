@@ -23,6 +23,7 @@ from core.runs.firings import fire_due
 from core.schedules.clock import FakeClock
 from core.state.client import Unreachable
 from core.state.schedules import ScheduleStore
+from core.types.people import Person
 from core.types.run import RunStatus
 from core.types.schedules import Schedule
 from tests.fakes.discord_api import FakeDiscord
@@ -83,7 +84,11 @@ async def test_add_list_and_change_with_the_owner_approver_rule(make_services, r
         assert listed["flags"] & (1 << 15)
         assert f"Schedules in <#{general['id']}> (1)" in layout_text(listed)
         assert f"`{s.id}`" in layout_text(listed) and "by Alice" in layout_text(listed)
-        assert custom_ids(listed) == [f"caramba:sched:pause:{s.id}", f"caramba:sched:delete:{s.id}"]
+        assert custom_ids(listed) == [
+            f"caramba:sched:pause:{s.id}",
+            f"caramba:sched:edit:{s.id}",
+            f"caramba:sched:delete:{s.id}",
+        ]
 
         # Carol made nothing here and approves nothing: refused, by name, privately.
         refused = await fake.click(listed["id"], f"caramba:sched:pause:{s.id}", "carol")
@@ -308,3 +313,57 @@ def test_a_discord_dm_is_a_place_no_schedule_is_made_in() -> None:
     dm.guild_id = None
     place = Schedules(None)._place(dm)  # type: ignore[arg-type]
     assert (place.workspace, place.channel) == ("dm", "77") and plans.direct(place)
+
+
+async def test_edit_on_a_list_opens_a_form_for_the_owner_or_an_approver(
+    make_services, real_redis
+) -> None:
+    async with harness(make_services, real_redis) as h:
+        fake = h.fake
+        await slash(h, "alice", action="add", when="every weekday at 9:00", task="Sum up", budget=2)
+        (s,) = await schedules_in(h)
+        listed = await slash(h, "carol", action="list")
+        edit, form = f"caramba:sched:edit:{s.id}", f"caramba:sched-form:{s.id}"
+        assert [b["label"] for b in buttons_of(listed)] == ["Pause", "Edit", "Delete"]
+
+        # Carol may not change it: told why, privately, and no form opens.
+        refused = await fake.click(listed["id"], edit, "carol")
+        assert (await told(fake, refused))["content"].startswith("🚫 Only Alice")
+        assert form not in fake.modals
+
+        # Alice: the form holds the schedule as it is.
+        opened = await fake.click(listed["id"], edit, "alice")
+        await fake.wait_ack(opened)
+        assert opened.callback_type == 9, "the form answers the click"
+        shown = json.dumps(fake.modals[form][0])
+        assert "every weekday at 9:00" in shown and '"UTC"' in shown and '"2"' in shown
+
+        async def submit(values: dict[str, str], who: str = "alice") -> str:
+            """The form opened again (each is answered once) and sent with ``values``."""
+            if form not in fake.modals:
+                await fake.wait_ack(await fake.click(listed["id"], edit, who))
+            return str((await told(fake, await fake.submit_modal(form, values, who)))["content"])
+
+        assert "“lots” is not an amount" in await submit({"budget": "lots"})
+        nothing = "🚫 Nothing changed: the form held the schedule as it is."
+        assert await submit({}) == nothing, "an unchanged form changes nothing"
+        assert "“every blursday”" in await submit({"when": "every blursday"})
+        said = await submit({"when": "every day at 7:00", "tz": "Europe/Paris"})
+        assert said.startswith("✅ Changed by Alice") and "asks for approval again" not in said
+        kept = (await schedules_in(h))[0]
+        assert (kept.rule.words, kept.rule.tz, kept.budget_usd) == (
+            "every day at 7:00",
+            "Europe/Paris",
+            2,
+        )
+
+        # Bob, an approver by role, changes the budget: the next firing asks again.
+        said = await submit({"budget": "$3.50"}, "bob")
+        assert said.startswith("✅ Changed by Bob") and "asks for approval again" in said
+        assert (await schedules_in(h))[0].budget_usd == 3.5
+
+        # Deleted meanwhile: the button says so.
+        await plans.delete(h.svc, s.id, Person("x", "Boss", approver=True))
+        gone = await fake.click(listed["id"], edit, "alice")
+        assert "no longer exists" in (await told(fake, gone))["content"]
+    assert fake.pinged() == [] and fake.unguarded_mentions() == []

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import discord
 
-from bots.discord.schedule_items import EveryButton, EveryModal, ScheduleButton
+from bots.discord.schedule_items import (
+    EditScheduleButton,
+    EditScheduleModal,
+    EveryButton,
+    EveryModal,
+    ScheduleButton,
+)
 from bots.discord.schedule_list import SHOWN, list_view
 from core.types.place import Place
 from core.types.schedules import Rule, Schedule
@@ -45,10 +51,12 @@ def test_a_long_list_stays_within_the_limits() -> None:
     assert texts[0] == "### Schedules in <#42> (25)"
     assert texts[-1].startswith(f"… and {25 - SHOWN} more")
     ids = [c["custom_id"] for c in every if c.get("custom_id")]
-    assert ids[:4] == [
+    assert ids[:6] == [
         "caramba:sched:pause:sch_0000000000",
+        "caramba:sched:edit:sch_0000000000",
         "caramba:sched:delete:sch_0000000000",
         "caramba:sched:resume:sch_0000000001",
+        "caramba:sched:edit:sch_0000000001",
         "caramba:sched:delete:sch_0000000001",
     ]
     assert all(len(i) <= 100 for i in ids)
@@ -69,3 +77,8 @@ def test_the_form_and_the_buttons_are_within_the_limits() -> None:
     match = template.match("caramba:sched:resume:sch_0123456789")
     assert match is not None and match["action"] == "resume"
     assert template.match("caramba:sched:explode:sch_0123456789") is None
+    assert template.match("caramba:sched:edit:sch_0123456789") is None, "Edit is its own"
+    edit = EditScheduleButton.__discord_ui_compiled_template__.match("caramba:sched:edit:sch_1")
+    assert edit is not None and edit["schedule"] == "sch_1"
+    form = EditScheduleModal("sch_" + "a" * 60, "w" * 300, "E" * 300, "1")
+    assert limits.check_modal(form.to_dict()) is None, form.to_dict()
