@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 from core.config import Settings
 from core.scheduler.base import TurnJob
-from core.state.client import sync_client
+from core.state.client import broker_settings, sync_client
 from core.state.keys import Keys
-from core.state.ledger import LedgerSets, SyncClient, broker_queue_length
+from core.state.ledger import SyncClient, broker_queue_length
 from core.state.ledger_moves import LedgerMoves
 from tasks.chain import CURRENT
 from tasks.ledger import Holdings, TurnLedger
@@ -216,8 +216,9 @@ class CeleryScheduler:
     def broker_queue_empty(self) -> bool:
         """No message of the turn queue waits in the broker (LLEN of its Redis lists)."""
         if self._broker is None:
-            url = self.settings.celery.broker_url
-            self._broker = LedgerSets.client(url) if url else sync_client(self.settings.redis)
+            # The one client factory: a separate broker behind Sentinel or TLS too.
+            where = broker_settings(self.settings.redis, self.settings.celery.broker_url)
+            self._broker = sync_client(where)
         lists = Keys(self.settings.redis.key_prefix).celery_queue_lists(self.queue)
         return broker_queue_length(self._broker, lists) == 0
 

@@ -320,6 +320,17 @@ def sync_client(settings: RedisSettings, **options: Any) -> SyncRedis:
     return client
 
 
+def broker_settings(settings: RedisSettings, broker_url: str) -> RedisSettings:
+    """The Redis settings Celery's broker is reached with: ``settings`` (``broker_url``
+    empty: the broker is the state's Redis), or a separate broker's at ``broker_url`` —
+    any url :func:`target` reads (``redis://``, ``rediss://``, ``redis+sentinel://``,
+    kombu's ``sentinel://h:p;sentinel://h:p`` with ``service_name``), with the same TLS
+    files and the same ACL user from the environment."""
+    if not broker_url:
+        return settings
+    return settings.model_copy(update={"url": broker_url, "sentinels": ()})
+
+
 @dataclass(frozen=True)
 class Broker:
     """Celery's broker connection for the same Redis: kombu's url (``sentinel://…`` with
@@ -351,6 +362,7 @@ __all__ = [
     "Unreachable",
     "async_client",
     "broker",
+    "broker_settings",
     "connection_options",
     "shown",
     "sync_client",

@@ -93,11 +93,6 @@ class LedgerSets:
         self._release = redis.register_script(_RELEASE)
         self._claim = redis.register_script(_CLAIM)
 
-    @staticmethod
-    def client(url: str) -> Redis:
-        """A synchronous client for the Redis at ``url`` (replies decoded)."""
-        return Redis.from_url(url, decode_responses=True)
-
     def record(self, member: str) -> None:
         """Queued: about to be published."""
         self._record(keys=self._keys, args=[member])

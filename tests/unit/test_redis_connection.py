@@ -115,3 +115,70 @@ async def test_a_redis_that_refuses_the_login_is_said_without_the_password(
     assert problem is not None
     assert "refused the login" in str(problem) and "no-such-user" in str(problem)
     assert "wrong-pw" not in str(problem) + problem.hint
+
+
+def test_a_separate_broker_behind_sentinel_is_read_by_the_one_client_factory() -> None:
+    """``celery.broker_url`` naming a broker of its own behind Sentinel (kombu's form, or
+    redis-py's): the broker's queue length is read through the Sentinels, as the state's
+    Redis is (redis.url here is another server)."""
+    from redis.sentinel import SentinelConnectionPool
+
+    from core.state.client import broker_settings, sync_client
+
+    settings = make_settings(
+        redis={"url": "redis://10.0.0.9:6379/0", "service_name": "brokers"},
+        celery={"broker_url": "sentinel://10.0.0.1:26379;sentinel://10.0.0.2:26380/2"},
+    )
+    where = broker_settings(settings.redis, settings.celery.broker_url)
+    assert target(where).sentinels == (("10.0.0.1", 26379), ("10.0.0.2", 26380))
+    for url, service in (
+        (settings.celery.broker_url, "brokers"),
+        ("redis+sentinel://10.0.0.1:26379,10.0.0.2:26380/other/2", "other"),
+    ):
+        client = sync_client(broker_settings(settings.redis, url))
+        try:
+            pool = client.connection_pool
+            assert isinstance(pool, SentinelConnectionPool)
+            assert pool.service_name == service
+            assert pool.connection_kwargs["db"] == 2
+            found = [s.connection_pool.connection_kwargs for s in pool.sentinel_manager.sentinels]
+            assert [(k["host"], k["port"]) for k in found] == [
+                ("10.0.0.1", 26379),
+                ("10.0.0.2", 26380),
+            ]
+        finally:
+            client.close()
+    # No separate broker: the state's own settings.
+    assert broker_settings(settings.redis, "") is settings.redis
+
+
+@pytest.mark.integration
+def test_the_scheduler_counts_the_queue_of_a_separate_broker() -> None:
+    """The queue length the ledger's sweep reads comes from ``celery.broker_url``, not from
+    redis.url (here a port nobody listens on)."""
+    import uuid
+
+    from redis import Redis
+
+    from core.state.keys import Keys
+    from tasks.app import make_app
+    from tasks.scheduler import CeleryScheduler
+
+    prefix = f"test-{uuid.uuid4().hex[:8]}"
+    settings = make_settings(
+        redis={"url": "redis://127.0.0.1:1/0", "key_prefix": prefix},
+        celery={"broker_url": REDIS_URL, "queue": "q"},
+    )
+    app = make_app(settings)
+    scheduler = CeleryScheduler(app, settings)
+    broker = Redis.from_url(REDIS_URL, decode_responses=True)
+    queue = Keys(prefix).celery_queue_lists("q")[0]
+    try:
+        assert scheduler.broker_queue_empty()
+        broker.rpush(queue, "{}")
+        assert not scheduler.broker_queue_empty()
+    finally:
+        broker.delete(queue)
+        broker.close()
+        scheduler.close()
+        app.close()
