@@ -3,7 +3,8 @@ tickets, $2" typed where a request goes (or the words every platform takes, "sch
 add every weekday at 9:00 | summarise the open tickets | $2", "schedule list", …:
 ``bots.chat.schedule_command``), "Run this every…" under a finished run's result
 (a small form: when, time zone, budget per firing), and the list of the web chat's
-schedules beside every chat with Pause / Resume / Delete (``/chat/schedules``). Each is
+schedules beside every chat with Pause / Resume / Delete and an Edit form (when, time
+zone, budget: only what differs is changed) (``/chat/schedules``). Each is
 one call of the schedules room (``core.runs.schedules``: the rule — only the owner or an
 approver may change one — is there); what became of it is said on the page, escaped.
 
@@ -40,7 +41,7 @@ from core.types.schedules import (
     ScheduleOutcome,
 )
 
-ACTIONS = ("pause", "resume", "delete")
+ACTIONS = ("pause", "resume", "edit", "delete")
 # "schedule <when>: <task>" (or "<when> | <task>"), a budget at its end: "$2", "up to $2".
 _TYPED = re.compile(r"^\s*schedule\b[:\s]*(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
 _SPLIT = re.compile(r":\s+|\s+\|\s+|\s+[—–]\s+")
@@ -148,7 +149,17 @@ class WebSchedules:
                 return await plans.resume(svc, schedule_id, who)
             case "delete":
                 return await plans.delete(svc, schedule_id, who)
-        return Refused(f"“{action}” is not something a schedule does: pause, resume or delete.")
+        return Refused(
+            f"“{action}” is not something a schedule does: pause, resume, edit or delete."
+        )
+
+    async def edit(
+        self, schedule_id: str, when: str, tz: str, budget_usd: float | None
+    ) -> ScheduleOutcome:
+        """The edit form sent: what differs from the schedule is changed."""
+        return await plans.edit_form(
+            self.chat.svc, schedule_id, self.chat.person, when=when, tz=tz, budget_usd=budget_usd
+        )
 
 
 def _money(text: str) -> float | str | None:
@@ -228,8 +239,16 @@ def schedule_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]
     async def act(request: Request) -> Response:
         if (no := refused(request)) is not None:
             return no
-        action = (await form(request)).get("action", "")
-        outcome = await schedules.change(request.path_params["schedule_id"], action)
+        fields = await form(request)
+        action, schedule_id = fields.get("action", ""), request.path_params["schedule_id"]
+        if action == "edit":
+            budget = _money(fields.get("budget", ""))
+            if isinstance(budget, str):
+                return await shown(request, budget, False, 400)
+            when, tz = fields.get("when", ""), fields.get("tz", "")
+            outcome = await schedules.edit(schedule_id, when, tz, budget)
+        else:
+            outcome = await schedules.change(schedule_id, action)
         words, ok = said(outcome)
         return await shown(request, words, ok, 200 if ok else 400)
 

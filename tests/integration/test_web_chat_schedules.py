@@ -66,7 +66,7 @@ async def test_typed_schedule_listed_paused_resumed_deleted(settings) -> None:
         assert not (await plans.listed(svc, WEB_PLACE)).schedules[0].paused
 
         weird = await post(c, f"/chat/schedules/{s.id}", action="explode")
-        assert weird.status_code == 400 and "pause, resume or delete" in weird.text
+        assert weird.status_code == 400 and "pause, resume, edit or delete" in weird.text
 
         gone = await post(c, f"/chat/schedules/{s.id}", action="delete")
         assert "Deleted by the web chat" in gone.text
@@ -175,3 +175,46 @@ async def test_redis_not_answering_is_said_in_words(settings, monkeypatch) -> No
         listing = await c.get("/chat/schedules")
         assert listing.status_code == 200
         assert "The schedules could not be read just now." in listing.text
+
+
+async def test_an_edit_form_changes_what_differs_and_only_for_its_owner(settings) -> None:
+    async with chat_app(settings) as (app, svc), client(app) as c:
+        made = await post(c, "/chat", task="schedule every day at 9:00: Budget our offsite, $2")
+        assert made.status_code == 200, made.text
+        (s,) = (await plans.listed(svc, WEB_PLACE)).schedules
+        page = (await c.get("/chat/schedules")).text
+        assert f'id="edit-when-{s.id}"' in page and 'value="every day at 9:00"' in page
+        assert f'id="edit-budget-{s.id}" name="budget" value="2"' in page
+        path = f"/chat/schedules/{s.id}"
+        same = await post(c, path, action="edit", when="every day at 9:00", tz="UTC", budget="2")
+        assert same.status_code == 400 and "Nothing changed" in same.text
+        bad = await post(c, path, action="edit", when="every day at 9:00", budget="lots")
+        assert bad.status_code == 400 and "“lots” is not an amount" in bad.text
+        unread = await post(c, path, action="edit", when="every <b>blursday</b>", budget="2")
+        assert unread.status_code == 400 and "every &lt;b&gt;blursday&lt;/b&gt;" in unread.text
+        moved = await post(
+            c, path, action="edit", when="every day at 7:00", tz="Europe/Paris", budget="2"
+        )
+        assert moved.status_code == 200 and "Changed by the web chat" in moved.text
+        assert "asks for approval again" not in moved.text
+        kept = (await plans.listed(svc, WEB_PLACE)).schedules[0]
+        assert (kept.rule.words, kept.rule.tz, kept.budget_usd) == (
+            "every day at 7:00",
+            "Europe/Paris",
+            2,
+        )
+        raised = await post(c, path, action="edit", when="every day at 7:00", budget="3")
+        assert raised.status_code == 200 and "asks for approval again" in raised.text
+        # Ana's schedule: the web chat is neither its owner nor an approver.
+        hers = await plans.schedule(svc, ANA, WEB_PLACE, task="ping ops", when="every day at 7:00")
+        assert isinstance(hers, Scheduled)
+        refused = await post(
+            c, f"/chat/schedules/{hers.schedule.id}", action="edit", when="every day at 8:00"
+        )
+        assert refused.status_code == 400 and "Only Ana, who made this schedule" in refused.text
+        again = await plans.listed(svc, WEB_PLACE)
+        assert next(x for x in again.schedules if x.id == hers.schedule.id).rule.words == (
+            "every day at 7:00"
+        )
+        gone = await post(c, "/chat/schedules/sch_nothing", action="edit", when="every day")
+        assert gone.status_code == 400 and "no longer exists" in gone.text

@@ -2,9 +2,10 @@
 headless; skipped where either is missing), in demo mode, at 1280 and 360 px wide (never
 scrolling sideways): a request run to its result → "Run this every…" under it opens a
 small form → the schedule made from that run, listed beside the chat → Pause, Resume,
-Delete; then "schedule …" typed in a new chat with markup in it, shown as written (no
-script runs). A schedule made from a finished run, due under a fake clock, fires: its new
-chat appears in the past chats, opening with the schedule's line, then its run's result.
+Edit (its small form), Delete; then "schedule …" typed in a new chat with markup in it,
+shown as written (no script runs). A schedule made from a finished run, due under a fake
+clock, fires: its new chat appears in the past chats, opening with the schedule's line,
+then its run's result.
 Screenshots of each step go to ``$CARAMBA_SCREENSHOTS`` (a folder) when set."""
 
 from __future__ import annotations
@@ -85,6 +86,24 @@ async def flow(page: Any, base: str, svc: Any, width: int) -> None:
     assert "paused" in await page.locator(f"li.schedule[data-id='{s.id}']").inner_text()
     await page.locator(f"li.schedule[data-id='{s.id}'] button.b-resume").click()
     await page.locator("p.said", has_text="Resumed by the web chat").wait_for()
+
+    # Edit: the small form holds the schedule as it is; what differs is changed.
+    item = page.locator(f"li.schedule[data-id='{s.id}']")
+    await item.locator("details.s-edit summary").click()
+    assert await page.input_value(f"#edit-when-{s.id}") == "every weekday at 9:00"
+    assert await page.input_value(f"#edit-budget-{s.id}") == "1.5"
+    await no_sideways(page, f"edit form at {width}")
+    await page.fill(f"#edit-when-{s.id}", "every day at 10:00")
+    await page.fill(f"#edit-tz-{s.id}", "Europe/Paris")
+    await item.locator("button.b-save").click()
+    await page.locator("p.said", has_text="Changed by the web chat").wait_for()
+    (edited,) = (await plans.listed(svc, WEB_PLACE)).schedules
+    assert (edited.rule.words, edited.rule.tz, edited.budget_usd) == (
+        "every day at 10:00",
+        "Europe/Paris",
+        1.5,
+    )
+    assert "every day at 10:00" in await item.locator(".s-when").inner_text()
     await page.locator(f"li.schedule[data-id='{s.id}'] button.b-delete").click()
     await page.locator("p.said", has_text="Deleted by the web chat").wait_for()
     assert (await plans.listed(svc, WEB_PLACE)).schedules == ()
