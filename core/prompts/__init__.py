@@ -86,6 +86,10 @@ class PromptLibrary:
             keep_trailing_newline=False,
             trim_blocks=True,
             lstrip_blocks=True,
+            # The packaged templates never change under a running process: no stat of the
+            # file on every render (about 3 % of an inline turn's CPU). An operator's
+            # prompts.dir is still read again when a template is edited.
+            auto_reload=root is not None,
         )
 
     @property
