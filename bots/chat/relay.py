@@ -45,7 +45,7 @@ from bots.chat.ports import (
     StatusLine,
     TextFile,
 )
-from bots.chat.spend_asks import follow_spend
+from bots.chat.spend_asks import follow_spend, warn_at_end
 from bots.chat.tasks import all_ended, with_task
 from core.runs.approval import view
 from core.services import Services
@@ -206,6 +206,7 @@ class ThreadRelay:
                 ok = event.status is RunStatus.COMPLETED
                 self.line = replace(self.line, tasks=all_ended(self.line.tasks, ok))
                 await self.post_outputs(event)
+                await warn_at_end(self)
                 self.post_result(event)
             case BudgetReached() | RunStatusChanged(status=RunStatus.RUNNING):
                 await follow_pause(self, event)
