@@ -7,15 +7,17 @@ to say who decided (:func:`decided_text`). A denial ends the run: its result say
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from bots.chat.intentions import Note, SpendAsk
-from core.runs.spend import asked_text, warned_text
+from core.runs.spend import asked_text, warn_after, warned_text
 from core.types.events import RunEvent, SpendApprovalAsked, SpendWarned
 
 if TYPE_CHECKING:
     from bots.chat.relay import ThreadRelay
 
+log = logging.getLogger(__name__)
 APPROVE_LABEL = "Approve spending"
 DENY_LABEL = "Deny"
 
@@ -47,4 +49,26 @@ def follow_spend(relay: ThreadRelay, event: RunEvent) -> None:
         relay.reply("spend warning", Note(warned_text(event), "warning"))
 
 
-__all__ = ["APPROVE_LABEL", "DENY_LABEL", "decided_text", "follow_spend", "spend_ask"]
+async def warn_at_end(relay: ThreadRelay) -> None:
+    """At the run's end, in its thread: the 80 % warnings its cost brings (its channel's
+    or workspace's month now past the line; once per place and month,
+    ``core.runs.spend.warn_after``). Not on a replay; a failure is logged, the run's end
+    is still shown."""
+    if relay.svc is None or relay.quiet:
+        return
+    try:
+        run = await relay.svc.store.get_run(relay.run_id)
+        for warned in await warn_after(relay.svc, run):
+            relay.reply("spend warning", Note(warned_text(warned), "warning"))
+    except Exception:
+        log.exception("checking the budgets at the end of %s failed", relay.run_id)
+
+
+__all__ = [
+    "APPROVE_LABEL",
+    "DENY_LABEL",
+    "decided_text",
+    "follow_spend",
+    "spend_ask",
+    "warn_at_end",
+]

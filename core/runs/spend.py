@@ -164,7 +164,7 @@ async def gate(svc: Services, run: RunState) -> bool:
     found = await budgets.check(svc, run.place)
     month = ledger.month_of(time.time())
     for use in found.warn:
-        if await kept.warn_once(svc.store, month, use.budget.place_key, ledger.ttl_s(svc)):
+        if await kept.warn_in(svc.store, month, use.budget.place_key, run.id, ledger.ttl_s(svc)):
             await svc.store.emit(_warned(run.id, use, month))
     if found.over is None:
         return True
@@ -186,6 +186,47 @@ async def gate(svc: Services, run: RunState) -> bool:
         )
     )
     return False
+
+
+async def warn_after(
+    svc: Services, run: RunState, *, folded_usd: float | None = None
+) -> list[SpendWarned]:
+    """The warnings ``run``'s end brings: each budget of its place at ``warn_at`` of its
+    month or past, if no other run was warned about it this month — said in ``run``'s
+    thread (the relay shows what this returns, at the run's end: the month counts the
+    runs under way) and on its events once (for the inspector, and a run no relay
+    follows). ``folded_usd``: the run was just folded at that cost — warned only if its
+    fold took the month's folded total past the line. The relay's and the fold's asks
+    share one claim: the same run asking twice is answered twice."""
+    if not svc.settings.governance.enabled or run.place is None:
+        return []
+    month = ledger.month_of(time.time() if folded_usd is None else ledger.ended_at(run))
+    said: list[SpendWarned] = []
+    for budget in await budgets.budgets_of(svc, run.place):
+        line = budget.warn_at * budget.month_usd
+        if folded_usd is None:
+            spent = await budgets.spent(svc, budget, month)
+            crossed = spent >= line
+        else:
+            by: Literal["channel", "team"] = "channel" if budget.scope == "channel" else "team"
+            spent, _ = await kept.folded_and_open(svc.store, month, by, budget.place_key)
+            crossed = spent - folded_usd < line <= spent
+        if not crossed:
+            continue
+        use = BudgetUse(budget=budget, spent_usd=spent)
+        if await kept.warn_in(svc.store, month, budget.place_key, run.id, ledger.ttl_s(svc)):
+            said.append(_warned(run.id, use, month))
+    if said:
+        # On the run's events once (its relay and its fold both ask).
+        shown = {
+            (e.place_name, e.month)
+            for _, e in await svc.store.read_events(run.id)
+            if isinstance(e, SpendWarned)
+        }
+        for event in said:
+            if (event.place_name, event.month) not in shown:
+                await svc.store.emit(event)
+    return said
 
 
 def _warned(run_id: str, use: BudgetUse, month: str) -> SpendWarned:
@@ -321,6 +362,12 @@ async def planning_from(svc: Services, run: RunState) -> float | None:
 _folded_at: dict[str, float] = {}
 
 
+async def _warn_folded(svc: Services, run: RunState, cost_usd: float) -> None:
+    """The warning a folded run's cost brings (said in its thread already if its relay
+    saw the month past the line at the run's end: the claim is the same)."""
+    await warn_after(svc, run, folded_usd=cost_usd)
+
+
 async def fold_ended(svc: Services, *, now: float | None = None) -> int:
     """The background loop's pass (``core.spend.ledger.fold_ended``), at most once every
     ``[governance] fold_every_s`` in this process; how many runs were folded."""
@@ -330,7 +377,7 @@ async def fold_ended(svc: Services, *, now: float | None = None) -> int:
         return 0
     _folded_at[prefix] = now
     try:
-        return await ledger.fold_ended(svc)
+        return await ledger.fold_ended(svc, then=_warn_folded)
     except Exception:
         log.exception("folding ended runs into the spend ledger failed; next pass retries")
         return 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from core.errors import RunError
@@ -105,21 +106,32 @@ async def rows_of(svc: Services, run: RunState, requester_name: str = "") -> lis
 
 async def fold_run(svc: Services, run: RunState) -> bool:
     """Fold an ended run into its month once; False if counted already."""
+    return await folded_cost(svc, run) is not None
+
+
+async def folded_cost(svc: Services, run: RunState) -> float | None:
+    """Fold an ended run into its month once: what it cost; None if counted already."""
     known = await PeopleMarks(svc.store).names([run.requested_by])
     rows = await rows_of(svc, run, known.get(run.requested_by, ""))
     channel, team = keys_of(run.place)
     names = {run.requested_by: known.get(run.requested_by, "")}
     if rows:
         names |= {channel: rows[0].channel_name, team: rows[0].team_name}
-    return await ledger.fold(svc.store, run.id, month_of(ended_at(run)), rows, names, ttl_s(svc))
+    month = month_of(ended_at(run))
+    if not await ledger.fold(svc.store, run.id, month, rows, names, ttl_s(svc)):
+        return None
+    return sum(r.cost_usd for r in rows)
 
 
-async def fold_ended(svc: Services) -> int:
+async def fold_ended(
+    svc: Services, *, then: Callable[[Services, RunState, float], Awaitable[None]] | None = None
+) -> int:
     """The background loop's pass: fold every open run that has ended (at most
-    ``[governance] fold_batch``); how many were folded now."""
+    ``[governance] fold_batch``); how many were folded now. ``then``: called with each
+    run this pass folded and its cost (its failure is logged, the fold stands)."""
     open_ = await ledger.open_runs(svc.store)
     ended = await ledger.ended_among(svc.store, open_)
-    folded = 0
+    runs: list[RunState] = []
     for run_id in ended[: svc.settings.governance.fold_batch]:
         try:
             run = await svc.store.get_run(run_id)
@@ -129,8 +141,21 @@ async def fold_ended(svc: Services) -> int:
         except Exception:
             log.exception("reading run %s to fold its cost failed", run_id)
             continue
-        if run.status.terminal and await fold_run(svc, run):
+        if run.status.terminal:
+            runs.append(run)
+    # In the order they ended: the run whose cost took a month past a line is the one
+    # told (``then``).
+    runs.sort(key=ended_at)
+    folded = 0
+    for run in runs:
+        cost = await folded_cost(svc, run)
+        if cost is not None:
             folded += 1
+            if then is not None:
+                try:
+                    await then(svc, run, cost)
+                except Exception:
+                    log.exception("after folding run %s", run.id)
     return folded
 
 

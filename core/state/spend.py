@@ -253,14 +253,17 @@ async def release_planning(store: Store, run_id: str) -> None:
     await store.redis.delete(store.keys.planning(run_id))
 
 
-async def warn_once(store: Store, month: str, place_key: str, ttl_s: int) -> bool:
-    """True the first time ``place_key`` is warned about ``month``."""
-    key = store.keys.spend_warned(month)
+async def warn_in(store: Store, month: str, place_key: str, run_id: str, ttl_s: int) -> bool:
+    """Whether ``place_key``'s warning about ``month`` is said in ``run_id``'s thread: the
+    first run to ask claims it (once per place and month); the same run asking again is
+    told yes (its thread shows it, whichever of its paths asked first)."""
+    key = store.keys.spend_warned_in(month)
     async with store.redis.pipeline(transaction=True) as pipe:
-        pipe.sadd(key, place_key)
+        pipe.hsetnx(key, place_key, run_id)
+        pipe.hget(key, place_key)
         pipe.expire(key, ttl_s)
-        added, _ = await pipe.execute()
-    return bool(added)
+        _, owner, _ = await pipe.execute()
+    return owner is not None and _text(owner) == run_id
 
 
 async def add_image_cost(

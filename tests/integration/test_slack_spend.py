@@ -24,8 +24,12 @@ from bots.slack.spend import (
     home_lines,
 )
 from core.config_governance import BudgetRule, GovernanceSettings
+from core.runs.outcomes import Refused
+from core.runs.spend import report as spend_report
+from core.runs.spend import set_budget
 from core.spend import ledger
 from core.state import spend as kept
+from core.types.people import Person
 from core.types.run import RunStatus
 from tests.integration.slack_harness import click_button, slack_harness
 from tests.integration.test_slack_http import (
@@ -223,3 +227,49 @@ async def test_an_ask_whose_run_was_cancelled_loses_its_buttons_at_the_first_cli
         assert h.slack.of("chat.postEphemeral") == []
         assert await kept.passed_at(svc.store, run_id) is None
         assert (await svc.store.get_run(run_id)).status is RunStatus.CANCELLED
+
+
+async def test_the_run_whose_cost_takes_the_month_past_the_line_is_warned_in_its_thread(
+    make_services, real_redis
+) -> None:
+    """No request is at the line when asked; the second run's cost takes #ops past 60 %
+    of its budget: its thread says so (before its result), once; the first's and the
+    third's threads say nothing about it."""
+    gov = GovernanceSettings(warn_at=0.6, admins=(ADMIN,), fold_every_s=0.01)
+    async with slack_harness(
+        make_services,
+        real_redis,
+        direct_model(),
+        configure=lambda s: s.model_copy(update={"governance": gov}),
+        users={ANA: "Ana"},
+    ) as h:
+        svc = h.bot.svc
+
+        def thread(ts: str) -> list[str]:
+            return [c["text"] for c in h.slack.of("chat.postMessage") if c.get("thread_ts") == ts]
+
+        async def mention(n: int) -> str:
+            ts = f"1700000000.00{n}000"
+            said = {"type": "app_mention", "text": "<@UBOT> Capital of France?", "ts": ts}
+            await h.event(f"Ev{n}", {**said, "event_ts": ts})
+            await h.slack.wait_for(lambda: bool(thread(ts)), timeout_s=20)
+            await h.runs_end()
+            return ts
+
+        first = await mention(1)
+        await h.runs_end()
+        spent = (await spend_report(svc)).total_usd + (await spend_report(svc)).under_way_usd
+        assert spent > 0
+        admin = Person(id=ADMIN, name="Ada")
+        place = await SlackPlaces(h.bot.client, svc).place("T1", CHANNEL)
+        made = await set_budget(svc, admin, place, month_usd=spent * 2.1, owner=None)
+        assert not isinstance(made, Refused)
+        second = await mention(2)
+        await h.runs_end()
+        said = thread(second)
+        warned = [t for t in said if "has spent" in t]
+        assert len(warned) == 1 and "95%" in warned[0], said
+        third = await mention(3)
+        await h.runs_end()
+        for ts in (first, third):
+            assert not any("has spent" in t for t in thread(ts))

@@ -346,3 +346,36 @@ async def test_a_click_on_an_ask_whose_run_was_cancelled_says_it_ended(make_serv
     assert isinstance(again, Refused) and not isinstance(again, spending.AskEnded)
     forged = await spending.approve_spend(svc, "run_nope", ANA, approve=True)
     assert isinstance(forged, Refused) and not isinstance(forged, spending.AskEnded)
+
+
+@SCHEDULERS
+async def test_the_warning_is_said_when_an_ended_run_takes_the_month_past_its_line(
+    services, kind
+) -> None:
+    """No request crosses the line, a run's cost does: the run that took the month past
+    ``warn_at`` carries the warning (once: its fold and its relay share one claim); the
+    next request is not warned again."""
+    svc = await services(governed(month_usd=1.0, warn_at=0.6), direct_model())
+    first = await ask(svc)
+    await collect(svc, first, timeout_s=20)
+    spent = await runs_cost(svc, [first])
+    admin = Person(id="U0ADM", name="Ada", approver=True)
+    made = await spending.set_budget(svc, admin, OPS, month_usd=spent * 2.1, owner=ANA)
+    assert isinstance(made, spending.BudgetSet)
+    second = await ask(svc)
+    events = await collect(svc, second, timeout_s=20)
+    assert not any(isinstance(e, SpendWarned) for e in events)  # at 48 % when asked
+    await spending.fold_ended(svc, now=1e12)
+    warned = [e for e in await events_until(svc, second, SpendWarned) if isinstance(e, SpendWarned)]
+    assert len(warned) == 1 and warned[0].place_name == "#ops"
+    assert "95%" in spending.warned_text(warned[0])
+    # Its relay asking at its end gets it too (the claim is its own), emitted once.
+    again = await spending.warn_after(svc, await svc.store.get_run(second))
+    assert [e.place_name for e in again] == ["#ops"]
+    events = [e for _, e in await svc.store.read_events(second)]
+    assert sum(isinstance(e, SpendWarned) for e in events) == 1
+    # Another run's end or request is not warned again this month.
+    assert await spending.warn_after(svc, await svc.store.get_run(first)) == []
+    third = await ask(svc)
+    events = await collect(svc, third, timeout_s=20)
+    assert not any(isinstance(e, SpendWarned) for e in events)
