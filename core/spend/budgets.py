@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Literal
 
+from core.config_governance import BudgetRule
 from core.spend.ledger import keys_of, month_of
 from core.state import spend as ledger
 from core.types._base import Frozen
@@ -48,19 +49,21 @@ async def budgets_of(svc: Services, place: Place) -> list[ChannelBudget]:
         if key in kept:
             found.append(kept[key])
         elif key in rules:
-            rule = rules[key]
-            found.append(
-                ChannelBudget(
-                    place_key=key,
-                    place_name=rule.name or name,
-                    scope="channel" if scope == "channel" else "workspace",
-                    month_usd=rule.month_usd,
-                    owner_id=rule.owner,
-                    owner_name=rule.owner_name,
-                    warn_at=gov.warn_at,
-                )
-            )
+            found.append(_configured(key, rules[key], scope, name, gov.warn_at))
     return found
+
+
+def _configured(key: str, rule: BudgetRule, scope: str, name: str, warn_at: float) -> ChannelBudget:
+    """The budget ``[governance]`` gives ``key`` (``name`` unless the rule names it)."""
+    return ChannelBudget(
+        place_key=key,
+        place_name=rule.name or name,
+        scope="channel" if scope == "channel" else "workspace",
+        month_usd=rule.month_usd,
+        owner_id=rule.owner,
+        owner_name=rule.owner_name,
+        warn_at=warn_at,
+    )
 
 
 async def all_budgets(svc: Services) -> list[ChannelBudget]:
@@ -70,18 +73,7 @@ async def all_budgets(svc: Services) -> list[ChannelBudget]:
     found = dict(kept)
     for scope, rules in (("channel", gov.channels), ("workspace", gov.workspaces)):
         for key, rule in rules.items():
-            found.setdefault(
-                key,
-                ChannelBudget(
-                    place_key=key,
-                    place_name=rule.name or key,
-                    scope="channel" if scope == "channel" else "workspace",
-                    month_usd=rule.month_usd,
-                    owner_id=rule.owner,
-                    owner_name=rule.owner_name,
-                    warn_at=gov.warn_at,
-                ),
-            )
+            found.setdefault(key, _configured(key, rule, scope, key, gov.warn_at))
     return sorted(found.values(), key=lambda b: (b.scope, b.place_key))
 
 
