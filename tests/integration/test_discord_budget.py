@@ -6,45 +6,27 @@ it; Alice's Stop ends another run with what it has."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shutil
-import tempfile
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from bots.discord.bot import CarambaBot
 from core.types.run import RunStatus
-from tests.fakes.discord_api import FakeDiscord
 from tests.integration.budget_run import DONE, TASK, spender, tiny_budget
+from tests.integration.discord_harness import discord_harness
 from tests.integration.test_discord_bot import (
     Harness,
     buttons_of,
     custom_ids,
-    discord_settings,
     layout_text,
 )
-from tests.integration.test_slack_http import quick_library
-from tests.planning_helpers import settings as planning_settings
 
 pytestmark = pytest.mark.integration
 Json = dict[str, Any]
 
 
-@contextlib.asynccontextmanager
-async def harness(make_services: Any, redis: Any) -> AsyncIterator[Harness]:
-    folder = tempfile.mkdtemp(prefix="caramba-lib-")
-    s = tiny_budget(discord_settings(quick_library(planning_settings(), folder)))
-    svc = make_services(s, spender(), redis=redis)
-    try:
-        async with FakeDiscord.serving() as fake:
-            bot = CarambaBot(svc, guild_ready_timeout=0.05)
-            async with fake.running(bot):
-                yield Harness(fake, bot)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+def harness(make_services: Any, redis: Any) -> Any:
+    return discord_harness(make_services, redis, spender(), configure=tiny_budget)
 
 
 async def paused(h: Harness) -> tuple[Json, str, Json]:

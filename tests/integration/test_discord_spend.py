@@ -14,31 +14,23 @@ and REST, real Redis, the scripted model at a fixed cost a call):
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import shutil
-import tempfile
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from bots.discord.bot import CarambaBot
 from core.config_governance import GovernanceSettings
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.runs import spend
 from core.types.place import Place
 from core.types.run import RunStatus
-from tests.fakes.discord_api import FakeDiscord
+from tests.integration.discord_harness import discord_harness
 from tests.integration.test_discord_bot import (
     Harness,
     buttons_of,
     custom_ids,
-    discord_settings,
     harness,
     layout_text,
 )
-from tests.integration.test_slack_http import quick_library
-from tests.planning_helpers import settings as planning_settings
 
 pytestmark = pytest.mark.integration
 Json = dict[str, Any]
@@ -70,19 +62,15 @@ def direct_model() -> ScriptedModel:
     return m.script("router", *[Reply(calls=(call("submit_router", direct),))] * 6)
 
 
-@contextlib.asynccontextmanager
-async def governed(make_services: Any, redis: Any) -> AsyncIterator[Harness]:
-    folder = tempfile.mkdtemp(prefix="caramba-lib-")
-    s = discord_settings(quick_library(planning_settings(library_top_k=0), folder))
-    s = s.model_copy(update={"governance": GovernanceSettings(fold_every_s=0.01)})
-    svc = make_services(s, direct_model(), redis=redis)
-    try:
-        async with FakeDiscord.serving() as fake:
-            bot = CarambaBot(svc, guild_ready_timeout=0.05)
-            async with fake.running(bot):
-                yield Harness(fake, bot)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+def governed(make_services: Any, redis: Any) -> Any:
+    gov = GovernanceSettings(fold_every_s=0.01)
+    return discord_harness(
+        make_services,
+        redis,
+        direct_model(),
+        configure=lambda s: s.model_copy(update={"governance": gov}),
+        library_top_k=0,
+    )
 
 
 async def answered(h: Harness, task: str, who: str = "alice") -> tuple[str, str]:
