@@ -192,6 +192,27 @@ async def test_budget_command_warning_and_an_ask_approved_by_its_owner(
     assert fake.pinged() == [] and fake.unguarded_mentions() == []
 
 
+async def asked_over_budget(h: Harness) -> tuple[Json, Json]:
+    """Carol asks in #general, over its budget: the ask (with its buttons) and the
+    thread."""
+    fake = h.fake
+    asked = await fake.mention("general", "carol", "And of Italy?")
+    await fake.wait_until(lambda: fake.thread_of(asked) is not None, 10)
+    thread = fake.thread_of(asked)
+    assert thread is not None
+
+    def asks() -> list[Json]:
+        return [
+            m
+            for m in fake.channel_messages(thread["id"])
+            if "over its channel budget" in layout_text(m)
+        ]
+
+    await fake.wait_until(lambda: bool(asks()), 20)
+    (ask,) = asks()
+    return ask, thread
+
+
 async def test_the_owner_denies_and_the_run_ends_saying_why(make_services, real_redis) -> None:
     async with governed(make_services, real_redis) as h:
         fake, svc = h.fake, h.svc
@@ -205,20 +226,7 @@ async def test_the_owner_denies_and_the_run_ends_saying_why(make_services, real_
         await fake.wait_ack(look)
         assert look.ephemeral and "of $0.01 (" in said(h, look)["content"]
 
-        asked = await fake.mention("general", "carol", "And of Italy?")
-        await fake.wait_until(lambda: fake.thread_of(asked) is not None, 10)
-        thread = fake.thread_of(asked)
-        assert thread is not None
-
-        def asks() -> list[Json]:
-            return [
-                m
-                for m in fake.channel_messages(thread["id"])
-                if "over its channel budget" in layout_text(m)
-            ]
-
-        await fake.wait_until(lambda: bool(asks()), 20)
-        (ask,) = asks()
+        ask, thread = await asked_over_budget(h)
         _, deny = custom_ids(ask)
         run_id = deny.rsplit(":", 1)[1]
         click = await fake.click(ask["id"], deny, "bob")
@@ -249,20 +257,7 @@ async def test_an_ask_whose_run_was_cancelled_loses_its_buttons_at_the_first_cli
         await answered(h, "What is the capital of France?")
         setting = await fake.slash("caramba", {"task": "budget $0.01"}, "bob")
         await fake.wait_ack(setting)
-        asked = await fake.mention("general", "carol", "And of Italy?")
-        await fake.wait_until(lambda: fake.thread_of(asked) is not None, 10)
-        thread = fake.thread_of(asked)
-        assert thread is not None
-
-        def asks() -> list[Json]:
-            return [
-                m
-                for m in fake.channel_messages(thread["id"])
-                if "over its channel budget" in layout_text(m)
-            ]
-
-        await fake.wait_until(lambda: bool(asks()), 20)
-        (ask,) = asks()
+        ask, _ = await asked_over_budget(h)
         approve, _ = custom_ids(ask)
         run_id = approve.rsplit(":", 1)[1]
         assert (await cancel_run(svc, run_id, "U0BOB", name="Bob")).ok

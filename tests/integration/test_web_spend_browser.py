@@ -217,16 +217,23 @@ async def test_over_budget_in_the_chat_and_the_spend_page(settings, tmp_path) ->
     assert dialogs == []
 
 
+async def over_budget(browser: Any, base: str, svc: Any) -> tuple[Any, str]:
+    """A first request answered (the month now over its budget), a second waiting for
+    its spending decision: the page and the second run's id."""
+    page = await browser.new_page()
+    first = await ask(page, base, "What is the capital of France?")
+    await page.locator(".msg.k-result").wait_for(timeout=20_000)
+    await folded(svc, await runs_cost(svc, [first]))
+    second = await ask(page, base, "And of Spain?")
+    await page.locator(".spend-ask button").first.wait_for(timeout=20_000)
+    return page, second
+
+
 async def test_someone_elses_budget_is_not_the_web_chats_to_approve(settings) -> None:
     model = direct_model()
     owned = governed(settings, owner="U0ANA", owner_name="Ana")
     async with spend_app(owned, model) as (app, svc), served(app) as base, chromium() as browser:
-        page = await browser.new_page()
-        first = await ask(page, base, "What is the capital of France?")
-        await page.locator(".msg.k-result").wait_for(timeout=20_000)
-        await folded(svc, await runs_cost(svc, [first]))
-        second = await ask(page, base, "And of Spain?")
-        await page.locator(".spend-ask button").first.wait_for(timeout=20_000)
+        page, second = await over_budget(browser, base, svc)
         assert "It waits for Ana" in await page.inner_text(".spend-ask")
         await page.locator(".spend-ask button", has_text="Approve spending").click()
         told = page.locator(".msg", has_text="Only Ana or an admin may decide")
@@ -243,12 +250,7 @@ async def test_an_ask_whose_run_was_cancelled_loses_its_buttons_at_the_first_cli
     model = direct_model()
     owned = governed(settings, owner="U0ANA", owner_name="Ana")
     async with spend_app(owned, model) as (app, svc), served(app) as base, chromium() as browser:
-        page = await browser.new_page()
-        first = await ask(page, base, "What is the capital of France?")
-        await page.locator(".msg.k-result").wait_for(timeout=20_000)
-        await folded(svc, await runs_cost(svc, [first]))
-        second = await ask(page, base, "And of Spain?")
-        await page.locator(".spend-ask button").first.wait_for(timeout=20_000)
+        page, second = await over_budget(browser, base, svc)
         assert (await cancel_run(svc, second, "U0ANA", name="Ana")).ok
         await page.locator(".spend-ask button", has_text="Approve spending").click()
         ended = page.locator(".spend-ask", has_text="ended before anybody decided")
