@@ -263,6 +263,10 @@ class CelerySettings(_Section):
     # Celery's remote control (celery inspect / control: a PSUBSCRIBE on the worker's
     # pidbox channel, an extra ACL rule). Caramba needs none; benches and tests may.
     remote_control: bool = False
+    # How a worker runs a received turn: "thread" holds one pool thread per turn in
+    # flight (Celery's own strategy); "loop" hands it to the worker's event loop and keeps
+    # only the message until the turn ended (tasks.dispatch; less memory per turn).
+    turn_dispatch: Literal["thread", "loop"] = "thread"
 
 
 class ApprovalSettings(_Section):
