@@ -28,6 +28,7 @@ from core.config import Settings
 from core.scheduler.base import TurnJob
 from core.state.client import broker as redis_broker
 from tasks.consumer import TurnConsumer
+from tasks.dispatch import LoopDispatch
 from tasks.production import require_redis
 from tasks.runtime import ServicesFactory, WorkerRuntime, WorkerStopped
 from tasks.scheduler import TURN_TASK, broker_key_prefix
@@ -130,8 +131,12 @@ def make_app(
     _configure(app, settings)
     runtime = WorkerRuntime(app, settings, services_factory)
     app.conf[_RUNTIME_KEY] = runtime
-    _add_runtime_step(app, runtime)
-    _register_turn(app, runtime, settings.limits.max_deliveries, retry_delay_s)
+    dispatch = None
+    if settings.celery.turn_dispatch == "loop":
+        limit = settings.limits.max_deliveries
+        dispatch = LoopDispatch(runtime, limit, retry_delay_s, _RETRY_CAP_S)
+    _add_runtime_step(app, runtime, dispatch)
+    _register_turn(app, runtime, settings.limits.max_deliveries, retry_delay_s, dispatch)
     return app
 
 
@@ -169,7 +174,7 @@ def _configure(app: Celery, settings: Settings) -> None:
     )
 
 
-def _add_runtime_step(app: Celery, runtime: WorkerRuntime) -> None:
+def _add_runtime_step(app: Celery, runtime: WorkerRuntime, dispatch: LoopDispatch | None) -> None:
     class RuntimeStep(bootsteps.StartStopStep):
         """This process's turn runtime, started with the worker after its pool.
 
@@ -190,19 +195,33 @@ def _add_runtime_step(app: Celery, runtime: WorkerRuntime) -> None:
 
         def stop(self, parent: Any) -> None:
             runtime.stop()
+            if dispatch is not None:
+                dispatch.drain()  # the ended turns' acknowledgements and retries
 
         def shutdown(self, parent: Any) -> None:
             runtime.stop(grace_s=1.0)
+            if dispatch is not None:
+                dispatch.drain()
 
     app.steps["worker"].add(RuntimeStep)
 
 
 def _register_turn(
-    app: Celery, runtime: WorkerRuntime, max_retries: int, retry_delay_s: float
+    app: Celery,
+    runtime: WorkerRuntime,
+    max_retries: int,
+    retry_delay_s: float,
+    dispatch: LoopDispatch | None,
 ) -> None:
     # shared=False: a shared task would be registered in every app of the process, and a
     # second app (other settings, a test) would run the first app's runtime.
-    @app.task(name=TURN_TASK, bind=True, acks_late=True, ignore_result=True, shared=False)
+    # The "loop" dispatch: Celery's consumer hands each message to tasks.dispatch instead
+    # of a pool thread; the task body below then runs only when called directly.
+    strategy: dict[str, Any] = {} if dispatch is None else {"Strategy": dispatch.strategy}
+
+    @app.task(
+        name=TURN_TASK, bind=True, acks_late=True, ignore_result=True, shared=False, **strategy
+    )
     def turn(self: Task, job: dict[str, Any]) -> str:
         """Run one agent turn on this process's event loop; returns the outcome's name."""
         task_id = self.request.id

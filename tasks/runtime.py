@@ -13,6 +13,7 @@ turns of dead workers and the messages the broker lost.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 import time
@@ -155,10 +156,46 @@ class WorkerRuntime:
                 work = run_chain(scheduler, partial(handle, svc), job, task_id)
             return loop.run(work, timeout=self.settings.celery.turn_timeout_s)
         finally:
-            with self._lock:
-                self._inflight -= 1
-                self.turns_run += 1
-                self._lock.notify_all()
+            self._ended()
+
+    def submit_turn(
+        self,
+        job: TurnJob,
+        task_id: str,
+        then: Callable[[concurrent.futures.Future[TurnOutcome]], object],
+    ) -> None:
+        """Start :meth:`run_turn`'s work on the loop without waiting for it (the ``loop``
+        dispatch, :mod:`tasks.dispatch`), and call ``then`` with its future once it ended
+        (on the loop thread). The turn counts as running until ``then`` returned, so a
+        stopping runtime waits for both."""
+        with self._lock:
+            if self._loop is None or self._svc is None or self._scheduler is None:
+                raise WorkerStopped("the worker runtime is not running")
+            loop, svc, scheduler = self._loop, self._svc, self._scheduler
+            self._inflight += 1
+        work = run_chain(scheduler, partial(handle, svc), job, task_id)
+        try:
+            future = loop.submit(_timed(work, self.settings.celery.turn_timeout_s))
+        except BaseException:
+            work.close()
+            self._ended()
+            raise
+
+        def done(fut: concurrent.futures.Future[TurnOutcome]) -> None:
+            try:
+                then(fut)
+            except Exception:
+                log.exception("the end of turn %s was not handled", job)
+            finally:
+                self._ended()
+
+        future.add_done_callback(done)
+
+    def _ended(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+            self.turns_run += 1
+            self._lock.notify_all()
 
     def settle(self, task_id: str, job: dict[str, object]) -> None:
         """The message ``task_id`` ran to its end: forget it in the ledger.
@@ -218,6 +255,11 @@ class WorkerRuntime:
         if self._scheduler is not None:
             await self._scheduler.aclose()
             self._scheduler = None
+
+
+async def _timed(work: Coroutine[Any, Any, TurnOutcome], limit_s: float) -> TurnOutcome:
+    """``work``, cancelled after ``limit_s`` seconds (:class:`TimeoutError`)."""
+    return await asyncio.wait_for(work, limit_s)
 
 
 async def _every(

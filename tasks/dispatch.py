@@ -1,0 +1,172 @@
+"""Turns handed straight to the worker's event loop (``celery.turn_dispatch = "loop"``).
+
+With ``"thread"`` (Celery's own strategy) every turn in flight holds one blocked slot of
+the threads pool and Celery's request bookkeeping for the whole chain it runs. With
+``"loop"`` the ``caramba.turn`` task's strategy — what Celery's consumer calls for each
+message it receives, on its own thread — hands the turn to the process's event loop at
+once and keeps only the message; kombu's prefetch limit (``celery.concurrency`` with
+``acks_late``) caps how many messages a worker holds.
+
+Every guarantee of the thread path is kept, in the same order:
+
+- the message is acknowledged only once its turn (and the chain it runs) ended;
+- a turn that raised is retried with the same back-off (the same message id, ``retries``
+  one more, its ledger entry queued again, due then), and given up after
+  ``limits.max_deliveries`` retries (its entry settled);
+- a turn reaching a stopped runtime is rejected back to the queue; on a warm shutdown the
+  runtime waits for the turns running, and whatever is still unacknowledged when the
+  connection closes is put back on the queue by kombu;
+- acknowledgements and publishes run on one ``caramba-acks`` thread, never on the loop
+  (kombu's calls block), through the consumer's ``call_soon_ack`` (:mod:`tasks.consumer`:
+  a message of a lost connection is left to the ledger);
+- a retry's countdown waits on Celery's timer, outside the prefetch count, as Celery's
+  own strategy does.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from core.scheduler.base import TurnJob, TurnOutcome
+from tasks.runtime import WorkerRuntime, WorkerStopped
+
+if TYPE_CHECKING:
+    from celery import Celery, Task
+
+log = logging.getLogger(__name__)
+
+
+class LoopDispatch:
+    """The acknowledging thread of one worker process and the strategy's settings."""
+
+    def __init__(
+        self, runtime: WorkerRuntime, max_retries: int, retry_delay_s: float, retry_cap_s: float
+    ) -> None:
+        self.runtime = runtime
+        self.max_retries = max_retries
+        self.retry_delay_s = retry_delay_s
+        self.retry_cap_s = retry_cap_s
+        self._acks = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="caramba-acks")
+
+    def drain(self) -> None:
+        """Wait for the acknowledgements and retries still queued (the worker stops)."""
+        self._acks.shutdown(wait=True)
+
+    def strategy(self, task: Task, app: Celery, consumer: Any, **_: Any) -> Callable[..., None]:
+        """Celery's task strategy for ``caramba.turn`` (see the module docstring)."""
+        errors = consumer.connection_errors
+
+        def settle(message: Any, requeue: bool | None) -> None:
+            # None: acknowledge; True/False: reject (back on the queue or not).
+            if requeue is None:
+                consumer.call_soon_ack(message.ack_log_error, log, errors)
+            else:
+                consumer.call_soon_ack(message.reject_log_error, log, errors, requeue=requeue)
+
+        def ended(message: Any, job: dict[str, Any], task_id: str, retries: int, fut: Any) -> None:
+            # On the loop thread: everything that blocks goes to the acknowledging thread.
+            self._acks.submit(self._after, task, settle, message, job, task_id, retries, fut)
+
+        def start(message: Any, job: dict[str, Any], task_id: str, retries: int) -> None:
+            try:
+                turn = TurnJob.model_validate(job)
+                self.runtime.submit_turn(
+                    turn, task_id, lambda f: ended(message, job, task_id, retries, f)
+                )
+            except WorkerStopped:
+                settle(message, True)
+                return
+            except Exception:
+                log.exception("turn message %s is not a turn; giving up", task_id)
+                self._acks.submit(self._give_up, settle, message, job, task_id)
+                return
+
+        def due_start(message: Any, job: dict[str, Any], task_id: str, retries: int) -> None:
+            consumer.qos.decrement_eventually()
+            start(message, job, task_id, retries)
+
+        def handler(message: Any, body: Any, ack: Any, reject: Any, callbacks: Any) -> None:
+            headers = message.headers or {}
+            task_id = str(headers.get("id", ""))
+            retries = int(headers.get("retries") or 0)
+            try:
+                args, _kwargs, _embed = message.decode()
+                job = args[0]
+            except Exception:
+                log.exception("turn message %s could not be read; dropped", task_id)
+                settle(message, False)
+                return
+            eta = headers.get("eta")
+            wait_s = _seconds_until(eta) if eta else 0.0
+            if wait_s > 0:
+                # Waits on Celery's timer (a monotonic clock), outside the prefetch count;
+                # the qos and the timer are the consumer's current ones (built after the
+                # strategies).
+                consumer.qos.increment_eventually()
+                consumer.timer.call_after(
+                    wait_s, due_start, (message, job, task_id, retries), priority=6
+                )
+                return
+            start(message, job, task_id, retries)
+
+        return handler
+
+    def _give_up(
+        self,
+        settle: Callable[[Any, bool | None], None],
+        message: Any,
+        job: dict[str, Any],
+        task_id: str,
+    ) -> None:
+        self.runtime.settle(task_id, job)
+        settle(message, None)
+
+    def _after(
+        self,
+        task: Task,
+        settle: Callable[[Any, bool | None], None],
+        message: Any,
+        job: dict[str, Any],
+        task_id: str,
+        retries: int,
+        fut: concurrent.futures.Future[TurnOutcome],
+    ) -> None:
+        """A turn's message once its chain ended, on the acknowledging thread."""
+        exc = fut.exception() if not fut.cancelled() else WorkerStopped("cancelled")
+        if exc is None:
+            settle(message, None)
+            return
+        if isinstance(exc, WorkerStopped):
+            settle(message, True)
+            return
+        runtime = self.runtime
+        if retries >= self.max_retries:
+            log.error("turn %s failed %d times; giving up", job, retries + 1)
+            self._give_up(settle, message, job, task_id)
+            return
+        delay = min(self.retry_cap_s, self.retry_delay_s * 2**retries)
+        log.warning("turn %s raised %r; retrying in %.1f s", job, exc, delay)
+        runtime.release(task_id, job, delay)
+        try:
+            task.apply_async(args=[job], task_id=task_id, retries=retries + 1, countdown=delay)
+        except Exception:
+            # Not published: the message goes back on the queue (the ledger has it too).
+            log.exception("could not publish the retry of %s; putting it back", job)
+            settle(message, True)
+            return
+        settle(message, None)
+
+
+def _seconds_until(eta: Any) -> float:
+    """Seconds from now to ``eta`` (an ISO 8601 time, UTC if no zone); 0 if unreadable."""
+    try:
+        when = datetime.fromisoformat(str(eta))
+    except ValueError:
+        return 0.0
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return (when - datetime.now(UTC)).total_seconds()
