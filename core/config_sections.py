@@ -266,7 +266,7 @@ class CelerySettings(_Section):
     # How a worker runs a received turn: "thread" holds one pool thread per turn in
     # flight (Celery's own strategy); "loop" hands it to the worker's event loop and keeps
     # only the message until the turn ended (tasks.dispatch; less memory per turn).
-    turn_dispatch: Literal["thread", "loop"] = "thread"
+    turn_dispatch: Literal["thread", "loop"] = "loop"
 
 
 class ApprovalSettings(_Section):
