@@ -32,11 +32,15 @@ from tests.schedulers import celery_settings, celery_worker, worker_app
 pytestmark = pytest.mark.integration
 
 
-def loop_settings(settings: Settings, prefix: str, **limits: Any) -> Settings:
+# Both dispatches keep the same guarantees; "loop" is the default.
+DISPATCHES = pytest.mark.parametrize("dispatch", ["loop", "thread"])
+
+
+def loop_settings(settings: Settings, prefix: str, dispatch: str, **limits: Any) -> Settings:
     settings = settings.model_copy(
         update={"limits": settings.limits.model_copy(update=limits)} if limits else {}
     )
-    return celery_settings(settings, prefix, turn_dispatch="loop")
+    return celery_settings(settings, prefix, turn_dispatch=dispatch)
 
 
 def calculator(request: LLMRequest) -> Reply:
@@ -46,8 +50,9 @@ def calculator(request: LLMRequest) -> Reply:
     return Reply(calls=(call("finish", {"result": done[-1]}),))
 
 
-async def test_a_run_ends_with_its_turns_on_the_loop(settings, real_redis) -> None:
-    settings = loop_settings(settings, real_redis.test_prefix)
+@DISPATCHES
+async def test_a_run_ends(settings, real_redis, dispatch: str) -> None:
+    settings = loop_settings(settings, real_redis.test_prefix, dispatch)
     model = ScriptedModel(responder=calculator)
     app = worker_app(settings, model)
     publisher = CeleryScheduler(app, settings)
@@ -67,8 +72,11 @@ async def test_a_run_ends_with_its_turns_on_the_loop(settings, real_redis) -> No
         await publisher.aclose()
         app.close()
 
-    # The consumer used the loop strategy, not Celery's (which would fill a pool thread).
-    assert app.tasks[TURN_TASK].Strategy.__qualname__ == "LoopDispatch.strategy"
+    # With "loop" the consumer used the loop strategy, not Celery's (a pool thread a turn).
+    strategy = app.tasks[TURN_TASK].Strategy
+    assert (getattr(strategy, "__qualname__", "") == "LoopDispatch.strategy") == (
+        dispatch == "loop"
+    )
     assert runtime.turns_run >= 1
     assert pending == 0
     final = events[-1]
@@ -77,8 +85,11 @@ async def test_a_run_ends_with_its_turns_on_the_loop(settings, real_redis) -> No
     assert sum(isinstance(e, LLMCalled) for e in events) == 2
 
 
-async def test_a_turn_that_keeps_raising_is_retried_then_quarantined(settings, real_redis) -> None:
-    settings = loop_settings(settings, real_redis.test_prefix, max_deliveries=3)
+@DISPATCHES
+async def test_a_turn_that_keeps_raising_is_retried_then_quarantined(
+    settings, real_redis, dispatch: str
+) -> None:
+    settings = loop_settings(settings, real_redis.test_prefix, dispatch, max_deliveries=3)
 
     def poison(request: LLMRequest) -> Reply:
         raise RuntimeError("a bug in the turn, not a model error")
@@ -104,8 +115,11 @@ async def test_a_turn_that_keeps_raising_is_retried_then_quarantined(settings, r
     assert isinstance(final, RunFinished) and final.status is RunStatus.FAILED
 
 
-async def test_a_warm_shutdown_finishes_the_turn_in_flight(settings, real_redis) -> None:
-    settings = loop_settings(settings, real_redis.test_prefix)
+@DISPATCHES
+async def test_a_warm_shutdown_finishes_the_turn_in_flight(
+    settings, real_redis, dispatch: str
+) -> None:
+    settings = loop_settings(settings, real_redis.test_prefix, dispatch)
     started = asyncio.Event()
     loop = asyncio.get_running_loop()
 
