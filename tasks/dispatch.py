@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.scheduler.base import TurnJob, TurnOutcome
 from tasks.runtime import WorkerRuntime, WorkerStopped
+from tasks.scheduler import TURN_TASK
 
 if TYPE_CHECKING:
     from celery import Celery, Task
@@ -100,6 +101,9 @@ class LoopDispatch:
                 log.exception("turn message %s could not be read; dropped", task_id)
                 settle(message, False)
                 return
+            # Celery's own words ("Task name[id] received", then succeeded, retry, failed or
+            # rejected): operators and bench/chaos_victims.py read a worker's turns from them.
+            log.info("Task %s[%s] received", task.name, task_id)
             eta = headers.get("eta")
             wait_s = _seconds_until(eta) if eta else 0.0
             if wait_s > 0:
@@ -124,6 +128,7 @@ class LoopDispatch:
     ) -> None:
         self.runtime.settle(task_id, job)
         settle(message, None)
+        log.error("Task %s[%s] failed: given up", TURN_TASK, task_id)
 
     def _after(
         self,
@@ -139,9 +144,11 @@ class LoopDispatch:
         exc = fut.exception() if not fut.cancelled() else WorkerStopped("cancelled")
         if exc is None:
             settle(message, None)
+            log.info("Task %s[%s] succeeded", task.name, task_id)
             return
         if isinstance(exc, WorkerStopped):
             settle(message, True)
+            log.info("Task %s[%s] rejected: the worker is stopping", task.name, task_id)
             return
         runtime = self.runtime
         if retries >= self.max_retries:
@@ -157,8 +164,10 @@ class LoopDispatch:
             # Not published: the message goes back on the queue (the ledger has it too).
             log.exception("could not publish the retry of %s; putting it back", job)
             settle(message, True)
+            log.info("Task %s[%s] rejected: its retry was not published", task.name, task_id)
             return
         settle(message, None)
+        log.info("Task %s[%s] retry: in %.1f s", task.name, task_id, delay)
 
 
 def _seconds_until(eta: Any) -> float:
