@@ -1,8 +1,9 @@
 """One long-lived asyncio event loop in a daemon thread, for synchronous callers.
 
 Celery has no native asyncio; the measured best fit for I/O-bound turns is the threads
-pool with one event loop per worker process: every pool thread hands its coroutine to
-this loop and blocks on the result. Redis and HTTP clients then live on one loop for the
+pool with one event loop per worker process: each turn's coroutine runs on this loop,
+handed over by the consumer (``celery.turn_dispatch = "loop"``, :mod:`tasks.dispatch`) or
+by a pool thread that blocks on the result (``"thread"``). Redis and HTTP clients then live on one loop for the
 life of the process (a new HTTP client per task is very costly).
 """
 

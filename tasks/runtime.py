@@ -1,8 +1,10 @@
 """Per worker process: one event loop, one set of Services, the background loop.
 
-Built once when the Celery worker starts (a worker bootstep) and shared by every pool
-thread of the process: each task runs ``core.process.jobs.handle`` (a turn, or a
-request's planning) on the process's loop and waits for it. The background loop
+Built once when the Celery worker starts (a worker bootstep) and shared by the whole
+process: each turn runs ``core.process.jobs.handle`` (a turn, or a request's planning) on
+the process's loop, handed there by the ``loop`` dispatch (:mod:`tasks.dispatch`,
+:meth:`WorkerRuntime.submit_turn`) or by a pool thread that waits for it (``thread``,
+:meth:`WorkerRuntime.run_turn`). The background loop
 (``core.process.background``: due timers, pending intents, ended runs) runs on the same
 loop for as long as the worker lives, as every turn-running process must, and so do the
 two loops of the turn ledger (``tasks.ledger``): one renews the lease of every turn this
