@@ -3,8 +3,8 @@
 Celery has no native asyncio; the measured best fit for I/O-bound turns is the threads
 pool with one event loop per worker process: each turn's coroutine runs on this loop,
 handed over by the consumer (``celery.turn_dispatch = "loop"``, :mod:`tasks.dispatch`) or
-by a pool thread that blocks on the result (``"thread"``). Redis and HTTP clients then live on one loop for the
-life of the process (a new HTTP client per task is very costly).
+by a pool thread that blocks on the result (``"thread"``). Redis and HTTP clients then
+live on one loop for the life of the process (a new HTTP client per task is very costly).
 """
 
 from __future__ import annotations
