@@ -253,7 +253,9 @@ class KeptLLM:
     async def _run_listener(self, channel: KeeperChannel) -> None:
         def subscribed() -> None:
             self._subscribed.set()
-            log.info("turns' calls go to the call keeper; notices for %s", self._process)
+            # bench/chaos_victims.py reads this line to tell whose calls are in flight.
+            on = channel.keys.llm_replies(self._process)
+            log.info("turns' calls go to the call keeper; notices on %s", on)
 
         while True:
             try:

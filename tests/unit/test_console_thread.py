@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from bots.chat.intentions import Form, Paused, ToolApproval
+from bots.chat.intentions import Form, Paused, SpendAsk, ToolApproval
 from bots.chat.outbox import Entry
 from bots.chat.ports import (
     Artifacts,
@@ -119,6 +119,14 @@ def _samples(text: str = "") -> list[Intention]:
             reason=f"Cleaning up{text}",
             risks=("may delete or overwrite things",),
         ),
+        SpendAsk(
+            run_id=R,
+            text=f"This request would take #ops{text} over its budget.",
+            place_name=f"#ops{text}",
+            owner_name="Bo",
+            spent_usd=9.5,
+            month_usd=10.0,
+        ),
         # Asked field by field by the run's console (bots/console/forms.py), not drawn.
         Form(run_id=R, form_id="form_1", agent=f"Ana{text}", server="shop", message=f"Who{text}?"),
     ]
@@ -151,6 +159,7 @@ def test_every_intention_kind_is_rendered_and_drawn(monkeypatch: pytest.MonkeyPa
         "⏸ paused: the run spent $2.00 of $1.50 — extend by $2.00, or stop here",
         "🔐 Ana wants to use files__delete: Delete a file. (may delete or overwrite things)",
         "Why: Cleaning up",
+        "This request would take #ops over its budget.",
     ):
         assert said in text, said
     status = ConsoleRenderer().render(_samples()[0])[0]

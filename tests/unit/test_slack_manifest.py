@@ -28,6 +28,7 @@ SCOPES: dict[str, str | None] = {
     "assistant_threads_setTitle": "assistant:write",
     "auth_test": None,
     "chat_appendStream": "chat:write",
+    "conversations_info": "channels:read",
     "chat_delete": "chat:write",
     "chat_postEphemeral": "chat:write",
     "chat_postMessage": "chat:write",
