@@ -30,6 +30,7 @@ from core.config_chat import (
 )
 from core.config_governance import GovernanceSettings
 from core.config_observe import TelemetrySettings, WebUISettings
+from core.config_redis import RedisSettings, refuse_password_in_file
 from core.config_schedules import ScheduleSettings
 from core.config_sections import (
     AgentsSettings,
@@ -42,9 +43,7 @@ from core.config_sections import (
     LLMSettings,
     PlanningSettings,
     PromptSettings,
-    RedisSettings,
     SchedulerSettings,
-    refuse_password_in_file,
 )
 from core.config_tools import (
     ImageSettings,

@@ -26,7 +26,7 @@ from redis.retry import Retry as SyncRetry
 from redis.sentinel import Sentinel as SyncSentinel
 from redis.sentinel import SentinelManagedConnection as SyncSentinelManagedConnection
 
-from core.config_sections import RedisSettings
+from core.config_redis import RedisSettings
 from core.errors import ConfigError
 
 # The asyncio client every state object works on (decode_responses=True).

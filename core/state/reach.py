@@ -22,7 +22,7 @@ from redis.exceptions import (
 )
 from redis.retry import Retry
 
-from core.config_sections import RedisSettings
+from core.config_redis import RedisSettings
 from core.errors import ConfigError
 from core.state.client import async_client, target
 from core.state.keeper_channel import KeeperChannel
