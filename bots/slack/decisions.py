@@ -34,7 +34,7 @@ from bots.slack.edit import (
 )
 from bots.slack.inspector import with_link
 from bots.slack.mentions import MENTIONS, shown
-from bots.slack.spend import SpendButtons
+from bots.slack.spend_asks import SpendButtons
 from bots.slack.text import escape
 from core.runs import approval, people
 from core.runs.approval import Approve, Decision, ProposalView, Reject

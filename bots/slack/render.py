@@ -33,7 +33,7 @@ from bots.slack.inspector import with_link
 from bots.slack.names import content
 from bots.slack.progress import plan_payload
 from bots.slack.schedules import repeat_block
-from bots.slack.spend import ask_message
+from bots.slack.spend_asks import ask_message
 from bots.slack.stream import streamed_message
 from bots.slack.text import SECTION_LIMIT, escape, split
 from bots.slack.upload import preview

@@ -17,10 +17,11 @@ from slack_bolt.async_app import AsyncAck, AsyncRespond
 from slack_sdk.errors import SlackApiError
 
 from bots.chat.schedule_command import is_schedule
+from bots.slack.budget_command import handle_budget, is_budget
 from bots.slack.context import SlackContext
 from bots.slack.mentions import People, task_text
 from bots.slack.schedules import handle_schedule
-from bots.slack.spend import SlackPlaces, handle_budget, is_budget
+from bots.slack.spend import SlackPlaces
 from bots.slack.text import escape, truncate
 
 log = logging.getLogger(__name__)

@@ -13,16 +13,11 @@ from typing import Any
 
 import pytest
 
+from bots.slack.budget_command import BudgetWords, handle_budget
 from bots.slack.home import home_view
 from bots.slack.overview import Spend
-from bots.slack.spend import (
-    APPROVE,
-    DENY,
-    BudgetWords,
-    SlackPlaces,
-    handle_budget,
-    home_lines,
-)
+from bots.slack.spend import SlackPlaces, home_lines
+from bots.slack.spend_asks import APPROVE, DENY
 from core.config_governance import BudgetRule, GovernanceSettings
 from core.runs.outcomes import Refused
 from core.runs.spend import report as spend_report
