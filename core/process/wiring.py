@@ -19,9 +19,11 @@ from core.prompts import PromptLibrary
 from core.scheduler.base import Scheduler
 from core.services import Services
 from core.state.bus import Bus
-from core.state.client import SENTINEL_RETRIES, async_client, connection_options, target
+from core.state.client import async_client, connection_options
 from core.state.durable_writes import require_replicas
 from core.state.keys import Keys
+from core.state.redis_target import target
+from core.state.sentinel import SENTINEL_RETRIES
 from core.state.store import Store
 from core.tools.defaults import default_registry
 from core.tools.registry import ToolRegistry

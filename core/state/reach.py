@@ -24,9 +24,10 @@ from redis.retry import Retry
 
 from core.config_redis import RedisSettings
 from core.errors import ConfigError
-from core.state.client import async_client, target
+from core.state.client import async_client
 from core.state.keeper_channel import KeeperChannel
 from core.state.keys import Keys
+from core.state.redis_target import target
 
 _WHERE = "CARAMBA_REDIS__URL (or [redis] url in config.toml)"
 

@@ -10,8 +10,9 @@ import pytest
 
 from core.config import load_settings
 from core.errors import ConfigError
-from core.state.client import broker, target
+from core.state.client import broker
 from core.state.reach import redis_problem
+from core.state.redis_target import target
 from tasks.app import broker_security, broker_url, transport_options
 from tests.conftest import REDIS_URL, make_settings
 
