@@ -22,8 +22,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from bots.web.access import Signer, run_path
-from bots.web.chat import WebChat, chat_routes
+from bots.web.chat import WebChat
 from bots.web.chat_edit import edit_routes
+from bots.web.chat_routes import chat_routes
 from bots.web.chat_schedules import schedule_routes
 from bots.web.forms import form_routes
 from bots.web.guard import NEEDS_OPERATOR, HostGuard, allowed_hosts, is_local

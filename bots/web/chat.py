@@ -10,23 +10,16 @@ someone else asked for from Slack is theirs and its approvers' to decide or canc
 the web chat's. Like the runs list, the chat
 needs an operator's token unless the server listens on 127.0.0.1 and the request comes
 straight from this machine naming it (:mod:`bots.web.guard`); a form posted from
-another site is refused (its Origin)."""
+another site is refused (its Origin). Its routes: :mod:`bots.web.chat_routes`."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field, replace
-from typing import Any
-from urllib.parse import parse_qs, quote
+from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from starlette.requests import Request
-from starlette.responses import (
-    PlainTextResponse,
-    RedirectResponse,
-    Response,
-    StreamingResponse,
-)
 
 from bots.chat.intake import NotOpened, take_request
 from bots.chat.ports import Adapter, Limits, Place
@@ -34,16 +27,14 @@ from bots.chat.relays import Relays
 from bots.chat.store import ChatStore
 from bots.chat.threads import Threads
 from bots.web import chat_approvals, chat_spend
-from bots.web.access import Signer, run_path
+from bots.web.access import Signer
 from bots.web.chat_firings import WebFirings
 from bots.web.chat_past import PastChat, PastChats
-from bots.web.chat_place import web_schedules
 from bots.web.chat_render import MESSAGE_CHARS, WebRenderer
 from bots.web.chat_transport import WebTransport
-from bots.web.chat_view import HELPERS, YOU, thread_view
-from bots.web.guard import NEEDS_OPERATOR, is_local, same_site
-from bots.web.mentions import mentioned, named
-from core.errors import CarambaError, RunError
+from bots.web.chat_view import YOU
+from bots.web.guard import is_local
+from core.errors import RunError
 from core.runs import people
 from core.runs.approval import Approve, Reject
 from core.runs.outcomes import Delivered, Done, Refused
@@ -168,7 +159,6 @@ class WebChat:
             # Your words, echoed in the thread (after the question they answer).
             await self.transport.post(Place("web", run_id), text.strip(), {"kind": "you"})
         return None
-        return None
 
     async def show_decided(self, run_id: str, line: str) -> None:
         """The thread's card, without its buttons, saying who decided by name (the
@@ -223,95 +213,3 @@ class WebChat:
 def _refusal(outcome: Done | Refused) -> str | None:
     """What to tell the person about a decision: only a refusal (the card shows the rest)."""
     return outcome.reason if isinstance(outcome, Refused) else None
-
-
-def same_origin(request: Request) -> bool:
-    """A form posted from this site (:func:`bots.web.guard.same_site`; the app's guard
-    refuses the others before they get here, this keeps the routes safe on their own)."""
-    return same_site(request.headers)
-
-
-async def form(request: Request) -> dict[str, str]:
-    body = (await request.body()).decode("utf-8", "replace")
-    return {k: v[-1] for k, v in parse_qs(body, max_num_fields=20).items()}
-
-
-def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
-    """The chat's routes, for the app: ``page(name, **context)`` renders a template."""
-
-    def forbidden() -> Response:
-        return PlainTextResponse(NEEDS_OPERATOR, status_code=403)
-
-    async def start(request: Request) -> Response:
-        if not chat.allowed(request):
-            return forbidden()
-        if request.method == "GET":
-            t = request.query_params.get("t", "")
-            past = await chat.past(fresh=True)
-            schedules = await web_schedules(chat.svc)
-            return page("chat_new.html", t=t, past=past, schedules=schedules, **HELPERS)
-        if not same_origin(request):
-            return PlainTextResponse("Forms are taken from this site only.", status_code=403)
-        task = (await form(request)).get("task", "").strip()
-        if not task:
-            return RedirectResponse(request.url.path + "?" + request.url.query, status_code=303)
-        run_id = await chat.ask(task)
-        return RedirectResponse(chat.path(run_id, request), status_code=303)
-
-    async def thread(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        if not chat.allowed(request):
-            return forbidden()
-        try:
-            run = await chat.svc.store.get_run(run_id)
-        except RunError:
-            return PlainTextResponse(f"There is no run {run_id}.", status_code=404)
-        messages, last = await chat.transport.messages(run_id)
-        ttl = chat.svc.settings.web_ui.link_ttl_s
-        known = await people.names(chat.svc, mentioned(m.text for m in messages))
-        messages = [replace(m, text=named(m.text, known)) for m in messages]
-        view = thread_view(
-            run, messages, await chat.svc.workspace.files(run_id), await chat.asker(run)
-        )
-        return page(
-            "chat.html",
-            run=run,
-            thread=view,
-            last=last,
-            t=request.query_params.get("t", ""),
-            inspector=run_path(chat.signer, run_id, ttl),
-            names=await chat.names(run),  # who decided, when the card does not say
-            file_token=chat.signer.token(f"run:{run_id}", ttl),
-            past=await chat.past(),
-            schedules=await web_schedules(chat.svc),
-            **HELPERS,
-        )
-
-    async def act(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        if not chat.allowed(request):
-            return forbidden()
-        if not same_origin(request):
-            return PlainTextResponse("Forms are taken from this site only.", status_code=403)
-        fields = await form(request)
-        try:
-            said = await chat.act(run_id, fields.get("action", ""), fields.get("text", ""))
-        except CarambaError as exc:
-            said = str(exc)
-        if said:
-            await chat.tell(run_id, said)
-        return RedirectResponse(chat.path(run_id, request), status_code=303)
-
-    async def feed(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        if not chat.allowed(request):
-            return forbidden()
-        after = request.headers.get("last-event-id") or request.query_params.get("after", "0-0")
-        return StreamingResponse(chat.changes(run_id, after), media_type="text/event-stream")
-
-    return [
-        ("/chat", start, ["GET", "POST"]),
-        ("/chat/{run_id}", thread, ["GET"]),
-        ("/chat/{run_id}/act", act, ["POST"]),
-        ("/chat/{run_id}/feed", feed, ["GET"]),
-    ]

@@ -15,8 +15,9 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from bots.chat.ports import Card, Place
-from bots.web.chat import WEB, WebChat, same_origin
+from bots.web.chat import WEB, WebChat
 from bots.web.chat_render import WebRenderer
+from bots.web.chat_routes import same_origin
 from bots.web.edit_form import AgentForm, changed_words, edit_from_form
 from bots.web.guard import NEEDS_OPERATOR
 from core.errors import RunError

@@ -25,9 +25,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from bots.chat.schedule_command import answer
-from bots.web.chat import WebChat, chat_routes, form, same_origin
+from bots.web.chat import WebChat
 from bots.web.chat_past import PastChat
 from bots.web.chat_place import WEB_PLACE, web_schedules
+from bots.web.chat_routes import chat_routes, form, same_origin
 from bots.web.chat_view import HELPERS
 from bots.web.guard import NEEDS_OPERATOR
 from core.runs import schedules as plans

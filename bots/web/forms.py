@@ -14,7 +14,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
 from bots.chat.ports import Place
-from bots.web.chat import WEB, WebChat, same_origin
+from bots.web.chat import WEB, WebChat
+from bots.web.chat_routes import same_origin
 from bots.web.guard import NEEDS_OPERATOR
 from core.runs import people
 from core.runs.forms import Action
