@@ -9,7 +9,8 @@ the process's loop, handed there by the ``loop`` dispatch (:mod:`tasks.dispatch`
 loop for as long as the worker lives, as every turn-running process must, and so do the
 two loops of the turn ledger (``tasks.ledger``): one renews the lease of every turn this
 process runs (one round trip every ``celery.lease_s / 3``), the other publishes again the
-turns of dead workers and the messages the broker lost.
+turns of dead workers and the messages the broker lost. Each is kept alive by
+:mod:`tasks.forever`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,9 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any
-
-from kombu.exceptions import OperationalError
 
 from core.config import Settings
 from core.process.background import run_background
@@ -32,8 +31,8 @@ from core.process.tools_start import start_tools, stop_tools
 from core.process.wiring import build_services
 from core.scheduler.base import Scheduler, TurnJob, TurnOutcome
 from core.services import Services
-from core.state.client import TimedOut, Unreachable
 from tasks.chain import run_chain
+from tasks.forever import every, forever, wait
 from tasks.ledger import sweep_interval_s
 from tasks.loop import LoopThread
 from tasks.scheduler import CeleryScheduler
@@ -46,10 +45,6 @@ log = logging.getLogger(__name__)
 # How a worker process builds its Services; called once, on the worker's event loop, with
 # the Celery scheduler the turns must use to schedule their successors.
 ServicesFactory = Callable[[Settings, Scheduler], Services]
-
-# What a Redis (or broker) that is restarting raises.
-UNAVAILABLE = (Unreachable, TimedOut, OperationalError, OSError)
-_RESTART_DELAY_S = 1.0
 
 
 class WorkerStopped(RuntimeError):
@@ -110,15 +105,15 @@ class WorkerRuntime:
         self._stop_background = stop = asyncio.Event()
         self._background = [
             asyncio.create_task(
-                _forever("background loop", lambda: run_background(svc, stop), stop),
+                forever("background loop", lambda: run_background(svc, stop), stop),
                 name="caramba-background",
             ),
             asyncio.create_task(
-                _forever("ledger leases", lambda: self._renew(scheduler, stop), stop),
+                forever("ledger leases", lambda: self._renew(scheduler, stop), stop),
                 name="caramba-ledger-leases",
             ),
             asyncio.create_task(
-                _forever("ledger sweep", lambda: self._sweep(scheduler, stop), stop),
+                forever("ledger sweep", lambda: self._sweep(scheduler, stop), stop),
                 name="caramba-ledger-sweep",
             ),
         ]
@@ -126,7 +121,7 @@ class WorkerRuntime:
 
     async def _renew(self, scheduler: CeleryScheduler, stop: asyncio.Event) -> None:
         """Keep the lease of every turn this process runs (see :mod:`tasks.ledger`)."""
-        await _every(stop, sweep_interval_s(self.settings), "ledger leases", scheduler.renew)
+        await every(stop, sweep_interval_s(self.settings), "ledger leases", scheduler.renew)
 
     async def _sweep(self, scheduler: CeleryScheduler, stop: asyncio.Event) -> None:
         """Publish again the turns of dead workers and those the broker lost."""
@@ -136,8 +131,8 @@ class WorkerRuntime:
                 log.warning("published %d turns again that no live worker held", n)
 
         # Offset from the renewals; a lapse is seen within lease_s + this interval.
-        await _wait(stop, sweep_interval_s(self.settings) / 2)
-        await _every(stop, sweep_interval_s(self.settings), "ledger sweep", sweep)
+        await wait(stop, sweep_interval_s(self.settings) / 2)
+        await every(stop, sweep_interval_s(self.settings), "ledger sweep", sweep)
 
     def run_turn(self, job: TurnJob, task_id: str | None = None) -> TurnOutcome:
         """Run one turn to its end, then the turns it chains (``tasks.chain``); abandoned
@@ -262,45 +257,3 @@ class WorkerRuntime:
 async def _timed(work: Coroutine[Any, Any, TurnOutcome], limit_s: float) -> TurnOutcome:
     """``work``, cancelled after ``limit_s`` seconds (:class:`TimeoutError`)."""
     return await asyncio.wait_for(work, limit_s)
-
-
-async def _every(
-    stop: asyncio.Event, interval: float, name: str, tick: Callable[[], Awaitable[object]]
-) -> None:
-    """``await tick()`` every ``interval`` until ``stop``; Redis being unavailable costs one
-    log line per try, and the next tick tries again."""
-    while not stop.is_set():
-        try:
-            await tick()
-        except UNAVAILABLE as exc:
-            log.warning("%s: Redis unavailable (%r); again in %.1f s", name, exc, interval)
-        except Exception:
-            log.exception("%s failed; again in %.1f s", name, interval)
-        await _wait(stop, interval)
-
-
-async def _wait(stop: asyncio.Event, seconds: float) -> None:
-    """Sleep ``seconds``, or less if ``stop`` is set meanwhile."""
-    try:
-        await asyncio.wait_for(stop.wait(), timeout=seconds)
-    except TimeoutError:
-        pass
-
-
-async def _forever(
-    name: str, run: Callable[[], Coroutine[Any, Any, None]], stop: asyncio.Event
-) -> None:
-    """Run ``run()`` until ``stop`` is set, starting it again if it ever raises: the loops
-    of a worker process must outlive anything (a Redis restart, a bug in one tick)."""
-    while not stop.is_set():
-        try:
-            await run()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("%s crashed; starting it again in %.0f s", name, _RESTART_DELAY_S)
-        else:
-            if stop.is_set():
-                return
-            log.error("%s ended by itself; starting it again in %.0f s", name, _RESTART_DELAY_S)
-        await _wait(stop, _RESTART_DELAY_S)
