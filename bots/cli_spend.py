@@ -49,7 +49,7 @@ async def spend_report(
 ) -> SpendReport:
     """The report, ``channel`` a place key (``slack:T0ACME:C0OPS``) or a channel's name as
     people read it (``#ops``)."""
-    from core.runs.spend import report
+    from core.runs.spend_report import report
 
     if channel and ":" not in channel:
         every = await report(svc, month=month, team_key=team)

@@ -11,7 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from bots.chat.intentions import Note, SpendAsk
-from core.runs.spend import asked_text, warn_after, warned_text
+from core.runs.spend_asks import asked_text, warn_after, warned_text
 from core.types.events import RunEvent, SpendApprovalAsked, SpendWarned
 
 if TYPE_CHECKING:

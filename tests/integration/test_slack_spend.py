@@ -20,8 +20,8 @@ from bots.slack.spend import SlackPlaces, home_lines
 from bots.slack.spend_asks import APPROVE, DENY
 from core.config_governance import BudgetRule, GovernanceSettings
 from core.runs.outcomes import Refused
-from core.runs.spend import report as spend_report
-from core.runs.spend import set_budget
+from core.runs.spend_budgets import set_budget
+from core.runs.spend_report import report as spend_report
 from core.spend import ledger
 from core.state import spend as kept
 from core.types.people import Person
