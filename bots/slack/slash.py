@@ -74,7 +74,7 @@ class SlashCommand:
         if is_schedule(command.get("text", "")):  # /caramba schedule …: bots.slack.schedules
             self.ctx.spawn(handle_schedule(self.ctx.svc, self.people, command, respond))
             return
-        if is_budget(command.get("text", "")):  # /caramba budget …: bots.slack.spend
+        if is_budget(command.get("text", "")):  # /caramba budget …: bots.slack.budget_command
             budget = handle_budget(self.ctx.svc, self.people, self.places, command, respond)
             self.ctx.spawn(budget)
             return
