@@ -1,7 +1,7 @@
 """The chat layer's Redis key names, in one place: everything the chat layer and its
 adapters keep lives under ``{redis.key_prefix}:{platform}:`` (for Slack, the keys it
-always had). Only :mod:`bots.chat.store` (and its outbox mixin, :mod:`bots.chat.store_outbox`) uses them; core's keys are
-``core.state.keys``."""
+always had). Only :mod:`bots.chat.store` and its outbox mixin
+(:mod:`bots.chat.store_outbox`) use them; core's keys are ``core.state.keys``."""
 
 from __future__ import annotations
 
