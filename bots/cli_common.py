@@ -5,9 +5,10 @@ errors said in one line, and ``--debug`` (a traceback only for a person who asks
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import AsyncIterator, Coroutine
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -15,6 +16,9 @@ from rich.console import Console
 from bots.console.text import escape
 from core.config import Settings, load_settings
 from core.errors import CarambaError, ConfigError
+
+if TYPE_CHECKING:
+    from core.services import Services
 
 console = Console()
 
@@ -87,3 +91,19 @@ def serve(service: Coroutine[Any, Any, None]) -> None:
         asyncio.run(service)
     except CarambaError as exc:
         raise typer.Exit(say_unexpected(exc)) from None
+
+
+@contextlib.asynccontextmanager
+async def store_services(settings: Settings) -> AsyncIterator[Services]:
+    """Services for a command that reads and changes what Redis keeps (schedules, the
+    spend ledger): no scheduler started, no model built. Imported when used, so that
+    ``caramba`` starts without redis."""
+    from core.llm.scripted import ScriptedModel
+    from core.process.wiring import build_services
+    from core.scheduler.inline import InlineScheduler
+
+    svc = build_services(settings, InlineScheduler(1), llm=ScriptedModel())
+    try:
+        yield svc
+    finally:
+        await svc.aclose()

@@ -9,14 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import typer
 
-from bots.cli_common import console, redis_or_exit, settings_or_exit
+from bots.cli_common import console, redis_or_exit, settings_or_exit, store_services
 from bots.console.text import escape
-from core.config import Settings
 from core.types.people import Person
 from core.types.place import Place
 from core.types.schedules import Changed, NotUnderstood, Refused, Scheduled
@@ -28,20 +27,6 @@ schedule = typer.Typer(
     help="Recurring runs in a channel (docs/schedules.md).", no_args_is_help=True
 )
 CONSOLE = "console:console:console"
-
-
-@contextlib.asynccontextmanager
-async def _services(settings: Settings) -> AsyncIterator[Services]:
-    """Services that keep schedules: no scheduler started, no model built."""
-    from core.llm.scripted import ScriptedModel
-    from core.process.wiring import build_services
-    from core.scheduler.inline import InlineScheduler
-
-    svc = build_services(settings, InlineScheduler(1), llm=ScriptedModel())
-    try:
-        yield svc
-    finally:
-        await svc.aclose()
 
 
 def _place(key: str) -> Place:
@@ -64,7 +49,7 @@ def _run(act: Callable[[Services], Awaitable[Outcome]]) -> None:
     redis_or_exit(settings)
 
     async def go() -> Outcome:
-        async with _services(settings) as svc:
+        async with store_services(settings) as svc:
             return await act(svc)
 
     outcome = asyncio.run(go())
@@ -115,7 +100,7 @@ def list_(
     where = _place(place) if place else None
 
     async def go() -> tuple[str, ...]:
-        async with _services(settings) as svc:
+        async with store_services(settings) as svc:
             listed = await schedules.listed(svc, where)
             return tuple(f"{s.id}  {s.place.key}  {s.shown()}" for s in listed.schedules)
 

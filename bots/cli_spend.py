@@ -7,17 +7,21 @@ Runs not ended yet are said apart ("under way")."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from bots.cli_common import configuration_error, console, redis_or_exit, settings_or_exit
+from bots.cli_common import (
+    configuration_error,
+    console,
+    redis_or_exit,
+    settings_or_exit,
+    store_services,
+)
 from bots.console.text import escape
-from core.config import Settings
 from core.errors import ConfigError
 from core.types.spend import SpendReport, SpendTotal
 
@@ -28,20 +32,6 @@ if TYPE_CHECKING:
 def money(usd: float) -> str:
     """Exact to a hundredth of a cent: the total must read as the runs' sum."""
     return f"${usd:,.4f}"
-
-
-@contextlib.asynccontextmanager
-async def ledger_services(settings: Settings) -> AsyncIterator[Services]:
-    """Services that only read the ledger: no scheduler started, no model built."""
-    from core.llm.scripted import ScriptedModel
-    from core.process.wiring import build_services
-    from core.scheduler.inline import InlineScheduler
-
-    svc = build_services(settings, InlineScheduler(1), llm=ScriptedModel())
-    try:
-        yield svc
-    finally:
-        await svc.aclose()
 
 
 async def spend_report(
@@ -126,7 +116,7 @@ def spend(
         raise typer.Exit(2)
 
     async def shown() -> SpendReport:
-        async with ledger_services(settings) as svc:
+        async with store_services(settings) as svc:
             return await spend_report(svc, month, channel, team)
 
     try:
