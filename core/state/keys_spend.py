@@ -44,10 +44,6 @@ class SpendKeys:
         """Set (with a TTL) once a request over budget was approved: planning goes on."""
         return f"{self.prefix}:spend:pass:{run_id}"
 
-    def spend_warned(self, month: str) -> str:
-        """Set of the place keys warned about ``month`` (the 80 % line, said once)."""
-        return f"{self.prefix}:spend:{month}:warned"
-
     def spend_warned_in(self, month: str) -> str:
         """Hash place key → the run in whose thread its warning about ``month`` is said
         (the 80 % line, once per place and month: at a request, or when an ended run
