@@ -16,9 +16,10 @@ import typer
 
 from bots.cli_common import console, redis_or_exit, settings_or_exit, store_services
 from bots.console.text import escape
+from core.runs.outcomes import Refused
 from core.types.people import Person
 from core.types.place import Place
-from core.types.schedules import Changed, NotUnderstood, Refused, Scheduled
+from core.types.schedules import Changed, NotUnderstood, Scheduled
 
 if TYPE_CHECKING:
     from core.services import Services

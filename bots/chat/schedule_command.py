@@ -15,10 +15,11 @@ from __future__ import annotations
 import logging
 
 from core.runs import schedules as people
+from core.runs.outcomes import Refused
 from core.services import Services
 from core.types.people import Person
 from core.types.place import Place
-from core.types.schedules import Changed, Listed, NotUnderstood, Refused, Scheduled
+from core.types.schedules import Changed, Listed, NotUnderstood, Scheduled
 
 log = logging.getLogger(__name__)
 USAGE = (

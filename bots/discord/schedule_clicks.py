@@ -14,7 +14,8 @@ from bots.discord.schedule_items import Action, EditScheduleModal, EveryModal
 from bots.discord.schedule_list import list_view
 from bots.discord.text import NO_PINGS, escape
 from core.runs import schedules as plans
-from core.types.schedules import Changed, Refused
+from core.runs.outcomes import Refused
+from core.types.schedules import Changed
 
 
 def _money(text: str) -> float | str | None:

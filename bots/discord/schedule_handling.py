@@ -20,15 +20,11 @@ from bots.discord.schedule_items import Action
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, escape, truncate
 from core.config_schedules import ScheduleSettings
 from core.runs import schedules as plans
+from core.runs.outcomes import Refused
+from core.runs.schedules import ScheduleOutcome
 from core.types.people import Person
 from core.types.place import Place
-from core.types.schedules import (
-    Changed,
-    NotUnderstood,
-    Refused,
-    Scheduled,
-    ScheduleOutcome,
-)
+from core.types.schedules import Changed, NotUnderstood, Scheduled
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")

@@ -25,7 +25,7 @@ from bots.discord.schedule_handling import NEEDS_WHEN, act, reported
 from bots.discord.schedule_list import list_view
 from bots.discord.text import NO_PINGS, escape
 from core.runs import schedules as plans
-from core.types.schedules import ScheduleOutcome
+from core.runs.schedules import ScheduleOutcome
 
 COMMAND = "caramba-schedule"
 Verb = Literal["add", "list", "pause", "resume", "edit", "delete"]

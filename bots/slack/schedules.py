@@ -20,9 +20,10 @@ from bots.slack.mentions import People
 from bots.slack.text import escape, truncate
 from core.config_schedules import ScheduleSettings
 from core.runs import schedules as people
+from core.runs.outcomes import Refused
 from core.services import Services
 from core.types.place import Place
-from core.types.schedules import NotUnderstood, Refused
+from core.types.schedules import NotUnderstood
 
 
 def place_of(command: dict[str, Any]) -> Place:

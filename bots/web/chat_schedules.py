@@ -32,15 +32,10 @@ from bots.web.chat_routes import chat_routes, form, same_origin
 from bots.web.chat_view import HELPERS
 from bots.web.guard import NEEDS_OPERATOR
 from core.runs import schedules as plans
+from core.runs.outcomes import Refused
+from core.runs.schedules import ScheduleOutcome
 from core.state.client import StateError
-from core.types.schedules import (
-    Changed,
-    NotUnderstood,
-    Refused,
-    Schedule,
-    Scheduled,
-    ScheduleOutcome,
-)
+from core.types.schedules import Changed, NotUnderstood, Schedule, Scheduled
 
 ACTIONS = ("pause", "resume", "edit", "delete")
 # "schedule <when>: <task>" (or "<when> | <task>"), a budget at its end: "$2", "up to $2".

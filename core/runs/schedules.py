@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from core.runs.outcomes import Refused
 from core.schedules.clock import SYSTEM_CLOCK, Clock
 from core.schedules.rules import next_after, parse, when_shown
 from core.state.schedules import ScheduleStore
@@ -22,18 +23,13 @@ from core.types._base import new_id
 from core.types.people import Person
 from core.types.place import Place
 from core.types.run import RunState, RunStatus
-from core.types.schedules import (
-    Changed,
-    Listed,
-    NotUnderstood,
-    Refused,
-    Schedule,
-    Scheduled,
-    fingerprint,
-)
+from core.types.schedules import Changed, Listed, NotUnderstood, Schedule, Scheduled, fingerprint
 
 if TYPE_CHECKING:
     from core.services import Services
+
+# What became of a person's action on a schedule (adapters render it).
+ScheduleOutcome = Scheduled | Changed | NotUnderstood | Refused
 
 _TASK_CHARS = 4000
 

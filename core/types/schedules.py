@@ -6,8 +6,8 @@ fires each slot. People make and change schedules through ``core.runs.schedules`
 chat bots post each :class:`Firing` in the schedule's channel (``bots.chat.schedules``).
 
 Outcomes of people's actions are typed (:class:`Scheduled`, :class:`Changed`,
-:class:`Listed`, :class:`NotUnderstood`, :class:`Refused`); adapters render them and never
-re-decide.
+:class:`Listed`, :class:`NotUnderstood`; a refusal is ``core.runs.outcomes.Refused``,
+as for every other action of people); adapters render them and never re-decide.
 """
 
 from __future__ import annotations
@@ -136,25 +136,14 @@ class NotUnderstood:
     hint: str
 
 
-@dataclass(frozen=True)
-class Refused:
-    """Not done; ``reason`` in plain words, naming people (who may do it)."""
-
-    reason: str
-
-
-ScheduleOutcome = Scheduled | Changed | NotUnderstood | Refused
-
 __all__ = [
     "Changed",
     "Firing",
     "Listed",
     "NotUnderstood",
     "Overlap",
-    "Refused",
     "Rule",
     "Schedule",
-    "ScheduleOutcome",
     "Scheduled",
     "fingerprint",
 ]

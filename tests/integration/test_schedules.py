@@ -15,6 +15,7 @@ from core.llm.scripted import Reply, ScriptedModel, call
 from core.runs import firings
 from core.runs import schedules as people
 from core.runs.control import approve_run, propose_run, reject_run
+from core.runs.outcomes import Refused
 from core.schedules.clock import FakeClock
 from core.schedules.rules import parse
 from core.services import Services
@@ -22,7 +23,7 @@ from core.types.agent import AgentSpec
 from core.types.people import Person
 from core.types.place import Place
 from core.types.run import RunStatus
-from core.types.schedules import Changed, NotUnderstood, Refused, Schedule, Scheduled
+from core.types.schedules import Changed, NotUnderstood, Schedule, Scheduled
 from tests.helpers import collect
 
 pytestmark = pytest.mark.integration
