@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
 
 from core import telemetry
 from core.agent.keeper_client import KeptLLM
@@ -23,7 +22,7 @@ from core.state.client import async_client, connection_options
 from core.state.durable_writes import require_replicas
 from core.state.keys import Keys
 from core.state.redis_target import target
-from core.state.sentinel import SENTINEL_RETRIES
+from core.state.sentinel import SENTINEL_RETRIES, retry_backoff
 from core.state.store import Store
 from core.tools.defaults import default_registry
 from core.tools.registry import ToolRegistry
@@ -52,7 +51,7 @@ def connect_redis(settings: Settings) -> Redis:
         # one). A transaction that was WATCHing is not retried blindly: redis-py raises
         # WatchError, and the CAS retries.
         retry=Retry(
-            ExponentialWithJitterBackoff(base=0.1, cap=2.0),
+            retry_backoff(),
             retries=SENTINEL_RETRIES if target(settings.redis).sentinels else 6,
         ),
         # No per-command time-out; dead servers found by TCP (core/state/client.py).

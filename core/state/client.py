@@ -16,7 +16,6 @@ from redis import Redis as SyncRedis
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
-from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as _ConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as _TimeoutError
@@ -38,6 +37,7 @@ from core.state.sentinel import (
     FollowingSSLConnection,
     SyncFollowingConnection,
     SyncFollowingSSLConnection,
+    retry_backoff,
 )
 
 # The asyncio client every state object works on (decode_responses=True).
@@ -125,7 +125,7 @@ def sync_client(settings: RedisSettings, **options: Any) -> SyncRedis:
     if not where.sentinels:
         return SyncRedis.from_url(direct_url(where), decode_responses=True, **security, **options)
     sentinel = SyncSentinel(list(where.sentinels), sentinel_kwargs=sentinel_options(settings))
-    options.setdefault("retry", SyncRetry(ExponentialWithJitterBackoff(0.1, 2.0), SENTINEL_RETRIES))
+    options.setdefault("retry", SyncRetry(retry_backoff(), SENTINEL_RETRIES))
     client: SyncRedis = sentinel.master_for(
         where.service_name,
         db=where.db,

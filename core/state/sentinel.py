@@ -9,12 +9,20 @@ from __future__ import annotations
 from redis.asyncio import BlockingConnectionPool
 from redis.asyncio.connection import SSLConnection
 from redis.asyncio.sentinel import SentinelConnectionPool, SentinelManagedConnection
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.connection import SSLConnection as SyncSSLConnection
 from redis.sentinel import SentinelManagedConnection as SyncSentinelManagedConnection
 
 # Behind Sentinel a command retries through the failover: down-after-milliseconds plus the
-# election, ~30 s by Sentinel's defaults (a direct client's ~6 s is for a restart).
-SENTINEL_RETRIES = 20
+# election, ~30 s by Sentinel's defaults (a direct client's ~6 s is for a restart). With
+# :func:`retry_backoff` 36 tries wait about 32 s in all on average.
+SENTINEL_RETRIES = 36
+
+
+def retry_backoff() -> ExponentialWithJitterBackoff:
+    """The back-off between a command's tries, asyncio and synchronous clients alike: from
+    0.1 s, doubling, at most 2 s (with jitter: about 1 s a try once past the first few)."""
+    return ExponentialWithJitterBackoff(base=0.1, cap=2.0)
 
 
 class BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):

@@ -10,7 +10,7 @@ import pytest
 
 from core.config import load_settings
 from core.errors import ConfigError
-from core.state.client import broker
+from core.state.client import broker, sync_client
 from core.state.reach import redis_problem
 from core.state.redis_target import target
 from tasks.app import broker_security, broker_url, transport_options
@@ -183,3 +183,22 @@ def test_the_scheduler_counts_the_queue_of_a_separate_broker() -> None:
         broker.close()
         scheduler.close()
         app.close()
+
+
+def test_clients_behind_sentinel_retry_long_enough_to_outlast_a_failover() -> None:
+    """Both clients, asyncio and synchronous (the ledger, Celery's threads), back off from
+    0.1 s to at most 2 s between tries, over ~30 s in all: a failover takes Sentinel's
+    down-after time plus an election. (The synchronous client once had the back-off's
+    arguments swapped: at most 0.1 s a try, ~1 s in all, shorter than a failover.)"""
+    from core.process.wiring import connect_redis
+
+    settings = make_settings(redis={"sentinels": ["10.0.0.1:26379"], "service_name": "m"})
+    sync = sync_client(settings.redis)
+    asynchronous = connect_redis(settings)
+    for retry in (sync.get_retry(), asynchronous.get_retry()):
+        assert retry is not None
+        backoff = retry._backoff
+        ceilings = [min(backoff._cap, backoff._base * 2**n) for n in range(retry._retries)]
+        assert ceilings[0] <= 0.2 and max(ceilings) == 2.0
+        # With jitter a try waits half its ceiling on average.
+        assert sum(ceilings) / 2 >= 25, sum(ceilings) / 2
