@@ -2,7 +2,8 @@
 processes are killed (SIGKILL) and restarted, or while Redis restarts.
 
     .venv/bin/python bench/chaos.py [--runs 20] [--seed 12] [--kill-min-s 1] [--kill-max-s 4]
-                                    [--victims mixed|ready|running|committing|any]
+                                    [--victims mixed|ready|running|committing|any|S,S…]
+                                    [--victim-wait-s 20]
                                     [--chaos-s 60] [--deadline-s S] [--latency-ms 500]
                                     [--kills N] [--no-control] [--no-keeper] [--short-timers]
                                     [--logs DIR]
@@ -44,7 +45,10 @@ answered, killed within a few ms while it applies and saves the turn), ``mixed``
 default: each kill draws one of the three; the details line counts them in
 ``kills_by_state``), ``ready`` (any worker that announced it is ready, whatever it is
 doing: a crash loop, as a worker takes 3–5 s to start here), ``any`` (either worker, even
-one starting). The chaos
+one starting), or states in turn (``running,committing``: tests/integration/test_chaos.py).
+A kill that finds no worker in its state within ``--victim-wait-s`` is missed (the details
+line counts ``missed_kills`` by state) and the chaos goes on: a picker gone blind shows
+there, not as a chaos with no kills. The chaos
 stops once every run ended, or ``--chaos-s`` after the first run started, or after
 ``--kills`` kills. The control phase is the same 20 runs with no kills (printed first);
 ``--no-control`` skips it.
@@ -118,14 +122,14 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from bench.chaos_victims import MODES, Victims, ready
+from bench.chaos_victims import MODES, Victims, parse_mode, ready
 from core.config import Settings, load_settings
 from core.llm.scripted import ScriptedModel
 from core.process.wiring import build_services, connect_redis
@@ -137,6 +141,11 @@ from tasks.app import make_app
 from tasks.scheduler import CeleryScheduler
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.integration.processes import Process, RedisServer, worker_env
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+    from core.services import Services
 
 URL = "redis://127.0.0.1:6379/14"
 # As in bench/throughput.py: litellm's own HTTP handler for the OpenAI wire format.
@@ -306,8 +315,11 @@ class ChaosConfig:
     kills: int | None = None
     # The state of the worker each kill hits (bench/chaos_victims.py): "mixed" draws among
     # "idle", "running" (a model call outstanding), "committing" (an answer just
-    # in); "any": either worker, even one still starting.
+    # in); "any": either worker, even one still starting; "running,committing": those in
+    # turn.
     victims: str = "mixed"
+    # How long a kill waits for a worker in its state before it is missed (counted).
+    victim_wait_s: float = 20.0
     stagger_s: float = 1.0
     chaos_s: float = 60.0
     # After the chaos, how long the runs may take to end (None: the recovery timers').
@@ -348,6 +360,8 @@ class Report:
     kills: int = 0
     kills_ready: int = 0  # of them, kills of a worker that had announced it was ready
     kills_by_state: Counter[str] = field(default_factory=Counter)
+    # Kills given up because no worker was in the state drawn for victim_wait_s, by state.
+    missed_kills: Counter[str] = field(default_factory=Counter)
     deadline_s: float = 0.0  # the calm the runs were given to end
     # Seconds after the phase's start at which each run was first seen ended, and the chaos.
     ended_at_s: dict[str, float] = field(default_factory=dict)
@@ -391,6 +405,7 @@ class Report:
             f"missing_effects={self.missing_effects} llm_requests={self.llm_requests} "
             f"double_applied={self.double_applied} kills_ready={self.kills_ready} "
             f"kills_by_state={dict(self.kills_by_state)} "
+            f"missed_kills={dict(self.missed_kills)} "
             f"redis_restarts={self.redis_restarts} "
             f"workers_alive={self.workers_alive} "
             f"reasks_in_flight_at_kill={self.reasks_in_flight_at_kill} "
@@ -437,9 +452,57 @@ async def run_phase(
     ``cfg`` (kills, or restarts of ``redis_server``); the figures once they ended.
     ``disrupt``: a chaos of the caller's, started with the runs and awaited before the
     figures (a Redis failover: tests/integration/test_sentinel_failover.py)."""
+    phase = _start(server, cfg, redis_server.url if redis_server is not None else cfg.redis_url)
+    try:
+        starting = [*phase.slots, *([phase.keeper] if phase.keeper is not None else [])]
+        await asyncio.gather(*(asyncio.to_thread(p.wait_for, " ready.", 120) for p in starting))
+        t0 = time.monotonic()
+        launcher = asyncio.create_task(_launch(phase, redis_server))
+        killer = asyncio.create_task(_chaos(phase)) if cfg.kills != 0 else None
+        disrupter = asyncio.create_task(disrupt(phase.report)) if disrupt is not None else None
+        await _watch(phase, t0, launcher, killer)
+        if disrupter is not None:
+            await disrupter
+        await _finish(phase, server)
+    finally:
+        await _close(phase)
+    return phase.report
+
+
+@dataclass
+class _Phase:
+    """One phase's processes, clients and runs."""
+
+    cfg: ChaosConfig
+    tag: str
+    env: dict[str, str]  # the workers' environment
+    library_dir: str
+    report: Report
+    slots: list[Process]  # the current worker of each slot
+    procs: list[Process]  # every worker started, killed ones included (for their logs)
+    keeper: Process | None
+    app: Celery
+    publisher: CeleryScheduler
+    redis: Redis
+    svc: Services
+    keys: Keys
+    rng: random.Random
+    victims: Victims
+    run_ids: list[str] = field(default_factory=list)
+    expected: dict[str, str] = field(default_factory=dict)  # run id → the result it must end with
+    numbers: dict[str, int] = field(default_factory=dict)  # run id → its number ("[tag #n]")
+    stop_chaos: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def prefix(self) -> str:
+        return f"bench-{self.tag}"
+
+
+def _start(server: ThreadedFakeLLMServer, cfg: ChaosConfig, url: str) -> _Phase:
+    """The fake set to play the agents, the worker and keeper processes started (not yet
+    ready), and the bench's own clients."""
     tag = f"{cfg.name}-{uuid.uuid4().hex[:6]}"
     prefix = queue = f"bench-{tag}"
-    url = redis_server.url if redis_server is not None else cfg.redis_url
     library_dir = tempfile.mkdtemp(prefix="caramba-chaos-library-")
     server.latency_s = cfg.latency_ms / 1000
     server.set_responder(respond)
@@ -461,128 +524,157 @@ async def run_phase(
         celery={"queue": queue},
         library={"embedder": "hashing", "index_dir": library_dir},
     )
-    report = Report(name=cfg.name, runs=cfg.runs, deadline_s=_deadline(cfg, settings))
     slots = [
         Process.worker(env, f"{tag}-w{i}", concurrency=cfg.concurrency) for i in range(cfg.workers)
     ]
-    procs = list(slots)  # every process started, killed ones included (for their logs)
     keeper = (
         Process([sys.executable, "-m", "core.process.keeper_main"], env, f"{tag}-keeper")
         if cfg.keeper
         else None
     )
-    started = [*slots, *([keeper] if keeper is not None else [])]
     app = make_app(settings)
     publisher = CeleryScheduler(app, settings)
     redis = connect_redis(settings)  # a redis+sentinel:// url too
-    svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
     keys = Keys(prefix)
     rng = random.Random(cfg.seed)
-    victims = Victims(redis, keys, slots, cfg.keeper, rng)
-    run_ids: list[str] = []
-    expected: dict[str, str] = {}  # run id → the result it must end with
-    numbers: dict[str, int] = {}  # run id → its number in the task ("[tag #n]")
-    try:
-        await asyncio.gather(*(asyncio.to_thread(p.wait_for, " ready.", 120) for p in started))
-        restart_at = {
-            round(cfg.runs * (j + 1) / (cfg.redis_restarts + 1)) for j in range(cfg.redis_restarts)
-        }
+    return _Phase(
+        cfg=cfg,
+        tag=tag,
+        env=env,
+        library_dir=library_dir,
+        report=Report(name=cfg.name, runs=cfg.runs, deadline_s=_deadline(cfg, settings)),
+        slots=slots,
+        procs=list(slots),
+        keeper=keeper,
+        app=app,
+        publisher=publisher,
+        redis=redis,
+        svc=build_services(settings, publisher, llm=ScriptedModel(), redis=redis),
+        keys=keys,
+        rng=rng,
+        victims=Victims(redis, keys, slots, cfg.keeper, rng, cfg.victim_wait_s),
+    )
 
-        async def launch() -> None:
-            for i in range(cfg.runs):
-                if i and cfg.stagger_s:
-                    await asyncio.sleep(cfg.stagger_s)
-                if redis_server is not None and i in restart_at:
-                    await asyncio.to_thread(redis_server.restart)
-                    report.redis_restarts += 1
-                task, cohort, result = design(tag, i + 1)
-                run_id = await propose_run(svc, task, cohort, requested_by="bench")
-                expected[run_id], numbers[run_id] = result, i + 1
-                run_ids.append(run_id)
-                step = await approve_run(svc, run_id, "bench")
-                assert step.ok, step.reason
 
-        stop_chaos = asyncio.Event()
+async def _launch(phase: _Phase, redis_server: RedisServer | None) -> None:
+    """Propose and approve the runs, one every ``stagger_s`` (restarting ``redis_server``
+    between run starts ``redis_restarts`` times)."""
+    cfg = phase.cfg
+    restart_at = {
+        round(cfg.runs * (j + 1) / (cfg.redis_restarts + 1)) for j in range(cfg.redis_restarts)
+    }
+    for i in range(cfg.runs):
+        if i and cfg.stagger_s:
+            await asyncio.sleep(cfg.stagger_s)
+        if redis_server is not None and i in restart_at:
+            await asyncio.to_thread(redis_server.restart)
+            phase.report.redis_restarts += 1
+        task, cohort, result = design(phase.tag, i + 1)
+        run_id = await propose_run(phase.svc, task, cohort, requested_by="bench")
+        phase.expected[run_id], phase.numbers[run_id] = result, i + 1
+        phase.run_ids.append(run_id)
+        step = await approve_run(phase.svc, run_id, "bench")
+        assert step.ok, step.reason
 
-        async def chaos() -> None:
-            while cfg.kills is None or report.kills < cfg.kills:
-                try:
-                    await asyncio.wait_for(
-                        stop_chaos.wait(), rng.uniform(cfg.kill_min_s, cfg.kill_max_s)
-                    )
-                    return
-                except TimeoutError:
-                    pass
-                state = victims.state(cfg.victims)
-                picked = await victims.pick(state, stop_chaos)
-                if picked is None:
-                    return
-                i = picked
-                report.kills_ready += ready(slots[i])
-                report.kills_by_state[state] += 1
-                slots[i].kill()
-                report.kill_times.append(time.monotonic())
-                report.kills += 1
-                slots[i] = Process.worker(
-                    env, f"{tag}-w{i}-r{report.kills}", concurrency=cfg.concurrency
-                )
-                procs.append(slots[i])
 
-        t0 = time.monotonic()
-        launcher = asyncio.create_task(launch())
-        killer = asyncio.create_task(chaos()) if cfg.kills != 0 else None
-        disrupter = asyncio.create_task(disrupt(report)) if disrupt is not None else None
-        calm_since: float | None = None  # when the last run was launched and the chaos ended
-        while True:
-            await asyncio.sleep(0.25)
-            if launcher.done():
-                launcher.result()  # a failed launch fails the phase
-            ended_ids = await _retrying_ids(lambda: _ended(redis, keys, run_ids))
-            for run_id in ended_ids - report.ended_at_s.keys():
-                report.ended_at_s[run_id] = time.monotonic() - t0
-            everything = launcher.done() and len(ended_ids) == len(run_ids)
-            if killer is not None and not killer.done():
-                if everything or time.monotonic() - t0 > cfg.chaos_s:
-                    stop_chaos.set()
-                    await killer
-            chaos_over = killer is None or killer.done()
-            if calm_since is None and launcher.done() and chaos_over:
-                calm_since = time.monotonic()
-                report.chaos_ended_at_s = calm_since - t0
-            if everything or (calm_since and time.monotonic() - calm_since > report.deadline_s):
-                break
-        report.wall_s = time.monotonic() - t0
-        if disrupter is not None:
-            await disrupter
-        await _settle(redis, keys, cfg.settle_s)
-        report.workers_alive = sum(p.returncode is None for p in slots)
-        # Stopped (running turns finish) before counting: no model call comes after. The
-        # keeper last: the workers' last turns may wait for it.
-        await asyncio.gather(*(asyncio.to_thread(p.stop) for p in procs))
-        if keeper is not None:
-            await asyncio.to_thread(keeper.stop)
-            procs.append(keeper)
-        asked = _asked(server.requests, tag)
-        await _measure(redis, keys, run_ids, expected, numbers, asked, report)
-        report.llm_requests = sum(asked.values())
-        report.extra_llm_calls = report.llm_requests - report.turns
-        _reasks(server, tag, cfg.latency_ms / 1000, report)
-        outputs = [p.output() for p in procs]
-        _scan_logs(outputs, report)
-        if cfg.log_dir is not None:
-            cfg.log_dir.mkdir(parents=True, exist_ok=True)
-            for p in procs:
-                (cfg.log_dir / f"{p.name}.log").write_text(p.output())
-    finally:
-        if keeper is not None and keeper not in procs:
-            procs.append(keeper)
-        await asyncio.gather(*(asyncio.to_thread(p.cleanup) for p in procs))
-        await publisher.aclose()
-        app.close()
-        await _delete_prefix(redis, prefix)
-        await redis.aclose()
-        shutil.rmtree(library_dir, ignore_errors=True)
-    return report
+async def _chaos(phase: _Phase) -> None:
+    """Every ``kill_min_s``–``kill_max_s`` a worker in the state drawn is killed, until
+    ``kills`` kills or the chaos is stopped. A pick that found no worker in that state in
+    ``victim_wait_s`` is a missed kill (counted by state): the chaos goes on."""
+    cfg, report, stop = phase.cfg, phase.report, phase.stop_chaos
+    while cfg.kills is None or report.kills < cfg.kills:
+        try:
+            await asyncio.wait_for(stop.wait(), phase.rng.uniform(cfg.kill_min_s, cfg.kill_max_s))
+            return
+        except TimeoutError:
+            pass
+        state = phase.victims.state(cfg.victims)
+        picked = await phase.victims.pick(state, stop)
+        if picked is not None:
+            _kill(phase, picked, state)
+        elif stop.is_set():
+            return
+        else:
+            report.missed_kills[state] += 1
+
+
+def _kill(phase: _Phase, i: int, state: str) -> None:
+    """SIGKILL the worker of slot ``i`` and start a new one in its place at once."""
+    report = phase.report
+    report.kills_ready += ready(phase.slots[i])
+    report.kills_by_state[state] += 1
+    phase.slots[i].kill()
+    report.kill_times.append(time.monotonic())
+    report.kills += 1
+    name = f"{phase.tag}-w{i}-r{report.kills}"
+    phase.slots[i] = Process.worker(phase.env, name, concurrency=phase.cfg.concurrency)
+    phase.procs.append(phase.slots[i])
+
+
+async def _watch(
+    phase: _Phase, t0: float, launcher: asyncio.Task[None], killer: asyncio.Task[None] | None
+) -> None:
+    """Until every run ended, or ``report.deadline_s`` of calm (every run launched, the
+    chaos over) went by. The chaos is stopped once every run ended or ``chaos_s`` after
+    ``t0``."""
+    report = phase.report
+    calm_since: float | None = None
+    while True:
+        await asyncio.sleep(0.25)
+        if launcher.done():
+            launcher.result()  # a failed launch fails the phase
+        ended_ids = await _retrying_ids(lambda: _ended(phase.redis, phase.keys, phase.run_ids))
+        for run_id in ended_ids - report.ended_at_s.keys():
+            report.ended_at_s[run_id] = time.monotonic() - t0
+        everything = launcher.done() and len(ended_ids) == len(phase.run_ids)
+        if killer is not None and not killer.done():
+            if everything or time.monotonic() - t0 > phase.cfg.chaos_s:
+                phase.stop_chaos.set()
+                await killer
+        chaos_over = killer is None or killer.done()
+        if calm_since is None and launcher.done() and chaos_over:
+            calm_since = time.monotonic()
+            report.chaos_ended_at_s = calm_since - t0
+        if everything or (calm_since and time.monotonic() - calm_since > report.deadline_s):
+            break
+    report.wall_s = time.monotonic() - t0
+
+
+async def _finish(phase: _Phase, server: ThreadedFakeLLMServer) -> None:
+    """The processes stopped, then the figures measured and the logs read."""
+    cfg, report = phase.cfg, phase.report
+    await _settle(phase.redis, phase.keys, cfg.settle_s)
+    report.workers_alive = sum(p.returncode is None for p in phase.slots)
+    # Stopped (running turns finish) before counting: no model call comes after. The
+    # keeper last: the workers' last turns may wait for it.
+    await asyncio.gather(*(asyncio.to_thread(p.stop) for p in phase.procs))
+    if phase.keeper is not None:
+        await asyncio.to_thread(phase.keeper.stop)
+        phase.procs.append(phase.keeper)
+    asked = _asked(server.requests, phase.tag)
+    await _measure(
+        phase.redis, phase.keys, phase.run_ids, phase.expected, phase.numbers, asked, report
+    )
+    report.llm_requests = sum(asked.values())
+    report.extra_llm_calls = report.llm_requests - report.turns
+    _reasks(server, phase.tag, cfg.latency_ms / 1000, report)
+    _scan_logs([p.output() for p in phase.procs], report)
+    if cfg.log_dir is not None:
+        cfg.log_dir.mkdir(parents=True, exist_ok=True)
+        for p in phase.procs:
+            (cfg.log_dir / f"{p.name}.log").write_text(p.output())
+
+
+async def _close(phase: _Phase) -> None:
+    """Every process ended and its log removed, the clients closed, the keys deleted."""
+    if phase.keeper is not None and phase.keeper not in phase.procs:
+        phase.procs.append(phase.keeper)
+    await asyncio.gather(*(asyncio.to_thread(p.cleanup) for p in phase.procs))
+    await phase.publisher.aclose()
+    phase.app.close()
+    await _delete_prefix(phase.redis, phase.prefix)
+    await phase.redis.aclose()
+    shutil.rmtree(phase.library_dir, ignore_errors=True)
 
 
 def _deadline(cfg: ChaosConfig, settings: Settings) -> float:
@@ -853,6 +945,7 @@ async def main(args: argparse.Namespace) -> None:
         latency_ms=args.latency_ms,
         kills=args.kills,
         victims=args.victims,
+        victim_wait_s=args.victim_wait_s,
         # Run starts spread over the chaos, so that its kills land on runs all along.
         stagger_s=args.stagger_s if args.stagger_s is not None else args.chaos_s / args.runs,
         chaos_s=args.chaos_s,
@@ -918,7 +1011,14 @@ if __name__ == "__main__":
         "--kills", type=int, default=None, help="at most this many kills (0: none, the control)"
     )
     parser.add_argument(
-        "--victims", choices=MODES, default="mixed", help="the state of the killed workers"
+        "--victims",
+        type=parse_mode,
+        default="mixed",
+        help=f"the state of the killed workers: {', '.join(MODES)}, or states in turn "
+        "(running,committing)",
+    )
+    parser.add_argument(
+        "--victim-wait-s", type=float, default=20.0, help="a kill finding no victim is missed"
     )
     parser.add_argument("--no-control", action="store_true", help="skip the run without kills")
     parser.add_argument(

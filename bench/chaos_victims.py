@@ -12,16 +12,24 @@
   stream), killed within a few ms of that, while the worker applies the answer (its
   tool calls, the save script); without the keeper, as ``running``.
 - ``mixed`` (the default): each kill draws one of the three.
+- a list such as ``running,committing``: the kills take its states in turn.
 - ``ready``: any worker that announced it is ready, whatever it is doing (the bench's
   variant that issue 23 measured: with kills every 1–4 s and a worker taking 3–5 s to
   start, a crash loop that hits workers as they take their first turns, or with turns
   under way); ``any``: either worker, even one still starting (the first variant).
 
-Each pick waits until a worker in that state exists (or the chaos ends).
+Each pick waits until a worker in that state exists, up to ``wait_s`` (the kill is then
+missed: counted, and the chaos goes on with the next kill), or until the chaos ends.
+Missed picks say the picker is blind (bench/chaos.py prints them; the chaos test fails):
+what it reads is true in both ``celery.turn_dispatch`` modes — the worker's "ready." and
+its "Task … received / succeeded …" lines (Celery's own with "thread", the same words from
+tasks/dispatch.py with "loop"), its keeper client's "notices on …" line, and the keeper's
+stream in Redis.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import random
 import re
@@ -44,31 +52,61 @@ def ready(proc: Process) -> bool:
     return proc.returncode is None and " ready." in proc.output()
 
 
+def parse_mode(mode: str) -> str:
+    """``mode`` if it is one of MODES or a comma-separated list of STATES (argparse's type)."""
+    if mode in MODES or all(part in STATES for part in mode.split(",")):
+        return mode
+    raise argparse.ArgumentTypeError(
+        f"not a victims mode: {mode!r} (one of {', '.join(MODES)} or a list of states)"
+    )
+
+
 def tasks_in_flight(proc: Process) -> int:
-    """Celery tasks the worker received and has not ended (succeeded, raised, retried …)."""
-    received: set[str] = set()
-    ended: set[str] = set()
+    """Celery tasks the worker received and has not ended (succeeded, raised, retried …):
+    by each task id's last word (a retry comes back under the same id)."""
+    last: dict[str, str] = {}
     for task_id, word in _TASK.findall(proc.output()):
-        (received if word == "received" else ended).add(task_id)
-    return len(received - ended)
+        last[task_id] = word
+    return sum(word == "received" for word in last.values())
 
 
 class Victims:
     """Picks the worker (an index into ``slots``) to kill in a given state."""
 
     def __init__(
-        self, redis: Redis, keys: Keys, slots: list[Process], keeper: bool, rng: random.Random
+        self,
+        redis: Redis,
+        keys: Keys,
+        slots: list[Process],
+        keeper: bool,
+        rng: random.Random,
+        wait_s: float = 20.0,
     ) -> None:
         self.redis, self.keys, self.slots, self.keeper, self.rng = redis, keys, slots, keeper, rng
+        self.wait_s = wait_s
         self._channels: dict[int, str] = {}  # id(process) → its notice channel
+        self._drawn = 0
 
     def state(self, mode: str) -> str:
-        return self.rng.choice(STATES) if mode == "mixed" else mode
+        """The state the next kill's victim is to be in."""
+        if mode == "mixed":
+            return self.rng.choice(STATES)
+        states = mode.split(",")
+        self._drawn += 1
+        return states[(self._drawn - 1) % len(states)]
 
     async def pick(self, state: str, stop: asyncio.Event) -> int | None:
-        """A worker in ``state``, waiting for one; None if the chaos ended meanwhile."""
+        """A worker in ``state``, waiting up to ``wait_s`` for one; None if the chaos ended
+        meanwhile or none was found in time (then ``stop`` is not set: a missed pick)."""
         if state == "any":
             return self.rng.randrange(len(self.slots))
+        try:
+            async with asyncio.timeout(self.wait_s):
+                return await self._wait_for(state, stop)
+        except TimeoutError:
+            return None
+
+    async def _wait_for(self, state: str, stop: asyncio.Event) -> int | None:
         if state == "committing" and self.keeper:
             return await self._committing(stop)
         while not stop.is_set():

@@ -4,7 +4,11 @@ are killed (SIGKILL) and restarted; nothing is lost and nothing is done twice.
 The harness is bench/chaos.py's (``run_phase``: real ``python -m tasks.worker``
 processes, real Redis, litellm against the OpenAI-compatible fake playing each agent):
 here 4 runs of an Orchestrator and two members who exchange messages and post to the
-chat, the model at 100 ms, and 4 kills 1–2 s apart of a worker running turns.
+chat, the model at 100 ms, and up to 4 kills 1–2 s apart of a worker mid-turn: in turn
+one with a model call outstanding at the call keeper ("running") and one whose call the
+keeper has just answered, as it applies and saves the turn ("committing"). The victims are
+found as bench/chaos_victims.py finds them (the keeper's stream, the workers' logs) with
+the default ``celery.turn_dispatch``: a picker gone blind kills nobody, and fails here.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ async def test_runs_finish_and_lose_nothing_while_workers_are_killed(
         kill_max_s=2.0,
         latency_ms=100,
         kills=KILLS,
-        victims="ready",  # every kill hits a worker that runs turns
+        victims="running,committing",  # every kill hits a worker mid-turn
         stagger_s=1.5,
         chaos_s=20,
         deadline_s=30,
@@ -51,10 +55,13 @@ async def test_runs_finish_and_lose_nothing_while_workers_are_killed(
     report = await run_phase(fake_llm, config)
     summary = "\n".join([report.line(), report.details(), report.diagnosis(), report.log_summary()])
 
-    # The chaos happened while the runs ran: at least two workers running turns were killed
-    # (on a loaded machine a restarted worker takes long enough to start that the runs may
-    # finish before the third kill).
+    # The chaos happened while the runs ran: at least two workers were killed mid-turn, one
+    # in each state (on a loaded machine a restarted worker takes long enough to start that
+    # the runs may finish before the third kill).
     assert report.kills >= 2, summary
+    assert report.kills_by_state["running"] >= 1, summary
+    assert report.kills_by_state["committing"] >= 1, summary
+    assert not report.missed_kills, summary
     assert report.completed == RUNS, summary
     assert report.stuck == 0, summary
     assert report.lost_messages == 0, summary
@@ -63,3 +70,6 @@ async def test_runs_finish_and_lose_nothing_while_workers_are_killed(
     assert report.missing_effects == 0, summary
     assert report.double_applied == 0, summary
     assert report.turns > 0 and report.llm_requests >= report.turns, summary
+    # No model call asked twice: a killed worker's call lives on at the call keeper, and
+    # an answer already in is reused by the turn's next delivery.
+    assert report.extra_llm_calls == 0, summary
