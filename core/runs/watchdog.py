@@ -5,7 +5,11 @@ way. A running run (not paused, not waiting for a person) whose every unfinished
 waits — none runnable, none with mail to read, no open question, no timer due for it —
 has nothing left that can move it on. Found so twice in a row with no event between,
 it is ended as failed, naming who waits, and every agent stops. A waiting agent that
-has mail but no wake-up on its way is woken instead (a wake-up lost with a worker).
+has mail but no wake-up on its way is woken instead (a wake-up lost with a worker). One
+whose wake-up is claimed while the run made no progress for the stall span and nobody
+holds that turn's lease had its turn lost after the claim (a failover kept the save that
+claimed it and lost the turn's publishing): the turn is submitted again, past the claim,
+like a stalled one (the claim alone would hold it back for ``bus.wake_ttl_s``).
 
 A running run whose ``ready``/``running`` agents made no progress — no event in the run
 for ``scheduler.stall_periods`` × ``stall_period_s`` — while nobody holds their turn's
@@ -75,7 +79,7 @@ async def _idle(svc: Services, run_id: str) -> str | None:
     """Why nothing can move the run on (who waits), or None if something can."""
     state = svc.store.watchdog
     rows = await state.agent_rows(run_id, await svc.store.agent_ids(run_id))
-    waiting: list[AgentSpec] = []
+    waiting: list[tuple[AgentSpec, int]] = []
     runnable: list[tuple[AgentSpec, int]] = []
     other = False
     for fields in rows:
@@ -83,7 +87,7 @@ async def _idle(svc: Services, run_id: str) -> str | None:
             continue
         status = AgentStatus(fields[0])
         if status is AgentStatus.WAITING:
-            waiting.append(AgentSpec.model_validate_json(fields[1]))
+            waiting.append((AgentSpec.model_validate_json(fields[1]), int(fields[2] or 0)))
         elif status in (AgentStatus.READY, AgentStatus.RUNNING):
             runnable.append((AgentSpec.model_validate_json(fields[1]), int(fields[2] or 0)))
         elif not status.terminal:
@@ -94,25 +98,27 @@ async def _idle(svc: Services, run_id: str) -> str | None:
         return None
     if await state.has_questions(run_id):
         return None
-    for spec in waiting:
+    for spec, seq in waiting:
         if await svc.bus.has_unread(run_id, spec):
             # Mail to read (or being read by a turn under way): a wake-up, if none is on
-            # its way (one lost with a worker is retried once its claim lapses).
-            await wake_agent(svc, run_id, spec.id)
+            # its way; one claimed but lost is submitted again once the run stalled.
+            if not await wake_agent(svc, run_id, spec.id):
+                await _resubmit_stalled(svc, run_id, [(spec, seq)])
             return None
     if await state.has_timer(run_id):
         return None  # a reminder or a time-out will wake someone
     if not waiting:
         return "no agent is left to finish it"
-    names = ", ".join(s.name for s in waiting[:6]) + (" and others" if len(waiting) > 6 else "")
+    names = ", ".join(s.name for s, _ in waiting[:6]) + (" and others" if len(waiting) > 6 else "")
     return f"every agent still at work ({names}) waits for a message that no one will send"
 
 
 async def _resubmit_stalled(
     svc: Services, run_id: str, runnable: list[tuple[AgentSpec, int]]
 ) -> int:
-    """Submit again the turns of runnable agents that made no progress for the stall span
-    and that nobody is running; how many were submitted."""
+    """Submit again the turns of runnable agents (or of a waiting one whose claimed
+    wake-up never came) that made no progress for the stall span and that nobody is
+    running; how many were submitted."""
     state, settings = svc.store.watchdog, svc.settings.scheduler
     span_ms = int(settings.stall_periods * settings.stall_period_s * 1000)
     quiet_ms = await state.quiet_ms(run_id)
