@@ -15,7 +15,7 @@ from bots.chat.intake import NotOpened, take_request
 from bots.chat.ports import Place
 from bots.discord.attachments import Attachments, refusal_text
 from bots.discord.context import DiscordContext
-from bots.discord.spend import where_in
+from bots.discord.place import place_in
 from bots.discord.text import NO_PINGS, escape, truncate
 from core.runs import people
 from core.runs.outcomes import NotDelivered
@@ -127,7 +127,7 @@ class Front:
         place = Place(channel=str(thread.parent_id or thread.id), thread=str(thread.id))
         fetch = (lambda run_id: self.attachments.fetch(run_id, files)) if files else None
         opened = await take_request(
-            self.ctx.relays, task, person, place, fetch, where=where_in(thread, thread.guild)
+            self.ctx.relays, task, person, place, fetch, where=place_in(thread, thread.guild)
         )
         if isinstance(opened, NotOpened):
             said = f"❌ {escape(opened.reason)}" if opened.reason else ""

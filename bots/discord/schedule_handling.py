@@ -16,6 +16,7 @@ import discord
 
 from bots.discord.approvals import person
 from bots.discord.context import DiscordContext
+from bots.discord.place import place_in
 from bots.discord.schedule_items import Action
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, escape, truncate
 from core.config_schedules import ScheduleSettings
@@ -67,18 +68,8 @@ class ScheduleHandling:
 
     def _place(self, interaction: discord.Interaction) -> Place:
         """The channel of ``interaction`` (a thread's parent: firings open their own)."""
-        channel = interaction.channel
-        parent = channel.parent if isinstance(channel, discord.Thread) else channel
-        channel_id = str(getattr(parent, "id", None) or interaction.channel_id or "")
-        name = getattr(parent, "name", "") or ""
-        guild = interaction.guild
-        return Place(
-            platform="discord",
-            workspace=str(interaction.guild_id or "dm"),
-            channel=channel_id,
-            workspace_name=guild.name if guild is not None else "",
-            channel_name=f"#{name}" if name else "",
-        )
+        found = place_in(interaction.channel, interaction.guild, interaction.channel_id)
+        return found.model_copy(update={"thread": ""})
 
     async def _tell(self, interaction: discord.Interaction, text: str) -> None:
         """A message only the person sees (``text`` already escaped)."""

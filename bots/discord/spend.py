@@ -25,6 +25,7 @@ from bots.chat.spend_asks import APPROVE_LABEL, DENY_LABEL, decided_text
 from bots.discord.approvals import named, person
 from bots.discord.claims import Claimed
 from bots.discord.layout import WAITING, text_layout
+from bots.discord.place import place_in
 from bots.discord.run_clicks import RunClicks
 from bots.discord.text import MESSAGE_LIMIT, NO_PINGS, escape, truncate
 from bots.discord.views import RUN
@@ -32,7 +33,7 @@ from core.runs import spend
 from core.runs.outcomes import Refused
 from core.types.figures import exact_cost
 from core.types.people import Person
-from core.types.place import Place as Where
+from core.types.place import Place
 
 log = logging.getLogger(__name__)
 COMMAND = "caramba-budget"
@@ -79,23 +80,6 @@ def budget_words(text: str) -> BudgetWords | None:
         else:
             return None
     return said
-
-
-def where_in(channel: Any, guild: discord.Guild) -> Where:
-    """The server and channel of ``channel`` (a thread counts as its parent channel),
-    with their names: where the spend ledger counts a request's cost."""
-    thread = channel if isinstance(channel, discord.Thread) else None
-    parent = thread.parent if thread is not None else channel
-    channel_id = (thread.parent_id or thread.id) if thread is not None else channel.id
-    name = getattr(parent, "name", None) or getattr(channel, "name", "") or str(channel_id)
-    return Where(
-        platform="discord",
-        workspace=str(guild.id),
-        channel=str(channel_id),
-        workspace_name=guild.name,
-        channel_name=f"#{name}",
-        thread=str(thread.id) if thread is not None else "",
-    )
 
 
 def ask_message(a: SpendAsk) -> Rendered:
@@ -173,7 +157,7 @@ class SpendDecisions(RunClicks):
         if guild is None or interaction.channel is None:
             await interaction.response.send_message(NOT_HERE, ephemeral=True)
             return
-        where = where_in(interaction.channel, guild)
+        where = place_in(interaction.channel, guild)
         svc = self.ctx.svc
         user = interaction.user
         await self.ctx.links.remember_name(user.id, user.display_name)
@@ -226,7 +210,7 @@ class SpendDecisions(RunClicks):
         await self.ctx.links.remember_name(member.id, member.display_name)
         return member.display_name
 
-    async def month_text(self, where: Where) -> str:
+    async def month_text(self, where: Place) -> str:
         """This channel's month: what it spent, its budgets and their use."""
         report = await spend.report(self.ctx.svc, channel_key=where.key)
         lines = [
@@ -280,5 +264,4 @@ __all__ = [
     "ask_message",
     "budget_words",
     "spend_items",
-    "where_in",
 ]
