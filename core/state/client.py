@@ -23,6 +23,7 @@ from redis.retry import Retry as SyncRetry
 from redis.sentinel import Sentinel as SyncSentinel
 
 from core.config_redis import RedisSettings
+from core.state.connections import driver_info, packing
 from core.state.redis_target import (
     direct_url,
     security_options,
@@ -95,16 +96,19 @@ def connection_options(settings: RedisSettings) -> dict[str, Any]:
 
 def async_client(settings: RedisSettings, *, retry: Retry | None = None, **options: Any) -> Redis:
     """The asyncio client of ``settings`` (TLS, ACL user, Sentinel), replies decoded.
-    ``options``: redis-py pool keywords (``max_connections``, ``timeout``, socket ones)."""
+    ``options``: redis-py pool keywords (``max_connections``, ``timeout``, socket ones).
+    Its connections pack commands with hiredis (``core.state.connections``)."""
     where = target(settings)
     security = security_options(settings, where)
+    options.setdefault("driver_info", driver_info())
     if not where.sentinels:
         pool = BlockingConnectionPool.from_url(
             direct_url(where), decode_responses=True, retry=retry, **security, **options
         )
+        pool.connection_class = packing(pool.connection_class)
         return Redis(connection_pool=pool)
     sentinel = Sentinel(list(where.sentinels), sentinel_kwargs=sentinel_options(settings))
-    return sentinel.master_for(
+    client: Redis = sentinel.master_for(
         where.service_name,
         connection_pool_class=BlockingSentinelPool,
         connection_class=FollowingSSLConnection if where.tls else FollowingConnection,
@@ -115,6 +119,8 @@ def async_client(settings: RedisSettings, *, retry: Retry | None = None, **optio
         **security,
         **options,
     )
+    client.connection_pool.connection_class = packing(client.connection_pool.connection_class)
+    return client
 
 
 def sync_client(settings: RedisSettings, **options: Any) -> SyncRedis:
@@ -122,6 +128,7 @@ def sync_client(settings: RedisSettings, **options: Any) -> SyncRedis:
     decoded; behind Sentinel it follows the primary as the asyncio one does."""
     where = target(settings)
     security = security_options(settings, where)
+    options.setdefault("driver_info", driver_info())
     if not where.sentinels:
         return SyncRedis.from_url(direct_url(where), decode_responses=True, **security, **options)
     sentinel = SyncSentinel(list(where.sentinels), sentinel_kwargs=sentinel_options(settings))
