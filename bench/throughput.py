@@ -57,7 +57,9 @@ from tasks.scheduler import CeleryScheduler
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.integration.processes import Process, worker_env
 
-URL = "redis://127.0.0.1:6379/14"
+# CARAMBA_BENCH_REDIS_URL: another Redis (a private redis-server, to measure apart from
+# the machine's other load; bench/throughput_hops.py --private-redis starts one).
+URL = os.environ.get("CARAMBA_BENCH_REDIS_URL", "redis://127.0.0.1:6379/14")
 # litellm's hosted_vllm provider speaks the OpenAI wire format through litellm's own HTTP
 # handler; "openai/..." goes through the openai SDK, whose per-request transformation of
 # the messages costs ≈ 0.7 ms of CPU per turn of history (measured: 8.2 vs 2.8 ms per call
@@ -161,8 +163,11 @@ async def _phase(
         celery__remote_control="true",
         **({"llm__client": CLIENT} if CLIENT else {}),
     )
+    # CARAMBA_BENCH_WORKER=bench.throughput_trace: workers that log each turn's steps.
+    module = os.environ.get("CARAMBA_BENCH_WORKER", "tasks.worker")
     procs = [
-        Process.worker(env, f"bench-worker{i}", concurrency=concurrency) for i in range(processes)
+        Process([sys.executable, "-m", module, f"--concurrency={concurrency}"], env, f"w{i}")
+        for i in range(processes)
     ]
     redis = Redis.from_url(URL, decode_responses=True)
     settings = client_settings(prefix, queue)
@@ -190,16 +195,18 @@ async def _phase(
         if hold:
             await asyncio.to_thread(consume, app, queue, False, len(procs))
         t0 = time.perf_counter()
+        t0_mono = time.monotonic()  # the fake's request_times' clock (bench/throughput_hops.py)
         await bounded([approve_run(svc, r, "bench") for r in proposed])
         approved_s = time.perf_counter() - t0
         ran_held = len(server.requests) - calls_before  # 0: the workers did hold off
         if hold:  # every agent's first turn is queued: all start now
-            t0 = time.perf_counter()
+            t0, t0_mono = time.perf_counter(), time.monotonic()
             await asyncio.to_thread(consume, app, queue, True, len(procs))
         wanted = calls_before + calls_per_run * len(proposed)
         waited = (server, wanted) if calls_per_run else None
         await wait_all(redis, prefix, list(proposed), timeout_s, waited)
         wall = time.perf_counter() - t0
+        end_mono = time.monotonic()
         cpu = sum(cpu_s(p.pid) for p in procs) - cpu_before
         others = [b - a for a, b in zip(others_before, others_cpu_s(_REDIS_PID), strict=True)]
         turns = len(server.requests) - calls_before
@@ -219,6 +226,9 @@ async def _phase(
             "redis_cpu_ms_per_turn": others[1] * 1000 / max(1, turns),
             "failed": failed,
             "turns_by_role": dict(by_role),
+            "calls_before": calls_before,
+            "t0_mono": t0_mono,
+            "end_mono": end_mono,
         }
     finally:
         await publisher.aclose()
