@@ -10,7 +10,20 @@ whose Celery main loop ends any other way exits non-zero, so that whatever runs 
 supervisor, systemd's ``Restart=on-failure``) starts it again.
 """
 
+# ruff: noqa: E402  (the worker process skips some imports before the others: see below)
 from __future__ import annotations
+
+import sys
+
+# Imported by Celery, kombu and redis-py at start whenever they are installed, and never
+# used by a worker: kombu's YAML serializer (turns are JSON), the CLI's syntax colouring,
+# redis-py's OpenTelemetry metrics (never enabled). About 5 MB of every worker process.
+# Only in the worker process itself (``python -m tasks.worker``), and only while it
+# starts: main() lets them be imported again afterwards, should anything want them.
+_SKIPPED = ("yaml", "pygments", "opentelemetry.sdk.metrics")
+if __name__ == "__main__":
+    for _name in _SKIPPED:
+        sys.modules.setdefault(_name, None)  # type: ignore[arg-type]  # ImportError
 
 import argparse
 import asyncio
@@ -141,6 +154,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--name", default="", help="Celery node name (name@host)")
     parser.add_argument("--parent-pid", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    import celery.bin.worker  # noqa: F401  (the last of the imports that skip _SKIPPED)
+
+    for name in _SKIPPED:
+        if name in sys.modules and sys.modules[name] is None:
+            del sys.modules[name]
     configure_logging(args.loglevel)
     try:
         settings = load_settings()
