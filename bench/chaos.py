@@ -367,6 +367,10 @@ class Report:
     ended_at_s: dict[str, float] = field(default_factory=dict)
     chaos_ended_at_s: float = 0.0
     kill_times: list[float] = field(default_factory=list)  # time.monotonic() of each kill
+    # Seconds from each kill to its replacement's " ready." (those seen ready), and how long
+    # the phase had no worker ready at all (every worker killed and still starting).
+    restart_s: list[float] = field(default_factory=list)
+    no_worker_s: float = 0.0
     # Extra calls by cause: the turn's earlier request was in flight when a worker was
     # killed (its answer died with the worker), or not (a copy, a retry, a cache miss).
     reasks_in_flight_at_kill: int = 0
@@ -419,7 +423,17 @@ class Report:
         return (
             f"{self.name}: the chaos ended {self.chaos_ended_at_s:.1f} s in; the last runs "
             f"ended {waited} from then; {self.runs - len(self.ended_at_s)} not ended "
-            f"{self.deadline_s:.0f} s after it"
+            f"{self.deadline_s:.0f} s after it; {self.restarts()}"
+        )
+
+    def restarts(self) -> str:
+        """How long the killed workers' replacements took to be ready."""
+        if not self.restart_s:
+            return "no replacement ready"
+        times = sorted(self.restart_s)
+        return (
+            f"replacements ready {times[len(times) // 2]:.1f} s (median) / {times[-1]:.1f} s "
+            f"(max) after their kill; no worker ready for {self.no_worker_s:.1f} s in all"
         )
 
     def diagnosis(self) -> str:
@@ -492,6 +506,8 @@ class _Phase:
     expected: dict[str, str] = field(default_factory=dict)  # run id → the result it must end with
     numbers: dict[str, int] = field(default_factory=dict)  # run id → its number ("[tag #n]")
     stop_chaos: asyncio.Event = field(default_factory=asyncio.Event)
+    starting: dict[int, float] = field(default_factory=dict)  # slot → when its worker died
+    ticked: float = 0.0  # the watch's last look
 
     @property
     def prefix(self) -> str:
@@ -609,6 +625,7 @@ def _kill(phase: _Phase, i: int, state: str) -> None:
     name = f"{phase.tag}-w{i}-r{report.kills}"
     phase.slots[i] = Process.worker(phase.env, name, concurrency=phase.cfg.concurrency)
     phase.procs.append(phase.slots[i])
+    phase.starting.setdefault(i, report.kill_times[-1])
 
 
 async def _watch(
@@ -619,11 +636,13 @@ async def _watch(
     ``t0``."""
     report = phase.report
     calm_since: float | None = None
+    phase.ticked = t0
     while True:
         await asyncio.sleep(0.25)
         if launcher.done():
             launcher.result()  # a failed launch fails the phase
         ended_ids = await _retrying_ids(lambda: _ended(phase.redis, phase.keys, phase.run_ids))
+        _restarts(phase)
         for run_id in ended_ids - report.ended_at_s.keys():
             report.ended_at_s[run_id] = time.monotonic() - t0
         everything = launcher.done() and len(ended_ids) == len(phase.run_ids)
@@ -638,6 +657,18 @@ async def _watch(
         if everything or (calm_since and time.monotonic() - calm_since > report.deadline_s):
             break
     report.wall_s = time.monotonic() - t0
+
+
+def _restarts(phase: _Phase) -> None:
+    """Note the replacements that are ready now, and time without any worker ready."""
+    now, since = time.monotonic(), phase.ticked
+    phase.ticked = now
+    for i, killed_at in list(phase.starting.items()):
+        if ready(phase.slots[i]):
+            phase.report.restart_s.append(now - killed_at)
+            del phase.starting[i]
+    if phase.starting and not any(ready(p) for p in phase.slots):
+        phase.report.no_worker_s += now - since
 
 
 async def _finish(phase: _Phase, server: ThreadedFakeLLMServer) -> None:
