@@ -82,22 +82,72 @@ def audience(recipient: str) -> str:
     return "private"
 
 
+# The events of each kind of row, matched exhaustively by the functions below.
+Work = ToolCalled | LLMCalled | MessageSent | ChatPosted | Notified | ErrorRaised
+Lifecycle = RunStarted | AgentCreated | AgentFinished | RunFinished | RunStatusChanged
+Asked = QuestionAsked | QuestionClosed | FormAsked | FormClosed | ApprovalAsked | ApprovalDecided
+Spend = SpendApprovalAsked | SpendApprovalDecided | SpendWarned | BudgetReached
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """What every row of one event shares, and the names it is shown with."""
+
+    entry_id: str
+    event: RunEvent
+    names: dict[str, str]
+    teams: dict[str, str]
+
+    @property
+    def who(self) -> str:
+        return self.names.get(self.event.agent_id or "", self.event.agent_id or "")
+
+    def name(self, agent_id: str | None, default: str) -> str:
+        return self.names.get(agent_id or "", default)
+
+    def line(
+        self, text: str, *, tag: str = "", target: str = "", detail: str = "", by: str | None = None
+    ) -> Line:
+        event = self.event
+        about = (event.agent_id,) if event.agent_id else ()
+        return Line(
+            self.entry_id, event.at, event.kind, by or self.who, text, tag, target, detail, about
+        )
+
+
 def timeline_line(
     entry_id: str, event: RunEvent, names: dict[str, str], teams: dict[str, str]
 ) -> Line | None:
     """One timeline row for an event, or None for the events the timeline leaves out (a
     turn's start, shown in the waterfall; a tool's progress, shown while it runs)."""
-    who = names.get(event.agent_id or "", event.agent_id or "")
-    about = (event.agent_id,) if event.agent_id else ()
+    rows = _Rows(entry_id, event, names, teams)
+    match event:
+        case ToolCalled() | LLMCalled() | MessageSent() | ChatPosted() | Notified() | ErrorRaised():
+            return _work(rows, event)
+        case RunStarted() | AgentCreated() | AgentFinished() | RunFinished() | RunStatusChanged():
+            return _lifecycle(rows, event)
+        case (
+            QuestionAsked()
+            | QuestionClosed()
+            | FormAsked()
+            | FormClosed()
+            | ApprovalAsked()
+            | ApprovalDecided()
+        ):
+            return _asked(rows, event)
+        case SpendApprovalAsked() | SpendApprovalDecided() | SpendWarned() | BudgetReached():
+            return _spend(rows, event)
+        case TurnStarted() | ToolProgress():
+            return None
+        case _:
+            assert_never(event)
 
-    def line(
-        text: str, *, tag: str = "", target: str = "", detail: str = "", by: str | None = None
-    ) -> Line:
-        return Line(entry_id, event.at, event.kind, by or who, text, tag, target, detail, about)
 
+def _work(rows: _Rows, event: Work) -> Line:
+    """An agent's calls, messages and posts, and the errors it met."""
     match event:
         case ToolCalled():
-            row = line(f"called {event.tool}", tag="ok" if event.ok else "error")
+            row = rows.line(f"called {event.tool}", tag="ok" if event.ok else "error")
             row.seconds = event.duration_s
             row.blocks = (
                 ("arguments", arguments(event.arguments)),
@@ -106,85 +156,110 @@ def timeline_line(
             return row
         case LLMCalled():
             used = figures.tokens(event.prompt_tokens + event.completion_tokens)
-            row = line(f"model call ({event.model}), {used}")
+            row = rows.line(f"model call ({event.model}), {used}")
             row.seconds = event.duration_s
             row.blocks = (("said", event.text),) if event.text else ()
             return row
         case MessageSent():
-            if event.recipient in names:
-                about = (*about, event.recipient)
-            tag = audience(event.recipient)
-            if tag == "team":
-                team = event.recipient.removeprefix("team:")
-                target = f"team {teams.get(team, team)}"
-            elif tag == "broadcast":
-                target = "everyone"
-            else:
-                target = names.get(event.recipient, event.recipient)
-            return line(event.preview, tag=tag, target=target)
+            return _message(rows, event)
+        case ChatPosted():
+            return rows.line(f"posted to the chat: {event.text}", detail=event.filename or "")
+        case Notified():
+            return rows.line(f"notified {event.who}: {event.text}")
+        case ErrorRaised():
+            return rows.line(event.message, tag="error", detail=event.hint)
+        case _:
+            assert_never(event)
+
+
+def _message(rows: _Rows, event: MessageSent) -> Line:
+    """A message between agents: to one agent, a team, or everyone."""
+    tag = audience(event.recipient)
+    if tag == "team":
+        team = event.recipient.removeprefix("team:")
+        target = f"team {rows.teams.get(team, team)}"
+    elif tag == "broadcast":
+        target = "everyone"
+    else:
+        target = rows.name(event.recipient, event.recipient)
+    row = rows.line(event.preview, tag=tag, target=target)
+    if event.recipient in rows.names:
+        row.agents = (*row.agents, event.recipient)
+    return row
+
+
+def _lifecycle(rows: _Rows, event: Lifecycle) -> Line:
+    """The run and its agents starting, changing status and ending."""
+    match event:
         case RunStarted():
-            return line("the run started")
+            return rows.line("the run started")
         case AgentCreated():
-            return line(f"created as {event.role} ({event.model})", by=event.name)
+            return rows.line(f"created as {event.role} ({event.model})", by=event.name)
         case AgentFinished():
             tag = "ok" if event.reason is EndReason.FINISHED else "error"
-            return line(
-                f"ended: {event.reason.value}", tag=tag, detail=short(event.result or event.detail)
-            )
+            detail = short(event.result or event.detail)
+            return rows.line(f"ended: {event.reason.value}", tag=tag, detail=detail)
         case RunFinished():
             tag = "ok" if event.status is RunStatus.COMPLETED else "error"
-            return line(
-                f"the run {event.status.value}", tag=tag, detail=short(event.result or event.error)
-            )
-        case ErrorRaised():
-            return line(event.message, tag="error", detail=event.hint)
-        case ChatPosted():
-            return line(f"posted to the chat: {event.text}", detail=event.filename or "")
-        case Notified():
-            return line(f"notified {event.who}: {event.text}")
+            detail = short(event.result or event.error)
+            return rows.line(f"the run {event.status.value}", tag=tag, detail=detail)
+        case RunStatusChanged():
+            # A status an agent caused (waiting for a person) names the agent.
+            by = rows.name(event.by, event.by)
+            return rows.line(f"the run is {event.status.value}", by=by, detail=event.note)
+        case _:
+            assert_never(event)
+
+
+def _asked(rows: _Rows, event: Asked) -> Line:
+    """What the run asked people (questions, forms, approvals) and what they answered."""
+    match event:
         case QuestionAsked():
-            return line(f"asked: {event.question}", tag="question")
+            return rows.line(f"asked: {event.question}", tag="question")
         case QuestionClosed():
-            answerer = names.get(event.by or "", str(event.by))
+            answerer = rows.name(event.by, str(event.by))
             text = "the question timed out" if event.timed_out else f"{answerer} answered"
-            return line(text, detail=event.answer or "", tag="question")
+            return rows.line(text, detail=event.answer or "", tag="question")
         case FormAsked():
             asked = "to open a link" if event.url else "to fill in a form"
-            return line(f"{event.server} asked {asked}: {event.message}", tag="question")
+            return rows.line(f"{event.server} asked {asked}: {event.message}", tag="question")
         case FormClosed():
-            answerer = names.get(event.by or "", str(event.by))
+            answerer = rows.name(event.by, str(event.by))
             text = "the form timed out" if event.timed_out else f"{answerer} chose {event.action}"
-            return line(text, tag="question")
+            return rows.line(text, tag="question")
         case ApprovalAsked():
             r = event.request
             why = f"why: {r.reason}\n" if r.reason else ""
             text = f"asked to use {r.tool} (waits for a person's approval)"
-            return line(text, tag="question", detail=f"{why}arguments: {short(r.arguments)}")
+            return rows.line(text, tag="question", detail=f"{why}arguments: {short(r.arguments)}")
         case ApprovalDecided():
             # Who decided, when (the row's time) and what: every decision is shown.
             made = event.decision
-            by = names.get(made.by, made.name) if made.by else "nobody"
+            by = rows.name(made.by, made.name) if made.by else "nobody"
             tag = "ok" if made.approved else "error"
-            return line(f"{event.tool}: {made.said()}", by=by, tag=tag)
+            return rows.line(f"{event.tool}: {made.said()}", by=by, tag=tag)
+        case _:
+            assert_never(event)
+
+
+def _spend(rows: _Rows, event: Spend) -> Line:
+    """Budgets reached, spend over a place's budget and what its owner decided."""
+    match event:
         case BudgetReached():
-            return line(f"paused at its {event.what} budget", tag="error", detail=event.detail)
-        case RunStatusChanged():
-            # A status an agent caused (waiting for a person) names the agent.
-            by = names.get(event.by, event.by)
-            return line(f"the run is {event.status.value}", by=by, detail=event.note)
+            text = f"paused at its {event.what} budget"
+            return rows.line(text, tag="error", detail=event.detail)
         case SpendApprovalAsked():
             owner = event.owner_name or "its owner"
             spent = f"{figures.cost(event.spent_usd)} of {figures.cost(event.month_usd)}"
             text = f"over the {event.scope} budget of {event.place_name} (waits for {owner})"
-            return line(text, tag="question", detail=f"{event.month}: {spent}")
+            return rows.line(text, tag="question", detail=f"{event.month}: {spent}")
         case SpendApprovalDecided():
             said = "approved" if event.approved else "denied"
-            by = names.get(event.by, event.by_name or event.by)
-            return line(f"spend over budget {said}", by=by, tag="ok" if event.approved else "error")
+            by = rows.name(event.by, event.by_name or event.by)
+            tag = "ok" if event.approved else "error"
+            return rows.line(f"spend over budget {said}", by=by, tag=tag)
         case SpendWarned():
             spent = f"{figures.cost(event.spent_usd)} of {figures.cost(event.month_usd)}"
-            return line(f"{event.place_name} has spent {spent} this month", tag="question")
-        case TurnStarted() | ToolProgress():
-            return None
+            return rows.line(f"{event.place_name} has spent {spent} this month", tag="question")
         case _:
             assert_never(event)
