@@ -96,15 +96,25 @@ def _tools_problem(tools: ToolRegistry, names: tuple[str, ...]) -> str | None:
     return "; ".join(parts + why) + f" (available: {', '.join(tools.names())})"
 
 
+def _problem(spec: AgentSpec, field: EditField, message: str) -> EditProblem:
+    return EditProblem(agent_id=spec.id, agent_name=spec.name, field=field, message=message)
+
+
+def _with_base_tools(
+    names: tuple[str, ...], tools: ToolRegistry, settings: Settings
+) -> tuple[str, ...]:
+    """``names`` and the base tools the registry has, each once, in that order."""
+    base = [t for t in settings.agents.base_tools if t in tools]
+    return tuple(dict.fromkeys((*names, *base)))
+
+
 def _changed(
     spec: AgentSpec, change: AgentEdit, tools: ToolRegistry, settings: Settings
 ) -> tuple[AgentSpec, list[EditProblem]]:
     problems: list[EditProblem] = []
 
     def problem(field: EditField, message: str) -> None:
-        problems.append(
-            EditProblem(agent_id=spec.id, agent_name=spec.name, field=field, message=message)
-        )
+        problems.append(_problem(spec, field, message))
 
     update: dict[str, object] = {}
     if change.system_prompt is not None:
@@ -117,8 +127,7 @@ def _changed(
         if trouble:
             problem("tools", trouble)
         else:
-            base = [t for t in settings.agents.base_tools if t in tools]
-            update["tools"] = tuple(dict.fromkeys((*change.tools, *base)))
+            update["tools"] = _with_base_tools(change.tools, tools, settings)
     if change.model:
         trouble = model_problem(settings, change.model)
         if trouble:
@@ -138,66 +147,58 @@ def _changed(
     return spec.model_copy(update=update), problems
 
 
-def apply_edit(
-    run: RunState, edit: Edit, tools: ToolRegistry, settings: Settings
-) -> tuple[RunState | None, list[EditProblem]]:
-    """The proposal with ``edit`` applied, or None and every problem with it."""
-    agents = {a.id: a for a in agents_of(run)}
-    problems: list[EditProblem] = []
-    for change in edit.agents:
-        spec = agents.get(change.agent_id)
-        if spec is None:
-            problems.append(
-                EditProblem(
-                    agent_id=change.agent_id,
-                    agent_name="An agent",
-                    field="agent",
-                    message="is not in this proposal any more; reload it",
-                )
+def _edited(
+    agents: dict[str, AgentSpec], change: AgentEdit, tools: ToolRegistry, settings: Settings
+) -> list[EditProblem]:
+    """``change`` made to ``agents`` (in place); its problems."""
+    spec = agents.get(change.agent_id)
+    if spec is None:
+        return [
+            EditProblem(
+                agent_id=change.agent_id,
+                agent_name="An agent",
+                field="agent",
+                message="is not in this proposal any more; reload it",
             )
-            continue
-        if change.remove:
-            if spec.parent_id is None:
-                problems.append(
-                    EditProblem(
-                        agent_id=spec.id,
-                        agent_name=spec.name,
-                        field="agent",
-                        message="is the top agent and cannot be removed",
-                    )
-                )
-                continue
-            doomed = {spec.id}
-            while grown := {a.id for a in agents.values() if a.parent_id in doomed} - doomed:
-                doomed |= grown
-            for agent_id in doomed:
-                agents.pop(agent_id, None)
-            continue
-        agents[spec.id], found = _changed(spec, change, tools, settings)
-        problems += found
-    for new in edit.add:
+        ]
+    if change.remove:
+        return _removed(agents, spec)
+    agents[spec.id], found = _changed(spec, change, tools, settings)
+    return found
 
-        def add_problem(field: EditField, message: str, new: AgentSpec = new) -> None:
-            problems.append(
-                EditProblem(agent_id=new.id, agent_name=new.name, field=field, message=message)
-            )
 
-        trouble = _tools_problem(tools, new.tools)
-        if new.parent_id not in agents:
-            add_problem("agent", "its parent is not in this proposal")
-        elif trouble:
-            add_problem("tools", trouble)
-        elif any(a.name == new.name for a in agents.values()):
-            add_problem("agent", "another agent already has this name")
-        else:
-            base = [t for t in settings.agents.base_tools if t in tools]
-            agents[new.id] = new.model_copy(
-                update={"tools": tuple(dict.fromkeys((*new.tools, *base)))}
-            )
-    if problems:
-        return None, problems
+def _removed(agents: dict[str, AgentSpec], spec: AgentSpec) -> list[EditProblem]:
+    """``spec`` and every agent under it taken out of ``agents`` (in place), unless it is
+    the top agent."""
+    if spec.parent_id is None:
+        return [_problem(spec, "agent", "is the top agent and cannot be removed")]
+    doomed = {spec.id}
+    while grown := {a.id for a in agents.values() if a.parent_id in doomed} - doomed:
+        doomed |= grown
+    for agent_id in doomed:
+        agents.pop(agent_id, None)
+    return []
+
+
+def _added(
+    agents: dict[str, AgentSpec], new: AgentSpec, tools: ToolRegistry, settings: Settings
+) -> list[EditProblem]:
+    """``new`` put in ``agents`` (in place) with its base tools; its problems."""
+    trouble = _tools_problem(tools, new.tools)
+    if new.parent_id not in agents:
+        return [_problem(new, "agent", "its parent is not in this proposal")]
+    if trouble:
+        return [_problem(new, "tools", trouble)]
+    if any(a.name == new.name for a in agents.values()):
+        return [_problem(new, "agent", "another agent already has this name")]
+    agents[new.id] = new.model_copy(update={"tools": _with_base_tools(new.tools, tools, settings)})
+    return []
+
+
+def _with_agents(run: RunState, specs: tuple[AgentSpec, ...]) -> RunState:
+    """A copy of ``run`` whose proposal has ``specs`` (a cohort keeps the teams whose
+    lead is still in it)."""
     updated = run.model_copy(deep=True)
-    specs = tuple(agents.values())
     if run.cohort is not None:
         kept = {a.id for a in specs}
         updated.cohort = Cohort.model_validate(
@@ -210,4 +211,19 @@ def apply_edit(
         updated.root = updated.cohort.root
     else:
         updated.root = specs[0]
-    return updated, []
+    return updated
+
+
+def apply_edit(
+    run: RunState, edit: Edit, tools: ToolRegistry, settings: Settings
+) -> tuple[RunState | None, list[EditProblem]]:
+    """The proposal with ``edit`` applied, or None and every problem with it."""
+    agents = {a.id: a for a in agents_of(run)}
+    problems: list[EditProblem] = []
+    for change in edit.agents:
+        problems += _edited(agents, change, tools, settings)
+    for new in edit.add:
+        problems += _added(agents, new, tools, settings)
+    if problems:
+        return None, problems
+    return _with_agents(run, tuple(agents.values())), []
