@@ -17,9 +17,8 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from bots.chat.ports import Card, Place
 from bots.web.chat import WEB, WebChat
 from bots.web.chat_render import WebRenderer
-from bots.web.chat_routes import same_origin
+from bots.web.chat_routes import forbidden, foreign_form, same_origin
 from bots.web.edit_form import AgentForm, changed_words, edit_from_form
-from bots.web.guard import NEEDS_OPERATOR
 from core.errors import RunError
 from core.llm.models import configured_models
 from core.runs import approval, people
@@ -52,24 +51,110 @@ async def show_edited(chat: WebChat, run: RunState, note: str) -> None:
 
 def edit_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
     """The Edit pages' routes, for the app: ``page(name, status, **context)`` renders."""
-    svc = chat.svc
-    base_tools = svc.settings.agents.base_tools
+    pages = _EditPages(chat, page)
+    return [
+        ("/chat/{run_id}/edit", pages.pick, ["GET"]),
+        ("/chat/{run_id}/edit/{agent_id}", pages.agent_form, ["GET", "POST"]),
+    ]
 
-    def forbidden() -> Response:
-        return PlainTextResponse(NEEDS_OPERATOR, status_code=403)
 
-    async def told(request: Request, run_id: str, text: str) -> Response:
-        await chat.tell(run_id, text)
-        return RedirectResponse(chat.path(run_id, request), status_code=303)
+class _EditPages:
+    """The Edit pages' endpoints over the web chat's person."""
 
-    def form_page(request: Request, run: RunState, form: AgentForm, status: int = 200) -> Response:
-        t = request.query_params.get("t", "")
+    def __init__(self, chat: WebChat, page: Any) -> None:
+        self.chat = chat
+        self.page = page
+        self.svc = chat.svc
+        self.base_tools = chat.svc.settings.agents.base_tools
+
+    async def told(self, request: Request, run_id: str, text: str) -> Response:
+        """Back to the thread, saying ``text`` there."""
+        await self.chat.tell(run_id, text)
+        return RedirectResponse(self.chat.path(run_id, request), status_code=303)
+
+    async def pick(self, request: Request) -> Response:
+        """Which agent to edit; straight to its form when there is one."""
+        run_id = request.path_params["run_id"]
+        if not self.chat.allowed(request):
+            return forbidden()
+        try:
+            run = await self.svc.store.get_run(run_id)
+        except RunError:
+            return PlainTextResponse(f"There is no run {run_id}.", status_code=404)
+        agents = await _editable(self.chat, run)
+        if isinstance(agents, str):
+            return await self.told(request, run_id, agents)
+        t = request.query_params.get("t")
+        query = f"?t={quote(t, safe='')}" if t else ""
+        if len(agents) == 1:
+            where = f"/chat/{quote(run_id, safe='')}/edit/{quote(agents[0].id, safe='')}"
+            return RedirectResponse(where + query, status_code=303)
+        return self.page(
+            "chat_pick.html",
+            run=run,
+            agents=agents,
+            names={a.id: a.name for a in agents},
+            query=query,
+            back=self.chat.path(run_id, request),
+            model_for=self.svc.settings.llm.model_for,
+        )
+
+    async def agent_form(self, request: Request) -> Response:
+        """An agent's form (GET), or what it changed (POST)."""
+        run_id, agent_id = request.path_params["run_id"], request.path_params["agent_id"]
+        if not self.chat.allowed(request):
+            return forbidden()
+        try:
+            run = await self.svc.store.get_run(run_id)
+        except RunError:
+            return PlainTextResponse(f"There is no run {run_id}.", status_code=404)
+        if request.method == "POST" and not same_origin(request):
+            return foreign_form()
+        agents = await _editable(self.chat, run)
+        if isinstance(agents, str):
+            return await self.told(request, run_id, agents)
+        agent = next((a for a in agents if a.id == agent_id), None)
+        if agent is None:
+            return await self.told(request, run_id, "That agent is no longer in the proposal.")
+        if request.method == "GET":
+            return self.form_page(request, run, AgentForm.of(agent, self.base_tools))
+        return await self.submitted(request, run_id, run, agent)
+
+    async def submitted(
+        self, request: Request, run_id: str, run: RunState, agent: AgentSpec
+    ) -> Response:
+        """The form sent: the edit through the people room, or the form again with each
+        problem beside its field."""
+        body = (await request.body()).decode("utf-8", "replace")
+        form = AgentForm.submitted(agent, parse_qs(body, max_num_fields=_MAX_FIELDS))
+        change = edit_from_form(form, self.base_tools)
+        if change is None:
+            return self.form_page(request, run, form, 422)
+        words = changed_words(change)
+        if not words:
+            return await self.told(request, run_id, f"Nothing changed for {agent.name}.")
+        edit = Edit(agents=(change,))
+        outcome = await people.decide(self.svc, run_id, WEB, edit, who=self.chat.who)
+        if isinstance(outcome, Refused) and outcome.problems:
+            return self.form_page(request, run, form.show(outcome.problems), 422)
+        if isinstance(outcome, Refused):
+            return await self.told(request, run_id, outcome.reason)
+        note = f"{agent.name}'s {', '.join(words)} edited by {WEB.name}"
+        await show_edited(self.chat, outcome.run, note)
+        await self.chat.tell(run_id, f"Saved: {note}. Approve to start.", while_proposed=True)
+        return RedirectResponse(self.chat.path(run_id, request), status_code=303)
+
+    def form_page(
+        self, request: Request, run: RunState, form: AgentForm, status: int = 200
+    ) -> Response:
+        """The agent's form, ``form``'s values and problems in it."""
+        svc, base_tools = self.svc, self.base_tools
         tools = [
             (tool.name, tool.purpose, ", ".join(tool.risks()))
             for tool in svc.tools.tools()
             if tool.name not in base_tools
         ]
-        return page(
+        return self.page(
             "chat_edit.html",
             status,
             run=run,
@@ -79,74 +164,6 @@ def edit_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             base_tools=[n for n in base_tools if n in svc.tools],
             models=configured_models(svc.settings),
             default_model=svc.settings.llm.model_for(form.agent.role),
-            back=chat.path(run.id, request),
-            t=t,
+            back=self.chat.path(run.id, request),
+            t=request.query_params.get("t", ""),
         )
-
-    async def pick(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
-        if not chat.allowed(request):
-            return forbidden()
-        try:
-            run = await svc.store.get_run(run_id)
-        except RunError:
-            return PlainTextResponse(f"There is no run {run_id}.", status_code=404)
-        agents = await _editable(chat, run)
-        if isinstance(agents, str):
-            return await told(request, run_id, agents)
-        t = request.query_params.get("t")
-        query = f"?t={quote(t, safe='')}" if t else ""
-        if len(agents) == 1:
-            where = f"/chat/{quote(run_id, safe='')}/edit/{quote(agents[0].id, safe='')}"
-            return RedirectResponse(where + query, status_code=303)
-        names = {a.id: a.name for a in agents}
-        return page(
-            "chat_pick.html",
-            run=run,
-            agents=agents,
-            names=names,
-            query=query,
-            back=chat.path(run_id, request),
-            model_for=svc.settings.llm.model_for,
-        )
-
-    async def agent_form(request: Request) -> Response:
-        run_id, agent_id = request.path_params["run_id"], request.path_params["agent_id"]
-        if not chat.allowed(request):
-            return forbidden()
-        try:
-            run = await svc.store.get_run(run_id)
-        except RunError:
-            return PlainTextResponse(f"There is no run {run_id}.", status_code=404)
-        if request.method == "POST" and not same_origin(request):
-            return PlainTextResponse("Forms are taken from this site only.", status_code=403)
-        agents = await _editable(chat, run)
-        if isinstance(agents, str):
-            return await told(request, run_id, agents)
-        agent = next((a for a in agents if a.id == agent_id), None)
-        if agent is None:
-            return await told(request, run_id, "That agent is no longer in the proposal.")
-        if request.method == "GET":
-            return form_page(request, run, AgentForm.of(agent, base_tools))
-        body = (await request.body()).decode("utf-8", "replace")
-        form = AgentForm.submitted(agent, parse_qs(body, max_num_fields=_MAX_FIELDS))
-        change = edit_from_form(form, base_tools)
-        if change is None:
-            return form_page(request, run, form, 422)
-        words = changed_words(change)
-        if not words:
-            return await told(request, run_id, f"Nothing changed for {agent.name}.")
-        outcome = await people.decide(svc, run_id, WEB, Edit(agents=(change,)), who=chat.who)
-        if isinstance(outcome, Refused) and outcome.problems:
-            return form_page(request, run, form.show(outcome.problems), 422)
-        if isinstance(outcome, Refused):
-            return await told(request, run_id, outcome.reason)
-        note = f"{agent.name}'s {', '.join(words)} edited by {WEB.name}"
-        await show_edited(chat, outcome.run, note)
-        await chat.tell(run_id, f"Saved: {note}. Approve to start.", while_proposed=True)
-        return RedirectResponse(chat.path(run_id, request), status_code=303)
-
-    return [
-        ("/chat/{run_id}/edit", pick, ["GET"]),
-        ("/chat/{run_id}/edit/{agent_id}", agent_form, ["GET", "POST"]),
-    ]

@@ -40,30 +40,55 @@ async def form(request: Request) -> dict[str, str]:
     return {k: v[-1] for k, v in parse_qs(body, max_num_fields=20).items()}
 
 
+def forbidden() -> Response:
+    """Refused: the page needs an operator's link."""
+    return PlainTextResponse(NEEDS_OPERATOR, status_code=403)
+
+
+def foreign_form() -> Response:
+    """Refused: a form posted from another site."""
+    return PlainTextResponse("Forms are taken from this site only.", status_code=403)
+
+
 def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
     """The chat's routes, for the app: ``page(name, **context)`` renders a template."""
+    pages = _ChatPages(chat, page)
+    return [
+        ("/chat", pages.start, ["GET", "POST"]),
+        ("/chat/{run_id}", pages.thread, ["GET"]),
+        ("/chat/{run_id}/act", pages.act, ["POST"]),
+        ("/chat/{run_id}/feed", pages.feed, ["GET"]),
+    ]
 
-    def forbidden() -> Response:
-        return PlainTextResponse(NEEDS_OPERATOR, status_code=403)
 
-    async def start(request: Request) -> Response:
+class _ChatPages:
+    """The chat's endpoints, each a thin translation around one ``chat`` call."""
+
+    def __init__(self, chat: WebChat, page: Any) -> None:
+        self.chat = chat
+        self.page = page
+
+    async def start(self, request: Request) -> Response:
+        """A new chat: its page (GET), or the request it starts with (POST)."""
+        chat = self.chat
         if not chat.allowed(request):
             return forbidden()
         if request.method == "GET":
             t = request.query_params.get("t", "")
             past = await chat.past(fresh=True)
             schedules = await web_schedules(chat.svc)
-            return page("chat_new.html", t=t, past=past, schedules=schedules, **HELPERS)
+            return self.page("chat_new.html", t=t, past=past, schedules=schedules, **HELPERS)
         if not same_origin(request):
-            return PlainTextResponse("Forms are taken from this site only.", status_code=403)
+            return foreign_form()
         task = (await form(request)).get("task", "").strip()
         if not task:
             return RedirectResponse(request.url.path + "?" + request.url.query, status_code=303)
         run_id = await chat.ask(task)
         return RedirectResponse(chat.path(run_id, request), status_code=303)
 
-    async def thread(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
+    async def thread(self, request: Request) -> Response:
+        """A chat's page: its messages (people's names for their mentions) and cards."""
+        chat, run_id = self.chat, request.path_params["run_id"]
         if not chat.allowed(request):
             return forbidden()
         try:
@@ -77,7 +102,7 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
         view = thread_view(
             run, messages, await chat.svc.workspace.files(run_id), await chat.asker(run)
         )
-        return page(
+        return self.page(
             "chat.html",
             run=run,
             thread=view,
@@ -91,12 +116,13 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             **HELPERS,
         )
 
-    async def act(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
+    async def act(self, request: Request) -> Response:
+        """A button or the answer box of a chat; what came of it is said in the thread."""
+        chat, run_id = self.chat, request.path_params["run_id"]
         if not chat.allowed(request):
             return forbidden()
         if not same_origin(request):
-            return PlainTextResponse("Forms are taken from this site only.", status_code=403)
+            return foreign_form()
         fields = await form(request)
         try:
             said = await chat.act(run_id, fields.get("action", ""), fields.get("text", ""))
@@ -106,16 +132,10 @@ def chat_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
             await chat.tell(run_id, said)
         return RedirectResponse(chat.path(run_id, request), status_code=303)
 
-    async def feed(request: Request) -> Response:
-        run_id = request.path_params["run_id"]
+    async def feed(self, request: Request) -> Response:
+        """A chat's changes as server-sent events."""
+        chat, run_id = self.chat, request.path_params["run_id"]
         if not chat.allowed(request):
             return forbidden()
         after = request.headers.get("last-event-id") or request.query_params.get("after", "0-0")
         return StreamingResponse(chat.changes(run_id, after), media_type="text/event-stream")
-
-    return [
-        ("/chat", start, ["GET", "POST"]),
-        ("/chat/{run_id}", thread, ["GET"]),
-        ("/chat/{run_id}/act", act, ["POST"]),
-        ("/chat/{run_id}/feed", feed, ["GET"]),
-    ]
