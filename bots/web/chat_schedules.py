@@ -15,91 +15,34 @@ new thread)."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any
 from urllib.parse import quote
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 
 from bots.chat.schedule_command import answer
 from bots.web.chat import WebChat
 from bots.web.chat_past import PastChat
 from bots.web.chat_place import WEB_PLACE, web_schedules
-from bots.web.chat_routes import chat_routes, form, same_origin
+from bots.web.chat_routes import chat_routes, forbidden, foreign_form, form, same_origin
+from bots.web.chat_schedule_words import HOW, VERBS, Typed, money, said, typed, verb
 from bots.web.chat_view import HELPERS
-from bots.web.guard import NEEDS_OPERATOR
 from core.runs import schedules as plans
 from core.runs.outcomes import Refused
 from core.runs.schedules import ScheduleOutcome
 from core.state.client import StateError
-from core.types.schedules import Changed, NotUnderstood, Schedule, Scheduled
+from core.types.schedules import Schedule
+
+# HOW, Typed and typed are read here too (bots.web.chat_schedule_words has them).
+__all__ = ["HOW", "NO_STORE", "Typed", "WebSchedules", "said", "schedule_routes", "typed"]
 
 ACTIONS = ("pause", "resume", "edit", "delete")
-# "schedule <when>: <task>" (or "<when> | <task>"), a budget at its end: "$2", "up to $2".
-_TYPED = re.compile(r"^\s*schedule\b[:\s]*(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
-_SPLIT = re.compile(r":\s+|\s+\|\s+|\s+[—–]\s+")
-_BUDGET = re.compile(
-    r"[\s,;(]*(?:up\s+to|budget|max(?:imum)?)?\s*\$\s*(?P<usd>\d+(?:\.\d+)?)\s*\)?\s*$",
-    re.IGNORECASE,
-)
 NO_STORE = "The schedules could not be read or changed just now (Redis did not answer); try again."
-HOW = (
-    "Type it as “schedule every weekday at 9:00: summarise the open tickets, $2” — "
-    "when, a colon, the task, and a budget per firing if you like."
-)
-
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 log = logging.getLogger(__name__)
-# The verbs of the command every platform takes (bots.chat.schedule_command).
-VERBS = frozenset({"add", "list", "pause", "resume", "delete", "edit"})
-
-
-def _verb(text: str) -> str:
-    words = text.split(maxsplit=2)
-    return words[1].lower() if len(words) > 1 else ""
-
-
-@dataclass(frozen=True)
-class Typed:
-    """A schedule as typed: ``when``, ``task``, ``budget_usd`` (None: the default)."""
-
-    when: str
-    task: str
-    budget_usd: float | None = None
-
-
-def typed(text: str) -> Typed | str | None:
-    """``text`` read as "schedule …": the schedule, what is missing from it (words to
-    say), or None when it does not start with "schedule" (a request)."""
-    m = _TYPED.match(text)
-    if m is None:
-        return None
-    rest = m["rest"].strip()
-    budget: float | None = None
-    if (b := _BUDGET.search(rest)) is not None:
-        budget = float(b["usd"])
-        rest = rest[: b.start()].strip()
-    parts = _SPLIT.split(rest, maxsplit=1)
-    if len(parts) < 2 or not parts[0].strip() or not parts[1].strip():
-        return HOW
-    return Typed(parts[0].strip(), parts[1].strip(), budget)
-
-
-def said(outcome: ScheduleOutcome) -> tuple[str, bool]:
-    """What became of an action, in plain words (the page escapes them), and whether
-    it was done."""
-    match outcome:
-        case Scheduled(line=line) | Changed(line=line):
-            return line, True
-        case NotUnderstood(words=words, hint=hint):
-            return f"I could not read “{words}” as a schedule. {hint}", False
-        case Refused(reason=reason):
-            return reason, False
-        case _:
-            assert_never(outcome)
 
 
 class WebSchedules:
@@ -158,17 +101,6 @@ class WebSchedules:
         )
 
 
-def _money(text: str) -> float | str | None:
-    text = text.strip().removeprefix("$").strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return f"“{text}” is not an amount in US dollars; write one such as 2.50."
-    return value if value > 0 else "Write a budget per firing above $0, such as 2.50."
-
-
 async def _past(chat: WebChat) -> list[PastChat]:
     """The past chats beside the page, none if Redis does not answer."""
     try:
@@ -180,103 +112,126 @@ async def _past(chat: WebChat) -> list[PastChat]:
 def schedule_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]]:
     """The schedules' routes, before the chat's (``/chat/schedules`` is not a run; a
     request typed in the chat is read here first, for "schedule …")."""
-    schedules = WebSchedules(chat)
+    pages = _SchedulePages(chat, page)
+    return [
+        ("/chat", pages.store_answers(pages.ask), ["POST"]),
+        ("/chat/schedules", pages.store_answers(pages.listing), ["GET", "POST"]),
+        ("/chat/schedules/{schedule_id}", pages.store_answers(pages.act), ["POST"]),
+    ]
+
+
+class _SchedulePages:
+    """The schedules' endpoints: each says what became of it on the schedules page."""
+
+    def __init__(self, chat: WebChat, page: Any) -> None:
+        self.chat = chat
+        self.page = page
+        self.schedules = WebSchedules(chat)
+        # A request typed in the chat that is not "schedule …" goes on to the chat's own.
+        self.start = next(e for path, e, methods in chat_routes(chat, page) if path == "/chat")
 
     async def shown(
-        request: Request, said_: str = "", ok: bool = True, status: int = 200, **form_: str
+        self, request: Request, said_: str = "", ok: bool = True, status: int = 200, **form_: str
     ) -> Response:
+        """The schedules page, saying ``said_``; ``form_``: the add form's values."""
         t = request.query_params.get("t", "")
-        default_tz, default_budget = schedules._defaults
+        default_tz, default_budget = self.schedules._defaults
         values = {"tz": default_tz, "budget": f"{default_budget:g}"} | form_
-        return page(
+        return self.page(
             "chat_schedules.html",
             status,
             t=t,
             tq=f"?t={quote(t, safe='')}" if t else "",
-            schedules=await schedules.listed(),
+            schedules=await self.schedules.listed(),
             said=said_,
             ok=ok,
             form=values,
-            past=await _past(chat),
+            past=await _past(self.chat),
             **HELPERS,
         )
 
-    def refused(request: Request) -> Response | None:
-        if not chat.allowed(request):
-            return PlainTextResponse(NEEDS_OPERATOR, status_code=403)
+    async def outcome_shown(
+        self, request: Request, outcome: ScheduleOutcome, **keep: str
+    ) -> Response:
+        """What became of an action; ``keep``: the form's values, kept if not done."""
+        words, ok = said(outcome)
+        return await self.shown(request, words, ok, 200 if ok else 400, **({} if ok else keep))
+
+    def refused(self, request: Request) -> Response | None:
+        if not self.chat.allowed(request):
+            return forbidden()
         if request.method == "POST" and not same_origin(request):
-            return PlainTextResponse("Forms are taken from this site only.", status_code=403)
+            return foreign_form()
         return None
 
-    async def listing(request: Request) -> Response:
-        if (no := refused(request)) is not None:
+    async def listing(self, request: Request) -> Response:
+        """The schedules page (GET), or its add form sent (POST)."""
+        if (no := self.refused(request)) is not None:
             return no
         if request.method == "GET":
             run = request.query_params.get("run", "")
-            return await shown(request, run=run)
+            return await self.shown(request, run=run)
         fields = await form(request)
         when, task, run = (fields.get(k, "").strip() for k in ("when", "task", "run"))
         keep = {"when": when, "task": task, "run": run, "tz": fields.get("tz", "")}
-        budget = _money(fields.get("budget", ""))
+        budget = money(fields.get("budget", ""))
         if isinstance(budget, str):
-            return await shown(request, budget, False, 400, **keep)
+            return await self.shown(request, budget, False, 400, **keep)
         if not when or not (task or run):
-            return await shown(request, "Say when, and what to run.", False, 400, **keep)
-        outcome = await schedules.add(
+            return await self.shown(request, "Say when, and what to run.", False, 400, **keep)
+        outcome = await self.schedules.add(
             when,
             task=task or None,
             from_run=run or None,
             tz=fields.get("tz", "").strip(),
             budget_usd=budget,
         )
-        words, ok = said(outcome)
-        return await shown(request, words, ok, 200 if ok else 400, **({} if ok else keep))
+        return await self.outcome_shown(request, outcome, **keep)
 
-    async def act(request: Request) -> Response:
-        if (no := refused(request)) is not None:
+    async def act(self, request: Request) -> Response:
+        """Pause, Resume, Delete or the Edit form of one schedule."""
+        if (no := self.refused(request)) is not None:
             return no
         fields = await form(request)
         action, schedule_id = fields.get("action", ""), request.path_params["schedule_id"]
         if action == "edit":
-            budget = _money(fields.get("budget", ""))
+            budget = money(fields.get("budget", ""))
             if isinstance(budget, str):
-                return await shown(request, budget, False, 400)
+                return await self.shown(request, budget, False, 400)
             when, tz = fields.get("when", ""), fields.get("tz", "")
-            outcome = await schedules.edit(schedule_id, when, tz, budget)
+            outcome = await self.schedules.edit(schedule_id, when, tz, budget)
         else:
-            outcome = await schedules.change(schedule_id, action)
-        words, ok = said(outcome)
-        return await shown(request, words, ok, 200 if ok else 400)
+            outcome = await self.schedules.change(schedule_id, action)
+        return await self.outcome_shown(request, outcome)
 
-    start = next(e for path, e, methods in chat_routes(chat, page) if path == "/chat")
-
-    async def ask(request: Request) -> Response:
+    async def ask(self, request: Request) -> Response:
         """A request typed in the chat: "schedule …" makes a schedule (the schedules
         page says what became of it); any other goes on as a request."""
         body = await request.body()
-        if (no := refused(request)) is not None:
+        if (no := self.refused(request)) is not None:
             return no
         text = (await form(request)).get("task", "")
         read = typed(text)
         if read is None:
-
-            async def again() -> dict[str, Any]:
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            response: Response = await start(Request(request.scope, again))
-            return response
-        if _verb(text) in VERBS:  # the shared words: "schedule add … | …", "schedule list"
-            return await shown(request, await answer(chat.svc, chat.person, WEB_PLACE, text))
+            return await self.as_request(request, body)
+        if verb(text) in VERBS:  # the shared words: "schedule add … | …", "schedule list"
+            chat = self.chat
+            return await self.shown(request, await answer(chat.svc, chat.person, WEB_PLACE, text))
         if isinstance(read, str):
-            return await shown(request, read, False, 400)
-        outcome = await schedules.add(read.when, task=read.task, budget_usd=read.budget_usd)
-        words, ok = said(outcome)
-        keep = {} if ok else {"when": read.when, "task": read.task}
-        return await shown(request, words, ok, 200 if ok else 400, **keep)
+            return await self.shown(request, read, False, 400)
+        outcome = await self.schedules.add(read.when, task=read.task, budget_usd=read.budget_usd)
+        return await self.outcome_shown(request, outcome, when=read.when, task=read.task)
 
-    def store_answers(
-        endpoint: Callable[[Request], Awaitable[Response]],
-    ) -> Callable[[Request], Awaitable[Response]]:
+    async def as_request(self, request: Request, body: bytes) -> Response:
+        """The chat's own ``/chat``, given the body already read."""
+
+        async def again() -> dict[str, Any]:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        response: Response = await self.start(Request(request.scope, again))
+        return response
+
+    def store_answers(self, endpoint: Endpoint) -> Endpoint:
         """``endpoint``, saying so in plain words when Redis does not answer."""
 
         async def guarded(request: Request) -> Response:
@@ -284,12 +239,6 @@ def schedule_routes(chat: WebChat, page: Any) -> list[tuple[str, Any, list[str]]
                 return await endpoint(request)
             except StateError:
                 log.warning("a schedule's page could not reach Redis", exc_info=True)
-                return await shown(request, NO_STORE, False, 503)
+                return await self.shown(request, NO_STORE, False, 503)
 
         return guarded
-
-    return [
-        ("/chat", store_answers(ask), ["POST"]),
-        ("/chat/schedules", store_answers(listing), ["GET", "POST"]),
-        ("/chat/schedules/{schedule_id}", store_answers(act), ["POST"]),
-    ]
