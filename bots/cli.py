@@ -20,6 +20,7 @@ from bots.cli_common import (
     say_unexpected,
     settings_or_exit,
 )
+from bots.cli_demo import demo
 from bots.cli_doctor import doctor
 from bots.cli_schedule import schedule
 from bots.cli_spend import spend
@@ -50,87 +51,7 @@ def options(
     Debug.on = debug
 
 
-@app.command()
-def demo(
-    task: str | None = typer.Argument(
-        None,
-        help="What to ask the demo (default: budget a team offsite). A simple question is "
-        "answered directly; anything else gets a team shaped from its words.",
-    ),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show every turn."),
-    solo: bool = typer.Option(False, "--solo", help="One agent and its tools, no planning."),
-    cohort: bool = typer.Option(False, "--cohort", help="Agents creating agents at run time."),
-    pace: float | None = typer.Option(
-        None,
-        "--pace",
-        min=0,
-        help="Seconds each scripted model answer takes, so you can watch the agents work "
-        "(default: 1 at a terminal, 0 when the output is not a terminal).",
-    ),
-) -> None:
-    """Run the offline demo: a request routed, planned, proposed, approved and done by a
-    team of agents over the bus. Zero services; a scripted model answers every call."""
-    from bots.console import proposal, tool_approvals
-    from bots.console.person import console_person
-    from bots.console.thread import ConsoleThread
-    from core.process.demo import DEMO_TASK, demo_agent, demo_model
-    from core.process.demo_cohort import COHORT_TASK, cohort_model, cohort_orchestrator
-    from core.process.demo_flow import run_demo
-    from core.process.demo_team import TEAM_TASK as TEAM
-    from core.process.embedded import run_embedded
-    from core.runs.approval import Approve, Decision, ProposalView
-    from core.types.approvals import Choice
-    from core.types.events import ApprovalAsked
-
-    settings = _settings(redis={"url": ""})
-    console.print(
-        "[bold yellow]Offline demo[/] — the LLM is the [bold]scripted offline "
-        "model[/] (no provider is called); Redis is in-process (fakeredis)."
-    )
-    thread = ConsoleThread(console, verbose=verbose)
-
-    async def ask(view: ProposalView) -> Decision:
-        if sys.stdin.isatty():
-            return await asyncio.to_thread(proposal.ask, console, view)
-        console.print(proposal.card(view))
-        console.print("[bold green]✓ approved automatically[/] (not a terminal)")
-        return Approve()
-
-    async def decide_action(event: ApprovalAsked) -> tuple[Choice, str]:
-        if sys.stdin.isatty():
-            return await asyncio.to_thread(tool_approvals.ask, console)
-        console.print("  [bold green]✓ approved once automatically[/] (not a terminal)")
-        return "once", ""
-
-    pace_s = pace if pace is not None else (1.0 if sys.stdout.isatty() else 0.0)
-    if solo or cohort:
-        task, root, model = (
-            (COHORT_TASK, cohort_orchestrator(), cohort_model())
-            if cohort
-            else (DEMO_TASK, demo_agent(), demo_model())
-        )
-        model.pace_s = pace_s
-        demo_run = run_embedded(settings, task, root, llm=model, on_event=thread, timeout_s=60)
-    else:
-        say = lambda m: console.print(f"[dim]{escape(m)}[/]")  # noqa: E731
-        demo_run = run_demo(
-            settings,
-            ask,
-            on_event=thread,
-            on_message=say,
-            person=console_person(),
-            pace_s=pace_s,
-            task=task or TEAM,
-            decide_action=decide_action,
-        )
-    try:
-        run = asyncio.run(demo_run)
-    finally:
-        thread.close()
-    if run.status.value == "rejected":
-        return
-    if run.status.value != "completed" or (task is None and thread.tools_called == 0):
-        raise typer.Exit(1)
+app.command()(demo)  # first in the help, as the way to start
 
 
 @app.command()
