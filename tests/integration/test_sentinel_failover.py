@@ -17,12 +17,13 @@ import asyncio
 import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from redis import Redis as SyncRedis
 
-from bench.chaos import ChaosConfig, Report, run_phase
-from core.config import load_settings
+from bench.chaos import SHORT_TIMERS, ChaosConfig, Report, run_phase
+from core.config import Settings, load_settings
 from core.process.wiring import build_services, connect_redis
 from core.state.client import sync_client
 from core.state.durable_writes import replicated, short_acks
@@ -34,6 +35,28 @@ from tests.integration.sentinel_cluster import SentinelCluster
 pytestmark = pytest.mark.integration
 
 RUNS = 10
+# The failover test's watchdog (production: a round every 10 s, a stall of 3 × 5 s).
+WATCHDOG_TIMERS = {"scheduler__watchdog_s": "2", "scheduler__stall_period_s": "1"}
+
+
+def _recovery_s(settings: Settings) -> float:
+    """How long the runs may take to end once the new primary answers: twice the longest
+    chain of recovery timers a turn can meet (as bench/chaos.py derives its deadline) — a
+    turn the ledger still holds for a live worker that settled it on the old primary,
+    republished once its lease lapses (``celery.lease_s``); a queued turn whose message was
+    lost, republished after the grace of twice that; a turn lost everywhere, or a wake-up
+    claimed and lost, submitted again by the watchdog (its period plus the stall span); an
+    intent taken over (``intent_claim_idle_s``, SHORT_TIMERS'); a call taken over from the
+    keeper (``keeper_claim_idle_s``)."""
+    sched = settings.scheduler
+    chain = (
+        2 * settings.celery.lease_s
+        + sched.watchdog_s
+        + sched.stall_periods * sched.stall_period_s
+        + float(SHORT_TIMERS["scheduler__intent_claim_idle_s"])
+        + settings.llm.keeper_claim_idle_s
+    )
+    return 2 * chain
 
 
 @pytest.fixture
@@ -178,13 +201,21 @@ async def test_a_write_no_replica_acknowledges_is_said_and_goes_on(
 
 
 async def test_runs_in_flight_complete_after_the_primary_is_killed(
-    cluster: SentinelCluster,
+    cluster: SentinelCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The failover may lose the last writes the old primary acknowledged (no WAIT here):
+    # a wake-up claimed by a save that survived, its turn's publishing lost, is submitted
+    # again by the watchdog once the run made no progress for its stall span. Short here
+    # (the workers inherit this environment): a round every 2 s, a stall of 3 s.
+    for name, value in WATCHDOG_TIMERS.items():
+        monkeypatch.setenv(f"CARAMBA_{name.upper()}", value)
+    recovery_s = _recovery_s(load_settings())
     timings: dict[str, float] = {}
 
     with ThreadedFakeLLMServer() as server:
 
         async def failover(report: Report) -> None:
+            started = time.monotonic()  # before the last run's launch, where the calm starts
             # Mid-flight: every run started and a good part of their turns asked.
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
@@ -198,6 +229,8 @@ async def test_runs_in_flight_complete_after_the_primary_is_killed(
             timings["ended_at_kill"] = len(report.ended_at_s)
             await asyncio.to_thread(cluster.wait_for_failover)
             timings["failover_s"] = time.monotonic() - killed
+            # The runs' time to end counts from here, however late the failover came.
+            report.deadline_s = time.monotonic() - started + recovery_s
 
         config = ChaosConfig(
             name="failover",
@@ -207,15 +240,18 @@ async def test_runs_in_flight_complete_after_the_primary_is_killed(
             stagger_s=0.05,
             workers=2,
             concurrency=16,
-            deadline_s=40,
+            # Until the failover ended (then recovery_s more: set by failover above).
+            deadline_s=60 + recovery_s,
             # An intent a processor had taken when the primary died is taken over once
             # idle for scheduler.intent_claim_idle_s: 2 s here (SHORT_TIMERS), not 30.
             short_timers=True,
             settle_s=10,
             redis_url=cluster.url,
+            log_dir=tmp_path / "logs",  # the workers' and the keeper's whole logs
         )
         report = await run_phase(server, config, disrupt=failover)
-    summary = "\n".join([report.line(), report.details(), report.diagnosis(), report.log_summary()])
+    parts = [report.line(), report.details(), report.diagnosis(), report.log_summary()]
+    summary = "\n".join([*parts, f"logs: {tmp_path / 'logs'}"])
     print(
         f"failover: the new primary answered {timings.get('failover_s', -1):.1f} s after the "
         f"kill ({timings.get('asked_at_kill')} model calls asked by then); runs ended "
