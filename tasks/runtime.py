@@ -255,5 +255,8 @@ class WorkerRuntime:
 
 
 async def _timed(work: Coroutine[Any, Any, TurnOutcome], limit_s: float) -> TurnOutcome:
-    """``work``, cancelled after ``limit_s`` seconds (:class:`TimeoutError`)."""
-    return await asyncio.wait_for(work, limit_s)
+    """``work``, cancelled after ``limit_s`` seconds (:class:`TimeoutError`). Awaited in
+    this task (``asyncio.timeout``), not in one more (``wait_for`` makes a task of it):
+    one task per turn in flight, not two."""
+    async with asyncio.timeout(limit_s):
+        return await work
