@@ -20,7 +20,14 @@ from tests.integration.processes import Process, free_port, worker_env
 pytestmark = pytest.mark.integration
 
 SECRET = "t" * 40
-OPERATOR_T = Signer(SECRET.encode()).token(OPERATOR, 600)
+
+
+def operator_token() -> str:
+    """The operator's link token, made when a test asks (one made at import could expire
+    before a long suite reaches these tests)."""
+    return Signer(SECRET.encode()).token(OPERATOR, 600)
+
+
 REBINDING = "http://attacker.example:8400"
 TASK = "Compare Postgres, MySQL and SQLite for a web app"
 
@@ -103,10 +110,8 @@ def test_foreign_host_rebinding_origin_and_proxies_are_refused(default_web: str)
                 "/chat", data={"task": TASK}, headers={**proxied, "origin": f"http://{here}"}
             )
             assert posted.status_code == 403
-        assert (
-            c.get("/", headers={"x-forwarded-for": "1.2.3.4"}, params={"t": OPERATOR_T}).status_code
-            == 200
-        )
+        forwarded = {"x-forwarded-for": "1.2.3.4"}
+        assert c.get("/", headers=forwarded, params={"t": operator_token()}).status_code == 200
 
         # The server's own pages: a request and its approval from this origin work, an
         # approval from the rebinding page does not.
@@ -137,10 +142,10 @@ def test_a_configured_host_and_proxy_work_with_the_operators_link(configured_web
         # The configured name is answered, but it is not local: the link is needed.
         assert c.get("/", headers={"host": name}).status_code == 403
         assert c.get("/chat", headers={"host": name}).status_code == 403
-        assert c.get("/", headers={"host": name}, params={"t": OPERATOR_T}).status_code == 200
+        assert c.get("/", headers={"host": name}, params={"t": operator_token()}).status_code == 200
         asked = c.post(
             "/chat",
-            params={"t": OPERATOR_T},
+            params={"t": operator_token()},
             data={"task": "What is 2+2?"},
             headers={"host": name, "origin": f"https://{name}"},
         )
@@ -152,5 +157,5 @@ def test_a_configured_host_and_proxy_work_with_the_operators_link(configured_web
             "x-forwarded-host": name,
         }
         assert c.get("/", headers=proxied).status_code == 403
-        assert c.get("/", headers=proxied, params={"t": OPERATOR_T}).status_code == 200
+        assert c.get("/", headers=proxied, params={"t": operator_token()}).status_code == 200
         assert c.get("/", headers={"x-forwarded-host": "evil.example"}).status_code == 400
