@@ -2,9 +2,11 @@
 random free ports, temporary folders, quorum 2, the primary seen down after 1 s.
 
 ``start`` returns once every Sentinel knows the primary and its replicas (a failover needs
-both); ``kill_primary`` SIGKILLs the primary; ``wait_for_failover`` returns once the
-Sentinels name a new primary that answers as one. ``url`` is the ``redis+sentinel://`` url
-the processes are given; ``cleanup`` stops everything and removes the folders.
+both); ``kill_primary`` SIGKILLs the primary (``kill_primary_losing``: after writes no
+replica received, as a primary dying with its replicas behind); ``wait_for_failover``
+returns once the Sentinels name a new primary that answers as one. ``url`` is the
+``redis+sentinel://`` url the processes are given; ``cleanup`` stops everything and
+removes the folders.
 """
 
 from __future__ import annotations
@@ -189,6 +191,24 @@ class SentinelCluster:
 
     def kill_primary(self) -> None:
         self.primary.stop(signal.SIGKILL)
+
+    def kill_primary_losing(self, seconds: float) -> None:
+        """SIGKILL the primary after ``seconds`` of writes that no replica received: the
+        replicas are stopped (SIGSTOP) and cut off (``CLIENT KILL TYPE replica``) first and
+        go on once the primary is dead, so the one promoted lacks those writes — what a
+        failover can lose when ``redis.replicas_to_ack`` is 0 (docs/redis.md)."""
+        stopped = [copy.proc for copy in self.copies if copy.proc is not None]
+        for proc in stopped:
+            proc.send_signal(signal.SIGSTOP)
+        client = _client(self.primary.port, self._tls, socket_timeout=2)
+        try:
+            client.client_kill_filter(_type="replica")
+        finally:
+            client.close()
+        time.sleep(seconds)
+        self.kill_primary()
+        for proc in stopped:
+            proc.send_signal(signal.SIGCONT)
 
     def switch_over(self) -> None:
         """A failover asked of the Sentinels (``SENTINEL FAILOVER``): the primary lives on
