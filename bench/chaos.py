@@ -429,7 +429,7 @@ class Report:
     def restarts(self) -> str:
         """How long the killed workers' replacements took to be ready."""
         if not self.restart_s:
-            return "no replacement ready"
+            return "no replacement ready" if self.kills else "no kills"
         times = sorted(self.restart_s)
         return (
             f"replacements ready {times[len(times) // 2]:.1f} s (median) / {times[-1]:.1f} s "
