@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from redis import Redis as SyncRedis
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel
 from redis.exceptions import ConnectionError as _ConnectionError
@@ -23,7 +23,7 @@ from redis.retry import Retry as SyncRetry
 from redis.sentinel import Sentinel as SyncSentinel
 
 from core.config_redis import RedisSettings
-from core.state.connections import driver_info, packing
+from core.state.connections import QuickBlockingPool, driver_info, packing
 from core.state.redis_target import (
     direct_url,
     security_options,
@@ -102,7 +102,7 @@ def async_client(settings: RedisSettings, *, retry: Retry | None = None, **optio
     security = security_options(settings, where)
     options.setdefault("driver_info", driver_info())
     if not where.sentinels:
-        pool = BlockingConnectionPool.from_url(
+        pool = QuickBlockingPool.from_url(
             direct_url(where), decode_responses=True, retry=retry, **security, **options
         )
         pool.connection_class = packing(pool.connection_class)

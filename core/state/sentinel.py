@@ -13,6 +13,8 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.connection import SSLConnection as SyncSSLConnection
 from redis.sentinel import SentinelManagedConnection as SyncSentinelManagedConnection
 
+from core.state.connections import QuickPool
+
 # Behind Sentinel a command retries through the failover: down-after-milliseconds plus the
 # election, ~30 s by Sentinel's defaults (a direct client's ~6 s is for a restart). With
 # :func:`retry_backoff` 36 tries wait about 32 s in all on average.
@@ -25,10 +27,11 @@ def retry_backoff() -> ExponentialWithJitterBackoff:
     return ExponentialWithJitterBackoff(base=0.1, cap=2.0)
 
 
-class BlockingSentinelPool(SentinelConnectionPool, BlockingConnectionPool):
+class BlockingSentinelPool(QuickPool, SentinelConnectionPool, BlockingConnectionPool):
     """The primary's pool behind Sentinel that waits for a free connection at the limit,
-    as the direct client's does (hundreds of turns share one process's client). Closed
-    (the client's ``aclose``), it closes its connections to the Sentinels too."""
+    as the direct client's does (hundreds of turns share one process's client; a free
+    one taken quickly, ``core.state.connections.QuickPool``). Closed (the client's
+    ``aclose``), it closes its connections to the Sentinels too."""
 
     async def disconnect(self, inuse_connections: bool = True) -> None:
         await super().disconnect(inuse_connections)

@@ -1,10 +1,13 @@
 """The process client's connections pack commands with hiredis, byte for byte as redis-py
 does (its own packer for what hiredis does not take, with its errors), and share one
-lookup of redis-py's version for CLIENT SETINFO."""
+lookup of redis-py's version for CLIENT SETINFO; its pool (``QuickPool``) holds its limit,
+hands every waiting command a connection and replaces a broken one."""
 
 from __future__ import annotations
 
+import asyncio
 import enum
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +18,7 @@ from redis.exceptions import DataError
 from core.process.wiring import connect_redis
 from core.state.connections import HiredisPacking, driver_info, packing
 from core.state.sentinel import FollowingConnection
-from tests.conftest import make_settings
+from tests.conftest import REDIS_URL, make_settings
 
 
 class _Level(enum.IntEnum):
@@ -81,3 +84,35 @@ def test_behind_sentinel_too() -> None:
     assert issubclass(pool.connection_class, FollowingConnection)
     assert issubclass(pool.connection_class, HiredisPacking)
     assert pool.connection_kwargs["driver_info"] is driver_info()
+
+
+async def test_the_pool_holds_its_limit_and_every_waiting_command_gets_a_connection() -> None:
+    client = connect_redis(
+        make_settings(redis={"url": REDIS_URL, "max_connections": 2, "pool_timeout_s": 30})
+    )
+    pool = client.connection_pool
+    key = f"caramba-test-pool-{uuid.uuid4().hex}"
+    try:
+        # 12 commands that each hold a connection for 50 ms, on a pool of 2.
+        replies = await asyncio.gather(*(client.blpop([key], timeout=0.05) for _ in range(12)))
+        assert replies == [None] * 12
+        assert len(pool._available_connections) + len(pool._in_use_connections) <= 2
+        assert not pool._in_use_connections
+        assert await client.ping()
+    finally:
+        await client.aclose()
+
+
+async def test_a_connection_closed_by_the_server_is_replaced() -> None:
+    client = connect_redis(make_settings(redis={"url": REDIS_URL}))
+    try:
+        assert await client.client_setname("caramba-test-pool-killed")
+        await client.set("caramba-test-pool-x", "1", ex=5)
+        admin = connect_redis(make_settings(redis={"url": REDIS_URL}))
+        await admin.execute_command(
+            "CLIENT", "KILL", "SKIPME", "YES", "ID", await client.client_id()
+        )
+        await admin.aclose()
+        assert await client.get("caramba-test-pool-x") == "1"  # a new connection, retried
+    finally:
+        await client.aclose()
