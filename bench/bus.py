@@ -15,6 +15,11 @@ second with all pairs talking at once. Latency is measured with one pair at a ti
 idle system): from the sender's model reply (the scripted model answers instantly) to the
 recipient's model call that sees the message.
 
+``--explain`` prints, for the deliveries at or above the p99 and for all of them, how many
+overlapped a tick of the background loop, its recording of ended runs in the agent library
+(part of a tick) or a pass of the garbage collector (all on the process's one loop), the
+mean latency with and without, and the collections by generation.
+
 Fair to both sides: the process is started and warmed up first (one pair, not
 measured), as a worker is before its turns; ``--latency-pairs`` pairs of 50 rounds give
 100 deliveries each (1,000 by default, so the p99 is not simply the worst one), and a
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import statistics
 import time
@@ -36,6 +42,7 @@ from redis.asyncio import Redis
 from core.config import load_settings
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
+from core.process import background
 from core.process.embedded import embedded_services
 from core.runs.control import start_run
 from core.services import Services
@@ -63,6 +70,72 @@ async def raw_rtt(redis: Redis, n: int) -> list[float]:
     return samples
 
 
+class Pauses:
+    """What else ran on the loop while deliveries were measured (``--explain``): the
+    background loop's ticks and the garbage collector's passes, as (start, end) spans."""
+
+    def __init__(self) -> None:
+        self.ticks: list[tuple[float, float]] = []
+        self.learning: list[tuple[float, float]] = []  # ended runs put in the library
+        self.gcs: list[tuple[float, float]] = []
+        self.gc_ms: dict[int, list[float]] = {0: [], 1: [], 2: []}  # by generation
+        self._gc_start = 0.0
+        inner = background.tick
+
+        async def tick(svc: Services) -> tuple[bool, float | None]:
+            t0 = time.perf_counter()
+            try:
+                return await inner(svc)
+            finally:
+                self.ticks.append((t0, time.perf_counter()))
+
+        background.tick = tick  # type: ignore[assignment]
+        learn = background.learn_ended
+
+        async def learn_ended(svc: Services) -> int:
+            t0 = time.perf_counter()
+            try:
+                return await learn(svc)
+            finally:
+                self.learning.append((t0, time.perf_counter()))
+
+        background.learn_ended = learn_ended  # type: ignore[assignment]
+        gc.callbacks.append(self._gc)
+
+    def _gc(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        else:
+            self.gcs.append((self._gc_start, time.perf_counter()))
+            self.gc_ms[info["generation"]].append((self.gcs[-1][1] - self._gc_start) * 1000)
+
+    def report(self, spans: list[tuple[float, float]], latencies: list[float]) -> str:
+        """Of the deliveries at or above the p99, and of all: how many overlapped a tick
+        or a collection, and the mean latency with and without."""
+
+        def hit(span: tuple[float, float], pauses: list[tuple[float, float]]) -> bool:
+            return any(a < span[1] and b > span[0] for a, b in pauses)
+
+        p99 = pct(latencies, 0.99)
+        slow = [s for s, lat in zip(spans, latencies, strict=True) if lat >= p99]
+        parts = []
+        named = (("tick", self.ticks), ("learning", self.learning), ("gc", self.gcs))
+        for name, pauses in named:
+            with_it = [lat for s, lat in zip(spans, latencies, strict=True) if hit(s, pauses)]
+            without = [lat for s, lat in zip(spans, latencies, strict=True) if not hit(s, pauses)]
+            mean_ms = statistics.fmean([(b - a) * 1000 for a, b in pauses]) if pauses else 0.0
+            parts.append(
+                f"{name}: n={len(pauses)} mean_ms={mean_ms:.2f} slowest_hit="
+                f"{sum(hit(s, pauses) for s in slow)}/{len(slow)} all_hit={len(with_it)}/"
+                f"{len(spans)} mean_lat_with={statistics.fmean(with_it) if with_it else 0:.2f} "
+                f"without={statistics.fmean(without) if without else 0:.2f}"
+            )
+        by_gen = " ".join(
+            f"gen{g}: n={len(v)} max_ms={max(v, default=0):.2f}" for g, v in self.gc_ms.items()
+        )
+        return "explain: " + "; ".join(parts) + f"; collections {by_gen}"
+
+
 class Brain:
     """The scripted model of every pair: Ping creates Pong, then they exchange ``rounds``
     messages each; records each delivery's latency."""
@@ -70,6 +143,7 @@ class Brain:
     def __init__(self) -> None:
         self.rounds = 0
         self.latencies: list[float] = []
+        self.spans: list[tuple[float, float]] = []  # each delivery's (sent, seen), perf_counter
         self.sent_at: dict[str, float] = {}
         self.delivered = 0
         # The scripted model records every request for tests; a bench of thousands of
@@ -77,7 +151,7 @@ class Brain:
         self.model = ScriptedModel(responder=self)
 
     def reset(self, rounds: int) -> None:
-        self.rounds, self.latencies, self.delivered = rounds, [], 0
+        self.rounds, self.latencies, self.delivered, self.spans = rounds, [], 0, []
         self.sent_at.clear()
 
     def __call__(self, request: LLMRequest) -> Reply:
@@ -87,7 +161,9 @@ class Brain:
         if last.startswith("[Message from") or last.startswith("[Result from"):
             token = last.rsplit(" ", 1)[-1]
             if token in self.sent_at:
-                self.latencies.append((now - self.sent_at.pop(token)) * 1000)
+                at = self.sent_at.pop(token)
+                self.latencies.append((now - at) * 1000)
+                self.spans.append((at, now))
                 self.delivered += 1
         sent = sum(
             c.name == "send_message"
@@ -139,7 +215,7 @@ async def talk(svc: Services, brain: Brain, pairs: int, rounds: int) -> float:
     return time.perf_counter() - t0
 
 
-async def measure(pairs: int, rounds: int, latency_pairs: int) -> None:
+async def measure(pairs: int, rounds: int, latency_pairs: int, explain: bool = False) -> None:
     redis = Redis.from_url(URL, decode_responses=True)
     prefix = f"bench-{uuid.uuid4().hex[:6]}"
     settings = load_settings(
@@ -150,6 +226,8 @@ async def measure(pairs: int, rounds: int, latency_pairs: int) -> None:
     )
     brain = Brain()
     latencies: list[float] = []
+    spans: list[tuple[float, float]] = []
+    pauses = Pauses() if explain else None
     rtt: list[float] = []
     cpu = 0.0  # this process's CPU while the pairs talked (load-proof, unlike latency)
     try:
@@ -162,6 +240,7 @@ async def measure(pairs: int, rounds: int, latency_pairs: int) -> None:
                 await talk(svc, brain, 1, 50)
                 cpu += time.process_time() - cpu0
                 latencies += brain.latencies
+                spans += brain.spans
             # Throughput with many pairs talking at once.
             wall = await talk(svc, brain, pairs, rounds)
             delivered = brain.delivered
@@ -178,6 +257,8 @@ async def measure(pairs: int, rounds: int, latency_pairs: int) -> None:
         f"{statistics.median(rtt):.3f} p99_ms={rtt99:.3f}; throughput: pairs={pairs} "
         f"rounds={rounds} delivered={delivered} wall_s={wall:.2f}"
     )
+    if pauses is not None:
+        print(pauses.report(spans, latencies))
     print(
         f"bench bus: p50_ms={p50:.2f} p99_ms={p99:.2f} redis_rtt_p99_ms={rtt99:.3f} "
         f"ratio_p99={p99 / rtt99:.1f} msgs_per_s={delivered / wall:.0f}"
@@ -189,5 +270,10 @@ if __name__ == "__main__":
     parser.add_argument("--pairs", type=int, default=25)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--latency-pairs", type=int, default=10)
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="which deliveries overlapped a background tick or a garbage collection",
+    )
     args = parser.parse_args()
-    asyncio.run(measure(args.pairs, args.rounds, args.latency_pairs))
+    asyncio.run(measure(args.pairs, args.rounds, args.latency_pairs, args.explain))
