@@ -13,6 +13,7 @@ The answer is plain text (core's words); an adapter escapes it in its own markup
 from __future__ import annotations
 
 import logging
+import math
 
 from core.runs import schedules as people
 from core.runs.outcomes import Refused
@@ -34,11 +35,20 @@ def is_schedule(text: str) -> bool:
     return text.strip().lower().split(" ", 1)[0] == "schedule"
 
 
-def _money(text: str) -> float | None:
-    try:
-        return float(text.strip().lstrip("$").strip())
-    except ValueError:
+def typed_budget(text: str) -> float | str | None:
+    """A budget per firing as typed on any platform (``2``, ``$2.50``): the amount, None
+    when left empty, or what is wrong with it in words to say. Whether the amount is
+    allowed (above $0, at most ``[schedules] max_budget_usd``) is core's to say."""
+    text = text.strip().removeprefix("$").strip()
+    if not text:
         return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        return f"“{text}” is not an amount in US dollars; write one such as 2.50."
+    return value
 
 
 async def answer(svc: Services, person: Person, place: Place, text: str) -> str:
@@ -70,9 +80,9 @@ async def _answer(svc: Services, person: Person, place: Place, text: str) -> str
         parts = [p.strip() for p in rest.split("|")]
         if len(parts) < 2:
             return f"Say when and what: {USAGE}"
-        budget = _money(parts[2]) if len(parts) > 2 and parts[2] else None
-        if len(parts) > 2 and parts[2] and budget is None:
-            return f"“{parts[2]}” is not an amount; say e.g. $2."
+        budget = typed_budget(parts[2]) if len(parts) > 2 else None
+        if isinstance(budget, str):
+            return budget
         tz = parts[3] if len(parts) > 3 and parts[3] else None
         made = await people.schedule(
             svc, person, place, task=parts[1], when=parts[0], tz=tz, budget_usd=budget
@@ -86,9 +96,9 @@ async def _answer(svc: Services, person: Person, place: Place, text: str) -> str
             if key.lower() not in ("when", "budget", "task", "tz") or not value.strip():
                 return f"I can change when, budget, task or tz: {USAGE}"
             fields[key.lower()] = value.strip()
-        budget = _money(fields["budget"]) if "budget" in fields else None
-        if "budget" in fields and budget is None:
-            return f"“{fields['budget']}” is not an amount; say e.g. $2."
+        budget = typed_budget(fields.get("budget", ""))
+        if isinstance(budget, str):
+            return budget
         edited = await people.edit(
             svc,
             sid,

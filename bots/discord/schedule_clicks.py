@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import discord
 
+from bots.chat.schedule_command import typed_budget
 from bots.discord.schedule_handling import NEEDS_WHEN, ScheduleHandling, act, reported, said
 from bots.discord.schedule_items import Action, EditScheduleModal, EveryModal
 from bots.discord.schedule_list import list_view
@@ -16,21 +17,6 @@ from bots.discord.text import NO_PINGS, escape
 from core.runs import schedules as plans
 from core.runs.outcomes import Refused
 from core.types.schedules import Changed
-
-
-def _money(text: str) -> float | str | None:
-    """A budget typed in a form: dollars (``2``, ``$2.50``), None when left empty, else
-    what is wrong with it."""
-    text = text.strip().removeprefix("$").strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return f"“{text}” is not an amount in US dollars; write one such as 2.50."
-    if not 0 < value < 1e6:
-        return "Write a budget per firing above $0, such as 2.50."
-    return value
 
 
 class ScheduleClicks(ScheduleHandling):
@@ -74,7 +60,7 @@ class ScheduleClicks(ScheduleHandling):
     ) -> None:
         """The edit form sent: what differs is changed (core guards the owner rule again)."""
         await interaction.response.defer(ephemeral=True, thinking=True)
-        budget = _money(values.get("budget", ""))
+        budget = typed_budget(values.get("budget", ""))
         if isinstance(budget, str):
             await self._tell(interaction, escape(budget))
             return
@@ -104,7 +90,7 @@ class ScheduleClicks(ScheduleHandling):
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         when = values.get("when", "")
-        budget = _money(values.get("budget", ""))
+        budget = typed_budget(values.get("budget", ""))
         if not when:
             await self._tell(interaction, NEEDS_WHEN)
             return

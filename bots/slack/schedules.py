@@ -14,7 +14,7 @@ from slack_bolt.async_app import AsyncAck, AsyncRespond
 from slack_sdk.models.blocks import ActionsBlock, ButtonElement, InputBlock, PlainTextInputElement
 from slack_sdk.models.views import View
 
-from bots.chat.schedule_command import answer
+from bots.chat.schedule_command import answer, typed_budget
 from bots.slack.context import SlackContext
 from bots.slack.mentions import People
 from bots.slack.text import escape, truncate
@@ -111,10 +111,9 @@ def add_schedule_listeners(ctx: SlackContext) -> None:
     async def on_submit(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         meta = json.loads(view["private_metadata"])
         budget_text = _typed(view, "budget")
-        try:
-            budget = float(budget_text.lstrip("$")) if budget_text else None
-        except ValueError:
-            await ack(response_action="errors", errors={"budget": "Say an amount, e.g. 2."})
+        budget = typed_budget(budget_text)
+        if isinstance(budget, str):
+            await ack(response_action="errors", errors={"budget": budget[:150]})
             return
         user = body["user"]["id"]
         person = await ctx.people.person(user, wait_s=1.0)

@@ -59,19 +59,6 @@ def typed(text: str) -> Typed | str | None:
     return Typed(parts[0].strip(), parts[1].strip(), budget)
 
 
-def money(text: str) -> float | str | None:
-    """A budget per firing as typed in a form: the amount, None if left empty, or what
-    is wrong with it (words to say)."""
-    text = text.strip().removeprefix("$").strip()
-    if not text:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return f"“{text}” is not an amount in US dollars; write one such as 2.50."
-    return value if value > 0 else "Write a budget per firing above $0, such as 2.50."
-
-
 def said(outcome: ScheduleOutcome) -> tuple[str, bool]:
     """What became of an action, in plain words (the page escapes them), and whether
     it was done."""

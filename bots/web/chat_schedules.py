@@ -22,12 +22,12 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import Response
 
-from bots.chat.schedule_command import answer
+from bots.chat.schedule_command import answer, typed_budget
 from bots.web.chat import WebChat
 from bots.web.chat_past import PastChat
 from bots.web.chat_place import WEB_PLACE, web_schedules
 from bots.web.chat_routes import chat_routes, forbidden, foreign_form, form, same_origin
-from bots.web.chat_schedule_words import HOW, VERBS, Typed, money, said, typed, verb
+from bots.web.chat_schedule_words import HOW, VERBS, Typed, said, typed, verb
 from bots.web.chat_view import HELPERS
 from core.runs import schedules as plans
 from core.runs.outcomes import Refused
@@ -174,7 +174,7 @@ class _SchedulePages:
         fields = await form(request)
         when, task, run = (fields.get(k, "").strip() for k in ("when", "task", "run"))
         keep = {"when": when, "task": task, "run": run, "tz": fields.get("tz", "")}
-        budget = money(fields.get("budget", ""))
+        budget = typed_budget(fields.get("budget", ""))
         if isinstance(budget, str):
             return await self.shown(request, budget, False, 400, **keep)
         if not when or not (task or run):
@@ -195,7 +195,7 @@ class _SchedulePages:
         fields = await form(request)
         action, schedule_id = fields.get("action", ""), request.path_params["schedule_id"]
         if action == "edit":
-            budget = money(fields.get("budget", ""))
+            budget = typed_budget(fields.get("budget", ""))
             if isinstance(budget, str):
                 return await self.shown(request, budget, False, 400)
             when, tz = fields.get("when", ""), fields.get("tz", "")
