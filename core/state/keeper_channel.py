@@ -65,6 +65,30 @@ redis.call('xadd', KEYS[3], '*', unpack(fields))
 return {1, 'asked', ARGV[2]}
 """
 
+# KEYS: the call's mark, its kept outcome, the calls stream. ARGV: the mark, the call id.
+# A call is lost when its mark stands with no outcome and no entry of the stream holds it:
+# the keeper's end (answer saved, mark removed) was lost with a failed-over primary while
+# its acknowledgement (the entry deleted) reached the new one. An entry still there is
+# read or taken over by a keeper: not lost. The lost mark is removed; 1 if it was.
+_DROP_LOST = """
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('exists', KEYS[2]) == 1 then return 0 end
+local start = '-'
+while true do
+  local entries = redis.call('xrange', KEYS[3], start, '+', 'COUNT', 100)
+  for _, entry in ipairs(entries) do
+    local fields = entry[2]
+    for i = 1, #fields - 1, 2 do
+      if fields[i] == 'call' and fields[i + 1] == ARGV[2] then return 0 end
+    end
+  end
+  if #entries < 100 then break end
+  start = '(' .. entries[#entries][1]
+end
+redis.call('del', KEYS[1])
+return 1
+"""
+
 
 class KeeperChannel:
     """Marks, calls, outcomes and notices between the workers and the call keepers."""
@@ -75,6 +99,7 @@ class KeeperChannel:
         self.stream = keys.llm_calls()
         self._finish = redis.register_script(_FINISH)
         self._ask = redis.register_script(_ASK)
+        self._drop_lost = redis.register_script(_DROP_LOST)
 
     # --- the worker's side --------------------------------------------------------------
 
@@ -108,6 +133,19 @@ class KeeperChannel:
             pipe.get(self.keys.llm_call(run_id, agent_id, seq))
             saved, result, current = await pipe.execute()
         return saved, result, current
+
+    async def drop_if_lost(
+        self, run_id: str, agent_id: str, seq: int, call_id: str, mark: str
+    ) -> bool:
+        """Remove turn ``seq``'s mark if it is ``mark``, with no outcome kept and no
+        entry of the calls stream for ``call_id`` (no keeper will ever end it); whether
+        it was removed (then ask again)."""
+        keys = [
+            self.keys.llm_call(run_id, agent_id, seq),
+            self.keys.llm_result(run_id, call_id),
+            self.stream,
+        ]
+        return bool(await self._drop_lost(keys, [mark, call_id]))
 
     async def drop_result(self, run_id: str, call_id: str) -> None:
         await self.redis.delete(self.keys.llm_result(run_id, call_id))
