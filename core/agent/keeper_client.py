@@ -12,9 +12,9 @@ channel and one subscriber per process (not one blocking read per waiting turn, 
 would take a pooled connection each); a slow poll is the safety net. A delivery of the
 turn after its worker died finds the answer saved, or the same request still in flight
 and waits for it (polling: the notice goes to the dead process). A call whose mark is gone
-with no outcome (it expired) is asked again, and so is one that no keeper will ever end:
-its mark standing with no outcome and no entry on the calls stream (a failover lost the
-keeper's end but not its acknowledgement; ``KeeperChannel.drop_if_lost``).
+with no outcome (it expired, or a failover lost the keeper's end but not its
+acknowledgement, which removes a mark left standing: ``KeeperChannel.done``) is asked
+again.
 
 With no keeper alive (no heartbeat), turns call the model directly, as without the
 keeper, and the worker says so once a minute (``caramba worker`` starts the host's keeper
@@ -46,7 +46,6 @@ log = logging.getLogger(__name__)
 
 _OWN_POLL_S = 2.0  # our own calls: the notice is the fast path, this the safety net
 _JOINED_POLL_S = 0.25  # a call another (dead) process asked for: nobody tells us
-_LOST_CHECK_S = 2.0  # how often a waiting turn checks that a keeper will end its call
 _SUBSCRIBE_WAIT_S = 1.0
 _WARN_EVERY_S = 60.0
 
@@ -223,7 +222,6 @@ class KeptLLM:
         channel = svc.store.keeper
         call_id, _, fp = mark.partition(" ")
         notice = self._waiting.get(call_id)
-        checked_at = time.monotonic()
         while True:
             if notice is None:
                 await asyncio.sleep(_JOINED_POLL_S)
@@ -243,11 +241,6 @@ class KeptLLM:
                 return OUTCOME.validate_json(raw_result)
             if current != mark:
                 return None
-            if time.monotonic() - checked_at >= _LOST_CHECK_S:
-                checked_at = time.monotonic()
-                if await channel.drop_if_lost(request.run_id, request.agent_id, seq, call_id, mark):
-                    log.warning("call %s was lost (no keeper has it); asking again", call_id)
-                    return None
 
     async def _listen(self, channel: KeeperChannel) -> None:
         """Make sure this process listens for its calls' notices (one subscriber)."""

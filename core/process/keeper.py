@@ -8,7 +8,8 @@ A keeper reads the calls of ``keys.llm_calls`` through the consumer group ``keep
 once through the gateway (``wiring.build_llm``: the same retries and time-outs as a
 worker's), and ends each in one script: the answer saved where the turn looks for it
 (``core.agent.responses``) or the error kept under the call's id, the in-flight mark
-removed, the requesting process told; then the entry is acknowledged and deleted.
+removed, the requesting process told; then the entry is acknowledged and deleted, with
+the mark if it still stands (the end lost in a failover that kept this).
 
 A keeper keeps the calls it is making fresh in the group (XCLAIM, several times per
 ``llm.keeper_claim_idle_s``), so a call idle longer than that was left by a dead keeper:
@@ -121,11 +122,17 @@ class Keeper:
                 call = KeptCall.parse(fields)
             except (KeyError, ValueError) as exc:
                 log.error("call keeper: dropping malformed call %s (%s)", entry_id, exc)
-            else:
-                outcome = await self._outcome(call)
-                if outcome is not None:
-                    await self._end(call, outcome)
-            await self.channel.done(entry_id)
+                await self.channel.done(entry_id)
+                return
+            outcome = await self._outcome(call)
+            if outcome is not None:
+                await self._end(call, outcome)
+            # Its mark removed here too if it still stands: the end above lost in a
+            # failover (replicas_to_ack 0) and this kept, the turn asks again at once.
+            request = call.request
+            await self.channel.done(
+                entry_id, (request.run_id, request.agent_id, call.seq, call.mark)
+            )
         except (StateError, OSError) as exc:
             # Left pending: taken over (by this keeper too) once idle; a saved answer is
             # not asked for again.

@@ -65,27 +65,18 @@ redis.call('xadd', KEYS[3], '*', unpack(fields))
 return {1, 'asked', ARGV[2]}
 """
 
-# KEYS: the call's mark, its kept outcome, the calls stream. ARGV: the mark, the call id.
-# A call is lost when its mark stands with no outcome and no entry of the stream holds it:
-# the keeper's end (answer saved, mark removed) was lost with a failed-over primary while
-# its acknowledgement (the entry deleted) reached the new one. An entry still there is
-# read or taken over by a keeper: not lost. The lost mark is removed; 1 if it was.
-_DROP_LOST = """
-if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
-if redis.call('exists', KEYS[2]) == 1 then return 0 end
-local start = '-'
-while true do
-  local entries = redis.call('xrange', KEYS[3], start, '+', 'COUNT', 100)
-  for _, entry in ipairs(entries) do
-    local fields = entry[2]
-    for i = 1, #fields - 1, 2 do
-      if fields[i] == 'call' and fields[i + 1] == ARGV[2] then return 0 end
-    end
-  end
-  if #entries < 100 then break end
-  start = '(' .. entries[#entries][1]
+# KEYS: the calls stream, the call's mark. ARGV: the group, the entry id, the mark ('' for
+# none). The call's entry acknowledged and deleted, and its mark removed if it still
+# stands, in one step: a failover that lost the keeper's end (answer saved, mark removed)
+# but kept this left no mark that every later delivery of the turn would wait on until it
+# expired (the call TTL, minutes); its waiting turn finds the mark gone with no outcome
+# and asks again.
+_DONE = """
+redis.call('xack', KEYS[1], ARGV[1], ARGV[2])
+redis.call('xdel', KEYS[1], ARGV[2])
+if ARGV[3] ~= '' and redis.call('get', KEYS[2]) == ARGV[3] then
+  redis.call('del', KEYS[2])
 end
-redis.call('del', KEYS[1])
 return 1
 """
 
@@ -99,7 +90,7 @@ class KeeperChannel:
         self.stream = keys.llm_calls()
         self._finish = redis.register_script(_FINISH)
         self._ask = redis.register_script(_ASK)
-        self._drop_lost = redis.register_script(_DROP_LOST)
+        self._done = redis.register_script(_DONE)
 
     # --- the worker's side --------------------------------------------------------------
 
@@ -133,19 +124,6 @@ class KeeperChannel:
             pipe.get(self.keys.llm_call(run_id, agent_id, seq))
             saved, result, current = await pipe.execute()
         return saved, result, current
-
-    async def drop_if_lost(
-        self, run_id: str, agent_id: str, seq: int, call_id: str, mark: str
-    ) -> bool:
-        """Remove turn ``seq``'s mark if it is ``mark``, with no outcome kept and no
-        entry of the calls stream for ``call_id`` (no keeper will ever end it); whether
-        it was removed (then ask again)."""
-        keys = [
-            self.keys.llm_call(run_id, agent_id, seq),
-            self.keys.llm_result(run_id, call_id),
-            self.stream,
-        ]
-        return bool(await self._drop_lost(keys, [mark, call_id]))
 
     async def drop_result(self, run_id: str, call_id: str) -> None:
         await self.redis.delete(self.keys.llm_result(run_id, call_id))
@@ -186,12 +164,15 @@ class KeeperChannel:
             return []
         return [entry for _stream, entries in got or () for entry in entries]
 
-    async def done(self, entry_id: str) -> None:
-        """Acknowledge and delete a call's entry."""
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.xack(self.stream, GROUP, entry_id)
-            pipe.xdel(self.stream, entry_id)
-            await pipe.execute()
+    async def done(self, entry_id: str, mark_of: tuple[str, str, int, str] | None = None) -> None:
+        """Acknowledge and delete a call's entry; with ``mark_of`` (run, agent, seq, mark),
+        remove that mark too if it still stands (one script)."""
+        if mark_of is None:
+            keys, mark = [self.stream, self.stream], ""
+        else:
+            run_id, agent_id, seq, mark = mark_of
+            keys = [self.stream, self.keys.llm_call(run_id, agent_id, seq)]
+        await self._done(keys, [GROUP, entry_id, mark])
 
     async def in_flight(
         self, run_id: str, agent_id: str, seq: int

@@ -1,10 +1,10 @@
 """A call the keepers will never end, after a failover that lost the last writes: its mark
 copied to the new primary, the keeper's end (answer saved, mark removed) lost, its
-acknowledgement (the entry deleted) kept. Every later delivery of the turn joined that
-call and waited for it until the mark expired (``llm.keeper``'s call TTL, minutes). Now
-a waiting turn that finds the call's mark with no outcome and no entry on the calls
-stream asks again — while a call a keeper has (pending, even for a dead keeper) is never
-asked twice. Real Redis, the real keeper and client, the OpenAI-compatible fake."""
+acknowledgement (the entry deleted) made on the new primary. Every later delivery of the
+turn joined that call and waited for it until the mark expired (``llm.keeper``'s call TTL,
+minutes). Now the acknowledgement removes a mark still standing, and the turn asks again;
+a call a keeper still has (pending, even for a dead keeper) is never asked twice. Real
+Redis, the real keeper and client, the OpenAI-compatible fake."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 from core.agent import calls, responses
 from core.agent.keeper_client import KeptCall
 from core.config import Settings
+from core.process.keeper import Keeper
 from core.state.keeper_channel import GROUP
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.integration import test_keeper
@@ -38,22 +39,38 @@ worker_services = test_keeper.worker_services
 
 
 async def test_a_call_whose_keepers_end_was_lost_is_asked_again_at_once(
-    llm_server: ThreadedFakeLLMServer, keeper_settings: Settings, real_redis: Any, worker_services
+    llm_server: ThreadedFakeLLMServer,
+    keeper_settings: Settings,
+    real_redis: Any,
+    worker_services,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    llm_server.set_responder(lambda _body: FakeReply(content="asked again"))
+    """The keeper's end of the first call lost (as with the old primary), its
+    acknowledgement kept (by the new one): the mark goes with the acknowledgement, and
+    the waiting turn asks again within its poll, not after the mark's TTL (440 s)."""
+    answers = iter(["lost with the old primary", "asked again"])
+    llm_server.set_responder(lambda _body: FakeReply(content=next(answers)))
     svc = worker_services()
     request = turn_request()
     keys = svc.store.keys
-    # What the failover left: the mark of this very request, no outcome, no entry.
-    lost_mark = f"lostcall {responses.fingerprint(request)}"
-    await real_redis.set(keys.llm_call(RUN, AGENT, 8), lost_mark, px=440_000)
+    real_end = Keeper._end
+    ends_lost: list[str] = []
+
+    async def end_lost_once(self: Keeper, call: KeptCall, outcome: Any) -> None:
+        if not ends_lost:
+            ends_lost.append(call.call_id)  # written to a primary that then died
+            return
+        await real_end(self, call, outcome)
+
+    monkeypatch.setattr(Keeper, "_end", end_lost_once)
     async with running_keeper(svc.settings, real_redis) as keeper:
         started = time.monotonic()
-        async with asyncio.timeout(10):  # not the mark's TTL (440 s)
+        async with asyncio.timeout(10):  # not the mark's TTL
             response, reused = await calls.complete(svc, request, 8, None)
         waited = time.monotonic() - started
+    assert len(ends_lost) == 1
     assert (response.content, reused) == ("asked again", False)
-    assert len(llm_server.requests) == 1 and keeper.asked == 1
+    assert len(llm_server.requests) == 2 and keeper.asked == 2
     assert waited < 5.0, waited
     assert (await saved_answer(svc, 8)) is not None
     assert not await real_redis.exists(keys.llm_call(RUN, AGENT, 8))
@@ -108,6 +125,5 @@ async def test_a_dead_keepers_pending_call_is_taken_over_not_asked_again(
     assert (response.content, reused) == ("taken over", True)
     assert len(llm_server.requests) == 1 and keeper.asked == 1
     assert "took over call" in caplog.text
-    assert "was lost" not in caplog.text
     pending: Any = await real_redis.xpending(keys.llm_calls(), GROUP)
     assert pending["pending"] == 0
