@@ -67,12 +67,18 @@ def breach(run: RunHead, usage: Usage, now: float) -> Breach | None:
     return None
 
 
-def pause_change(svc: Services, found: Breach, usage: Usage) -> RunChange:
-    """Pause a running run at its limit and ask people to extend it (or stop it)."""
+def pause_change(svc: Services, found: Breach, usage: Usage, seen: RunHead) -> RunChange:
+    """Pause a running run at its limit and ask people to extend it (or stop it).
+
+    ``found`` was judged against ``seen``, the run as the turn read it: a person who
+    extended the run since (a new budget or deadline) made it stale, and the run is not
+    paused again on it (the agent's next turn judges the new limits)."""
     humans = svc.settings.humans
 
     def change(run: RunState) -> tuple[RunState | None, list[RunEvent]]:
         if run.paused or run.status not in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
+            return None, []
+        if run.budget != seen.budget or run.deadline_at != seen.deadline_at:
             return None, []
         events: list[RunEvent] = [
             BudgetReached(
@@ -100,11 +106,14 @@ def pause_change(svc: Services, found: Breach, usage: Usage) -> RunChange:
     return change
 
 
-async def hold(svc: Services, job: TurnJob, found: Breach | None, usage: Usage) -> bool:
-    """Pause the run at the limit ``found`` (if any: it may be paused already) and park
-    the agent's turn; False if the run resumed meanwhile."""
+async def hold(
+    svc: Services, job: TurnJob, found: Breach | None, usage: Usage, seen: RunHead
+) -> bool:
+    """Pause the run at the limit ``found`` (if any: it may be paused already; judged
+    against ``seen``) and park the agent's turn; False if the run is not paused (it
+    resumed meanwhile, or was extended before ``found`` could pause it)."""
     if found is not None:
-        await svc.store.update_run(job.run_id, pause_change(svc, found, usage))
+        await svc.store.update_run(job.run_id, pause_change(svc, found, usage, seen))
     return await park(svc, job.run_id, job.agent_id)
 
 

@@ -68,3 +68,26 @@ def test_a_question_a_wait_or_run_again(turn: Turn) -> None:
     assert next_step(turn, go_on) == Wait()
     ctx.question = "which day?"
     assert next_step(turn, go_on) == Wait(question="which day?")
+
+
+def test_a_limit_judged_before_a_person_extended_the_run_does_not_pause_it_again() -> None:
+    """A turn that read the run before a person extended it finds the old limit reached;
+    its pause must not undo the extension (the run stayed paused with nothing to extend:
+    tests/scenarios/test_control.py's budget test, one in three on Python 3.13)."""
+    from core.agent.limits import Breach, pause_change
+    from core.types.run import RunBudget, RunState
+
+    svc: Any = type("Svc", (), {"settings": make_settings()})()
+    used = Usage(prompt_tokens=1800, completion_tokens=200)
+    old = RunBudget(tokens=2000, cost_usd=1.0, wall_clock_s=600)
+    seen = RunHead(id="r", status=RunStatus.RUNNING, budget=old)
+    found = Breach("tokens", "the run used 2,000 of 2,000 tokens")
+    extended = RunState(
+        id="r", task="t", status=RunStatus.RUNNING, budget=old.model_copy(update={"tokens": 7000})
+    )
+    assert pause_change(svc, found, used, seen)(extended) == (None, [])
+    # Judged against the run as it is: paused, and people are asked.
+    same = extended.model_copy(update={"budget": old})
+    paused, events = pause_change(svc, found, used, seen)(same)
+    assert paused is not None and paused.paused == "tokens"
+    assert paused.status is RunStatus.WAITING_HUMAN and len(events) == 2

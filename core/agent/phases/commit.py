@@ -99,7 +99,7 @@ def _pause(turn: Turn) -> RunChange | None:
     """The run's own limits pause it for a person to extend, rather than end agents."""
     run_usage = turn.run_usage + turn.usage
     found = limits.breach(turn.run, run_usage, time.time())
-    return None if found is None else limits.pause_change(turn.svc, found, run_usage)
+    return None if found is None else limits.pause_change(turn.svc, found, run_usage, turn.run)
 
 
 def _ask(turn: Turn, question: str | None) -> RunChange | None:

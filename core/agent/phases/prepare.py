@@ -79,7 +79,7 @@ async def _admit(turn: Turn) -> Step | None:
     limit_hit = limits.breach(turn.run, turn.run_usage, time.time())
     if turn.run.paused or limit_hit is not None:
         found = None if turn.run.paused else limit_hit
-        if await limits.hold(turn.svc, turn.job, found, turn.run_usage):
+        if await limits.hold(turn.svc, turn.job, found, turn.run_usage, turn.run):
             return Pause()
     return None
 

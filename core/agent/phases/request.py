@@ -39,7 +39,8 @@ async def build(turn: Turn) -> Ready | Step:
     budget = calls.bound(svc, state, turn.caps, turn.run, turn.run_usage, chars)
     if budget.agent_over is not None:
         return Finish(EndReason.MAX_TOKENS, budget.agent_over)
-    if budget.run_over is not None and await limits.hold(svc, job, budget.run_over, turn.run_usage):
+    over = budget.run_over
+    if over is not None and await limits.hold(svc, job, over, turn.run_usage, turn.run):
         return Pause()
     bounded = max(budget.max_tokens, calls.MIN_ANSWER_TOKENS)
     return Ready(request.model_copy(update={"max_tokens": bounded}), allowed, rung, chars)
