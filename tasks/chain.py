@@ -15,21 +15,28 @@ in other slots, at once.)
 Nothing is lost if the worker dies mid-chain: every turn of the chain is an entry of the
 turn ledger (:mod:`tasks.ledger`) held by this worker, renewed with the rest of what it
 runs, from before the turn that schedules it returns until after it has run. A chained
-turn is held as it is scheduled, before ``submit`` returns (so the turn that scheduled
-it may count it as scheduled); the turns that ended are settled in that same script
-(:class:`~core.state.ledger_moves.LedgerMoves`) — one round trip per chained turn, on
-the loop — and the last ones when the chain ends. An ended turn whose entry is settled
-late costs nothing if the worker dies meanwhile: published again, it is dropped as
-already applied. A chain that stops early gives its stashed turn back to the broker
-(queued in the ledger, then published); so does a chain whose task timed out, for the
-chained turn it was running. The task's own message, redelivered by the broker after its
-visibility timeout, is an old turn and is dropped.
+turn is held by the save of the turn that schedules it, in the save's own script (the
+chain rides on it: :class:`ChainRider`, :class:`~core.state.ledger_moves.Ride`), and the
+chain's turns that ended are settled in that same script — no round trip of its own.
+A save that could not hold it (one with a run change, one sent again after its reply
+was lost, an agent id the script does not spell as the ledger does) leaves it to
+``submit``, which holds it in one script of its own
+(:class:`~core.state.ledger_moves.LedgerMoves`) with the ended ones settled; either way
+it is held before ``submit`` returns (so the turn that scheduled it may count it as
+scheduled), and the last ones are settled when the chain ends. An ended turn whose entry
+is settled late costs nothing if the worker dies meanwhile: published again, it is
+dropped as already applied. A chain that stops early gives its stashed turn back to the
+broker (queued in the ledger, then published); so does a chain whose task timed out, for
+the chained turn it was running, and a turn that raised after its save held a turn it
+never scheduled. The task's own message, redelivered by the broker after its visibility
+timeout, is an old turn and is dropped.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -37,6 +44,8 @@ from typing import TYPE_CHECKING
 
 from core.config_sections import CelerySettings
 from core.scheduler.base import TurnJob, TurnOutcome
+from core.state.ledger_moves import RIDER, Ride
+from tasks.ledger import TurnLedger
 
 if TYPE_CHECKING:
     from tasks.scheduler import CeleryScheduler
@@ -57,15 +66,47 @@ class Chain:
     # Ledger entries of the chain's turns that ended, still held (settled with the next
     # hold, or when the chain ends).
     done: list[str] = field(default_factory=list)
+    # The task id of the next chained turn (the same whichever script holds it).
+    task: str = field(default_factory=lambda: str(uuid.uuid4()))
+    # The entry a turn's save held (its first follow-up), until the turn schedules it.
+    held: str | None = None
 
-    def accepts(self, job: TurnJob) -> bool:
+    def open_for(self, run_id: str) -> bool:
+        """May a turn of ``run_id`` still become the next one?"""
         return (
             self.next is None
-            and job.kind == "turn"
-            and job.run_id == self.run_id
+            and self.held is None
+            and run_id == self.run_id
             and self.turns_left > 0
             and time.monotonic() < self.deadline
         )
+
+    def accepts(self, job: TurnJob) -> bool:
+        return job.kind == "turn" and self.open_for(job.run_id)
+
+    def take(self, job: TurnJob) -> None:
+        """``job`` is the next turn, held under :attr:`task`."""
+        self.next, self.held = (self.task, job), None
+
+
+@dataclass
+class ChainRider:
+    """The chain's ride on its turns' saves (:class:`~core.state.ledger_moves.Rider`): a
+    save that may schedule the next turn holds it and settles the ended ones."""
+
+    chain: Chain
+    scheduler: CeleryScheduler
+
+    def ride(self, run_id: str) -> Ride | None:
+        chain = self.chain
+        if not chain.open_for(run_id):
+            return None
+        return self.scheduler.ride(chain.task, run_id, chain.done)
+
+    def landed(self, ride: Ride, held: str) -> None:
+        self.scheduler.rode(ride, held)
+        del self.chain.done[: len(ride.settle)]
+        self.chain.held = held
 
 
 CURRENT: ContextVar[Chain | None] = ContextVar("caramba_turn_chain", default=None)
@@ -92,6 +133,7 @@ async def run_chain(
     deadline = time.monotonic() + chain_span_s(limits)
     chain = Chain(job.run_id, job.agent_id, limits.chain_turns, deadline)
     token = CURRENT.set(chain)
+    rider = RIDER.set(ChainRider(chain, scheduler))
     current: tuple[str, TurnJob] | None = (task_id, job)
     ended = False
     try:
@@ -100,6 +142,7 @@ async def run_chain(
         while chain.next is not None and current is not None:
             chain.done.append(scheduler.member(*current))
             current, chain.next, ended = chain.next, None, False
+            chain.task = str(uuid.uuid4())
             chain.turns_left -= 1
             chain.agent_id = current[1].agent_id
             try:
@@ -111,9 +154,12 @@ async def run_chain(
             else:
                 ended = True
     finally:
+        RIDER.reset(rider)
         CURRENT.reset(token)
         if chain.next is not None:  # stashed, then the chain ended (error, time-out)
             await scheduler.hand_over(*chain.next)
+        if chain.held is not None:  # held by a save; its turn raised before scheduling it
+            await scheduler.hand_over(*TurnLedger.parse(chain.held))
         if not ended and current is not None and current[0] != task_id:
             await scheduler.hand_over(*current)  # cancelled mid-turn (the task timed out)
         last = [scheduler.member(*current)] if ended and current is not None else []

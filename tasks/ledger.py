@@ -13,10 +13,10 @@ So every turn given to the broker is an entry here, in one of two states:
   end of a retry's back-off): recorded before the message is published;
 - *held* (``keys.celery_ledger_held``, scored by a lease deadline): a worker is
   running it. The task moves its entry queued → held when it starts, a chained turn is
-  recorded held by the worker that will run it (with the chain's ended turns settled in
-  the same script, on the worker's event loop: ``core.state.ledger_moves``), and the
-  worker renews the deadline of everything it holds every ``celery.lease_s / 3`` in one
-  round trip.
+  recorded held by the worker that will run it (by the save script of the turn that
+  schedules it, with the chain's ended turns settled in the same script:
+  ``core.state.ledger_moves.Ride``), and the worker renews the deadline of everything it
+  holds every ``celery.lease_s / 3`` in one round trip.
 
 The turn's end (applied, dropped as a duplicate, or given up) settles the entry: it
 leaves both sets. Any turn-running process sweeps the ledger and claims

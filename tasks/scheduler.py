@@ -11,7 +11,8 @@ Every turn given to the broker is an entry of the :class:`~tasks.ledger.TurnLedg
 first; what this process holds of it (turns running here) is in :attr:`holdings`, whose
 leases the worker runtime renews. A worker's turns hold and settle their entries on its
 event loop, through its Redis client (:meth:`CeleryScheduler.attach`): a chain of turns
-(``tasks.chain``) makes one ledger round trip per turn and no hop to a thread.
+(``tasks.chain``) holds and settles its turns in their own save scripts (one round trip
+when the chain starts, one when it ends), and makes no hop to a thread.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from core.scheduler.base import TurnJob
 from core.state.client import broker_settings, sync_client
 from core.state.keys import Keys
 from core.state.ledger import SyncClient, broker_queue_length
-from core.state.ledger_moves import LedgerMoves
+from core.state.ledger_moves import LedgerMoves, Ride
 from tasks.chain import CURRENT
 from tasks.ledger import Holdings, TurnLedger
 
@@ -41,6 +42,8 @@ log = logging.getLogger(__name__)
 
 # The one task of the app (registered under this explicit name by tasks.app.make_app).
 TURN_TASK = "caramba.turn"
+# Stand-ins for the agent id and seq in a ride's spelling of an entry (``ride``).
+_AGENT_MARK, _SEQ_MARK = "agent~mark", 987_654_321_987
 
 
 def broker_key_prefix(settings: Settings) -> str:
@@ -91,13 +94,17 @@ class CeleryScheduler:
 
     async def submit(self, job: TurnJob) -> None:
         chain = CURRENT.get()
-        if chain is not None and chain.accepts(job):
-            # The next turn of the task (see tasks.chain): held by this worker from now
-            # on, so that it survives this worker; the chain's ended turns settled with it.
-            task_id = str(uuid.uuid4())
-            await self._move(settle=chain.done, hold=[self.member(task_id, job)])
+        if chain is not None and chain.held is not None:
+            if chain.held == self.member(chain.task, job):
+                chain.take(job)  # the next turn, held by the save that scheduled it
+                return
+        elif chain is not None and chain.accepts(job):
+            # The next turn of the task (see tasks.chain), its save did not hold it: held
+            # by this worker from now on, so that it survives this worker; the chain's
+            # ended turns settled with it.
+            await self._move(settle=chain.done, hold=[self.member(chain.task, job)])
             chain.done = []
-            chain.next = (task_id, job)
+            chain.take(job)
             return
         await asyncio.get_running_loop().run_in_executor(self._executor, self.publish, job)
 
@@ -109,6 +116,26 @@ class CeleryScheduler:
     @staticmethod
     def member(task_id: str, job: TurnJob | dict[str, object]) -> str:
         return TurnLedger.member(task_id, job)
+
+    def ride(self, task_id: str, run_id: str, settle: Sequence[str]) -> Ride | None:
+        """The ledger's move for a save of a turn of ``run_id`` on a chain (``tasks.chain``):
+        settle ``settle``, hold its first follow-up under ``task_id``, spelled as
+        :meth:`member` spells it. None without an event-loop client (:meth:`attach`)."""
+        if self._moves is None:
+            return None
+        marked = self.member(task_id, TurnJob(run_id=run_id, agent_id=_AGENT_MARK, seq=_SEQ_MARK))
+        head, _, rest = marked.partition(_AGENT_MARK)
+        mid, _, tail = rest.partition(str(_SEQ_MARK))
+        if marked.count(_AGENT_MARK) != 1 or marked.count(str(_SEQ_MARK)) != 1 or not tail:
+            return None
+        keys = (self.ledger.key, self.ledger.held_key)
+        return Ride(keys, round(self.lease_s * 1000), (head, mid, tail), tuple(settle))
+
+    def rode(self, ride: Ride, held: str) -> None:
+        """A save applied ``ride``: ``held`` is this process's now, the settled ones not."""
+        self.holdings.add(held)
+        for member in ride.settle:
+            self.holdings.discard(member)
 
     async def hold(self, task_id: str, job: TurnJob) -> None:
         """This worker runs message ``task_id``'s turn: its entry is held under this

@@ -1,6 +1,7 @@
 """The turn ledger's moves on a worker's event loop: hold what a task runs, settle what
-ended, both in one script — one round trip per turn of a chain instead of two, and no
-hop to a thread (``tasks.chain``).
+ended, both in one script, and no hop to a thread (``tasks.chain``). Most of a chain's
+moves ride on the turn's own save (:class:`Ride`): the save script settles the chain's
+ended turns and holds the turn the save schedules first, in the same round trip.
 
 The sets are the turn ledger's (``core.state.ledger``: queued, scored by when due; held,
 scored by a lease deadline); scores are integer milliseconds of the Redis server's clock.
@@ -13,7 +14,9 @@ may call the Redis client and ``core.state.keys``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from core.state.client import Client
 from core.state.keys import Keys
@@ -60,3 +63,62 @@ class LedgerMoves:
             return
         args: list[str | int] = [round(lease_s * 1000), len(settle), *settle, *hold]
         await self._move(keys=self._keys, args=args)
+
+
+# The save script's part (``core.state.turn_script``): ``ride`` is the counted list of
+# :meth:`Ride.argv` (empty: no ride). Settled on any save, held only on one applied now,
+# with the first of its follow-ups (``"<agent>:<seq>"``); an agent id JSON would escape
+# is not held here (the caller's own move holds it). Returns the entry held, or false.
+RIDE_LUA = """
+local function ride_settle(ride)
+  for k = 7, #ride do
+    redis.call('ZREM', ride[1], ride[k])
+    redis.call('ZREM', ride[2], ride[k])
+  end
+end
+local function ride_hold(ride, job)
+  if #ride == 0 or not job then return false end
+  local agent, seq = string.match(job, '^([%w_.:%-]+):(%d+)$')
+  if not agent then return false end
+  local member = ride[4] .. agent .. ride[5] .. seq .. ride[6]
+  local t = redis.call('TIME')
+  redis.call('ZREM', ride[1], member)
+  redis.call('ZADD', ride[2], t[1] * 1000 + math.floor(t[2] / 1000) + ride[3], member)
+  return member
+end
+"""
+
+
+@dataclass(frozen=True)
+class Ride:
+    """A ledger move riding on a turn's save script: settle ``settle`` (ended turns of the
+    chain) on any save; on a save applied now, hold the entry of the first turn it
+    schedules until ``lease_ms`` from now. That entry is ``member[0] + agent id +
+    member[1] + seq + member[2]`` (the ledger's own spelling of the turn, ``tasks.ledger``)."""
+
+    keys: tuple[str, str]  # queued, held
+    lease_ms: int
+    member: tuple[str, str, str]
+    settle: tuple[str, ...] = ()
+
+    def argv(self) -> list[Any]:
+        """The script's ``ride`` list, counted."""
+        items = [*self.keys, self.lease_ms, *self.member, *self.settle]
+        return [len(items), *items]
+
+
+class Rider(Protocol):
+    """Who offers a ride to the save of a turn it runs (``tasks.chain``)."""
+
+    def ride(self, run_id: str) -> Ride | None:
+        """The ride for a save of a turn of ``run_id`` about to be sent (or none)."""
+        ...
+
+    def landed(self, ride: Ride, held: str) -> None:
+        """The save applied ``ride``: its entries settled, ``held`` held."""
+        ...
+
+
+# The rider of the turn running in this context: set by the task that runs it, read by
+# the turn's save (``core.state.turns``), like the chain itself (``tasks.chain.CURRENT``).
+RIDER: ContextVar[Rider | None] = ContextVar("caramba_ledger_rider", default=None)

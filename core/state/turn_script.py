@@ -14,7 +14,9 @@ then, in the same script, what follows a save (:class:`AfterSave`):
   saved by a worker that died before scheduling them schedules those never started
   (``core.agent.wake``); the record is cleared later, riding on this process's next
   script (:class:`Clears`);
-- the release of the turn's lease (when it still holds this delivery's token).
+- the release of the turn's lease (when it still holds this delivery's token);
+- on a Celery worker's chain, the turn ledger's move (``core.state.ledger_moves.Ride``):
+  the chain's ended turns settled, the first follow-up held for the worker to run next.
 
 A save sent again after its reply was lost finds its own token and answers
 ``SAVED_BEFORE`` with the record it wrote, so the caller still schedules what follows.
@@ -28,6 +30,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, NamedTuple
+
+from core.state.ledger_moves import RIDE_LUA, Ride
 
 
 class Commit(IntEnum):
@@ -103,12 +107,14 @@ end
 
 # KEYS[1] the agent's hash, KEYS[2] the turn's lease. ARGV: seq, token, then the after-save
 # part (lease token, wake TTL, agent key prefix, wake key prefix, own id, counted lists:
-# jobs, wake, next job, unread streams, children waited for, clears), then each recorded
+# jobs, wake, next job, unread streams, children waited for, clears, the ledger's ride:
+# ``core.state.ledger_moves.Ride``), then each recorded
 # command as its word count and words. Like MULTI/EXEC, a command that fails does not stop
 # the others; the first error is returned. (The keys are not all declared: a single Redis,
 # not a cluster.)
 COMMIT_SCRIPT = (
     CLEAR_LUA
+    + RIDE_LUA
     + """
 local i = 3
 local function take() local v = ARGV[i]; i = i + 1; return v end
@@ -129,6 +135,8 @@ local next_job = list()
 local unread = list()
 local waits_for = list()
 i = clear_done(i)
+local ride = list()
+ride_settle(ride)
 
 local function release()
   if KEYS[2] and lease_token ~= '' and redis.call('GET', KEYS[2]) == lease_token then
@@ -222,7 +230,9 @@ end
 redis.call('HDEL', KEYS[1], 'followups')
 release()
 redis.call('HSET', KEYS[1], 'commit_token', ARGV[2])
+local held = ride_hold(ride, jobs[1])
 if err then return redis.error_reply(err) end
+if held then return {1, record, held} end
 return {1, record}
 """
 )
@@ -246,6 +256,7 @@ def script_args(
     after: AfterSave | None = None,
     prefixes: tuple[str, str, str] = ("", "", ""),
     clears: Clears | None = None,
+    ride: Ride | None = None,
 ) -> list[Any]:
     """ARGV for :data:`COMMIT_SCRIPT`: the seq, the attempt's token, what follows the save
     (``prefixes``: the agent key's and the wake key's for the run, and the agent's id),
@@ -257,6 +268,7 @@ def script_args(
     for items in (after.jobs, after.wake, nxt, after.unread, after.waits_for):
         argv += [len(items), *items]
     argv += clear_args(clears or [])
+    argv += ride.argv() if ride is not None else [0]
     for args, _options in command_stack:
         # redis-py names some commands in one string ("XGROUP CREATE"); Redis wants words.
         command = [*str(args[0]).split(), *args[1:]]

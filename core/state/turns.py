@@ -2,13 +2,14 @@
 the run's head, the delivery count, the usage, a saved model answer and the agent's mail,
 ``core.state.turn_start``) and its save (one script: the agent's state and seq, usage,
 events, bus writes, then the wake-up claims, the follow-ups' record and the lease's
-release, ``core.state.turn_script``; with a run change, that script in a WATCHed
-transaction, ``core.state.turn_cas``).
+release, ``core.state.turn_script``, and on a worker's chain the turn ledger's move,
+``core.state.ledger_moves.Ride``; with a run change, that script in a WATCHed
+transaction, ``core.state.turn_cas``, without the ledger's move).
 
 Part of the state room, the only room that speaks Redis commands (``core.state``); it may
 call the Redis client, ``core.state.keys``/``records``/``turn_script``/``turn_start``/
-``turn_cas``/``leases`` and the store that owns it (``store.turns``) for the run's head
-and event log."""
+``turn_cas``/``leases``/``ledger_moves`` and the store that owns it (``store.turns``) for
+the run's head and event log."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.state.durable_writes import replicated
 from core.state.leases import release_lease
+from core.state.ledger_moves import RIDER, Ride
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 from core.state.run_changes import RunChange
 from core.state.turn_cas import TotalsChange, commit_with_run_change
@@ -121,17 +123,28 @@ class Turns:
         # The pipeline only records the commands; the script checks seq and runs them.
         recorder = self.redis.pipeline(transaction=False)
         self.turn_writes(recorder, state, events, usage, writes)
-        argv = self.script_argv(state, expected_seq, token, recorder, after)
+        # A worker's chain rides its ledger move on the save (``core.state.ledger_moves``).
+        rider = RIDER.get()
+        ride = rider.ride(state.run_id) if rider is not None else None
+        argv = self.script_argv(state, expected_seq, token, recorder, after, ride)
         akey = self.keys.agent(state.run_id, state.spec.id)
         reply = await self._commit(keys=[akey, self.lease_key(after)], args=argv)
+        if ride is not None and rider is not None and len(reply) > 2 and reply[2]:
+            rider.landed(ride, str(reply[2]))
         return Saved(Commit.of(reply), parse_jobs(reply[1], expected_seq))
 
     def script_argv(
-        self, state: AgentState, seq: int, token: str, recorder: Any, after: AfterSave | None
+        self,
+        state: AgentState,
+        seq: int,
+        token: str,
+        recorder: Any,
+        after: AfterSave | None,
+        ride: Ride | None = None,
     ) -> list[Any]:
         run_id, clears = state.run_id, self._take_clears()
         prefixes = (self.keys.agent(run_id, ""), self.keys.wake(run_id, ""), state.spec.id)
-        argv = script_args(seq, token, recorder.command_stack, after, prefixes, clears)
+        argv = script_args(seq, token, recorder.command_stack, after, prefixes, clears, ride)
         recorder.command_stack.clear()
         return argv
 

@@ -11,8 +11,9 @@ import pytest
 
 from core.config import load_settings
 from core.scheduler.base import TurnJob, TurnOutcome
+from core.state.ledger_moves import RIDER
 from tasks.app import make_app
-from tasks.chain import Chain, run_chain
+from tasks.chain import CURRENT, Chain, run_chain
 from tasks.ledger import TurnLedger
 from tasks.scheduler import CeleryScheduler
 
@@ -123,3 +124,51 @@ async def test_the_tasks_own_turn_that_raises_stays_held_for_the_tasks_retry(sch
     assert handed == ["a:1"]  # the turn it had scheduled, given to the broker
     assert moves.log == [([], ["a:0"]), ([], ["a:1"])]  # a:0 not settled: the task retries it
     assert TurnLedger.member("task-0", job) in sched.holdings.snapshot()
+
+
+# --- the chain's moves riding on its turns' saves (core.state.ledger_moves.Ride) ---------
+
+
+def _saving(scheduler: CeleryScheduler, raising: set[int]) -> Callable[[TurnJob], Any]:
+    """As :func:`_turns`, but each turn's save takes the chain's ride, as the save script
+    does: it settles the ride's entries and holds its follow-up, spelled from the ride."""
+
+    async def handle(job: TurnJob) -> TurnOutcome:
+        rider, chain = RIDER.get(), CURRENT.get()
+        assert rider is not None and chain is not None
+        ride = rider.ride(job.run_id)
+        nxt = job.model_copy(update={"seq": job.seq + 1})
+        if job.seq < 2 and ride is not None:
+            head, mid, tail = ride.member
+            held = f"{head}{nxt.agent_id}{mid}{nxt.seq}{tail}"
+            assert held == TurnLedger.member(chain.task, nxt)  # the ledger's own spelling
+            rider.landed(ride, held)
+        if job.seq in raising:
+            raise RuntimeError(f"turn {job.seq} failed")
+        if job.seq < 2:
+            await scheduler.submit(nxt)
+        return TurnOutcome.ENDED if job.seq == 2 else TurnOutcome.CONTINUED
+
+    return handle
+
+
+async def test_turns_whose_saves_hold_the_next_make_no_move_of_their_own(scheduler) -> None:
+    sched, moves, handed = scheduler
+    job = TurnJob(run_id="r1", agent_id="a", seq=0)
+    assert await run_chain(sched, _saving(sched, set()), job, "task-0") is TurnOutcome.ENDED
+    # The task's own turn held as it starts; the rest held and settled by the saves, the
+    # last two settled as the chain ends.
+    assert moves.log == [([], ["a:0"]), (["a:1", "a:2"], [])]
+    assert handed == [] and sched.holdings.snapshot() == []
+
+
+async def test_a_turn_that_raises_after_its_save_held_the_next_hands_that_one_over(
+    scheduler,
+) -> None:
+    sched, moves, handed = scheduler
+    job = TurnJob(run_id="r1", agent_id="a", seq=0)
+    assert await run_chain(sched, _saving(sched, {1}), job, "task-0") is TurnOutcome.CONTINUED
+    # Turn 1's save held turn 2 (and settled turn 0); then turn 1 raised: both go back to
+    # the broker.
+    assert sorted(handed) == ["a:1", "a:2"]
+    assert moves.log == [([], ["a:0"])]
