@@ -27,6 +27,7 @@ from celery.exceptions import Reject
 from core.config import Settings
 from core.scheduler.base import TurnJob
 from core.state.client import broker as redis_broker
+from tasks.broker import BrokerAMQP
 from tasks.consumer import TurnConsumer
 from tasks.dispatch import LoopDispatch
 from tasks.production import require_redis
@@ -127,7 +128,8 @@ def make_app(
     back-off after a turn raised; it doubles per retry up to 30 s.
     """
     require_redis(settings)
-    app = Celery(name, set_as_current=False)
+    # Every broker connection of the app on tasks.broker's: one Redis client per channel.
+    app = Celery(name, set_as_current=False, amqp=BrokerAMQP)
     _configure(app, settings)
     runtime = WorkerRuntime(app, settings, services_factory)
     app.conf[_RUNTIME_KEY] = runtime

@@ -1,0 +1,43 @@
+"""Celery's broker connections, on the Redis transports of :mod:`tasks.broker_redis`.
+
+Celery builds every broker connection of an app through its ``amqp.Connection`` class:
+the worker's consumer, the publishers' pools, their clones. :class:`BrokerAMQP` (given to
+``Celery(amqp=...)`` by :func:`tasks.app.make_app`) makes that class
+:class:`BrokerConnection`, whose transport is kombu's own unless it is kombu's Redis or
+Redis Sentinel transport, which it swaps for the subclass that reuses one Redis client per
+channel. The url keeps its scheme (``redis://``, ``rediss://``, ``sentinel://``), so
+everything kombu derives from it stays kombu's: the TLS default of ``rediss://``, the
+Sentinel alternates, and the switch to the next alternate after a connection error
+(``Connection.switch`` reads the scheme again; the swap applies to it all the same).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from celery.app.amqp import AMQP
+from kombu import Connection
+
+
+@functools.cache  # asked on every publish (kombu's ``recoverable_connection_errors``)
+def lean_transport(transport_cls: type) -> type:
+    """``transport_cls``, or the :mod:`tasks.broker_redis` transport that replaces it."""
+    if transport_cls.__module__ != "kombu.transport.redis":
+        return transport_cls
+    from tasks.broker_redis import REPLACES  # imports redis: only with a Redis broker
+
+    return REPLACES.get(transport_cls, transport_cls)
+
+
+class BrokerConnection(Connection):
+    """kombu's connection; a Redis broker's transport reuses its Redis clients."""
+
+    def get_transport_cls(self) -> type:
+        return lean_transport(super().get_transport_cls())
+
+
+class BrokerAMQP(AMQP):
+    """Celery's AMQP helpers, with :class:`BrokerConnection` for every connection."""
+
+    Connection = BrokerConnection
+    BrokerConnection = BrokerConnection
