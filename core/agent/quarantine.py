@@ -7,6 +7,12 @@ A death is weak evidence against the turn — workers die for reasons of their o
 crash loop elsewhere hits whatever turn a fresh worker takes first — so deaths get a
 larger budget (``limits.max_crashes``) than failures (``limits.max_deliveries``); a turn
 that takes down every worker it reaches is still stopped.
+
+Counted are the deliveries of the turn that reached it (``core.state.turn_start``): a copy
+of a turn the agent has not reached yet — its job outlived a save a Redis failover lost —
+does nothing and is not counted against that turn. A delivery that ends without a save and
+without an error (woken with nothing to read) is counted with the deaths: a wake-up that
+keeps finding nothing is a loop the quarantine stops too.
 """
 
 from __future__ import annotations

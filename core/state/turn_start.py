@@ -1,13 +1,14 @@
 """The script that starts a turn in one round trip: it takes the turn's lease (``SET NX
 PX``; when another delivery holds it, it says so and reads nothing: the caller polls as
 before), then reads the agent's state, the run's head, this turn's delivery count (one
-more), the run's usage and the model's answer an earlier delivery saved, and — when the
-job is the agent's current turn — reads its mail (``XREADGROUP`` over its streams: its
-pending entries, then new ones unless an answer was saved, whose request was made for the
-pending ones only) with the specs of the agents that sent it. A job that is not the
-agent's current turn releases the lease at once and gets the follow-ups of the turn it
-is a late copy of that were never started (``core.agent.wake``). Done follow-up records
-are cleared on the way (``turn_script.Clears``).
+more, unless the agent has not reached the turn: see the script), the run's usage and
+the model's answer an earlier delivery saved, and — when the job is the agent's current
+turn — reads its mail (``XREADGROUP`` over its streams: its pending entries, then new ones
+unless an answer was saved for pending ones, whose request was made for those only) with
+the specs of the agents that sent it. A job that is not the agent's current turn releases the
+lease at once and gets the follow-ups of the turn it is a late copy of that were never
+started (``core.agent.wake``). Done follow-up records are cleared on the way
+(``turn_script.Clears``).
 
 Nothing read is acknowledged here: the turn acknowledges what it read in its save.
 
@@ -39,12 +40,21 @@ local f = redis.call('HMGET', KEYS[1], 'state', 'seq', 'status', 'team', 'spec',
   'followup_jobs', 'followups', 'commit_token')
 local field = ARGV[4]
 local head = redis.call('GET', KEYS[3])
-local deliveries = redis.call('HINCRBY', KEYS[4], field, 1)
+local seq = tonumber(ARGV[1])
+local current = f[1] and tonumber(f[2]) == seq and f[3] ~= 'finished' and f[3] ~= 'failed'
+-- A copy of a turn the agent has not reached (a failover lost the save before it, while
+-- the turn's job lived on) is not counted: it does nothing, and counted it would be held
+-- against that turn once the agent gets there (the quarantine's count). Nor is a job of
+-- an agent that does not exist.
+local deliveries
+if f[1] and (tonumber(f[2]) or -1) >= seq then
+  deliveries = redis.call('HINCRBY', KEYS[4], field, 1)
+else
+  deliveries = tonumber(redis.call('HGET', KEYS[4], field) or '0')
+end
 local failed = redis.call('HGET', KEYS[4], field .. ':failed')
 local usage = redis.call('HGETALL', KEYS[5])
 local saved = redis.call('HGET', KEYS[6], field)
-local seq = tonumber(ARGV[1])
-local current = f[1] and tonumber(f[2]) == seq and f[3] ~= 'finished' and f[3] ~= 'failed'
 local pending, fresh, senders, redo, legacy = false, false, {}, {}, false
 if current then
   local team = f[4]
@@ -75,7 +85,12 @@ if current then
     return kept
   end
   pending = read('0')
-  if not saved then fresh = read('>') end
+  -- An answer saved for this turn was made for the mail pending then: no newer mail is
+  -- read, so that the request is the same. With nothing pending, it was made for no mail,
+  -- or for mail a failover lost (read on the old primary, the answer saved on the new
+  -- one): new mail is read, or the turn would find none, sleep, and be woken for it at
+  -- once, again and again (the answer is reused only if the request is the same).
+  if not saved or #pending == 0 then fresh = read('>') end
   local seen = {[ARGV[5]] = true}
   for _, reply in ipairs({pending or {}, fresh or {}}) do
     for _, s in ipairs(reply) do

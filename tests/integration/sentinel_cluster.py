@@ -91,6 +91,8 @@ class SentinelCluster:
     copies: list[RedisServer] = field(init=False, default_factory=list)
     sentinel_ports: list[int] = field(init=False, default_factory=list)
     _procs: list[subprocess.Popen[bytes]] = field(init=False, default_factory=list)
+    # The replicas cut_replicas stopped (SIGCONT once the primary is killed).
+    _cut: list[subprocess.Popen[bytes]] = field(init=False, default_factory=list)
     _dir: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -197,18 +199,31 @@ class SentinelCluster:
         replicas are stopped (SIGSTOP) and cut off (``CLIENT KILL TYPE replica``) first and
         go on once the primary is dead, so the one promoted lacks those writes — what a
         failover can lose when ``redis.replicas_to_ack`` is 0 (docs/redis.md)."""
-        stopped = [copy.proc for copy in self.copies if copy.proc is not None]
-        for proc in stopped:
-            proc.send_signal(signal.SIGSTOP)
+        self.cut_replicas()
+        time.sleep(seconds)
+        self.kill_cut_primary()
+
+    def cut_replicas(self) -> None:
+        """Stop the replicas (SIGSTOP) and cut them off (``CLIENT KILL TYPE replica``):
+        from now on writes reach the primary only, until :meth:`kill_cut_primary` — a test
+        makes the writes it wants lost in between, with no time to guess."""
+        for copy in self.copies:
+            if copy.proc is not None:
+                copy.proc.send_signal(signal.SIGSTOP)
+                self._cut.append(copy.proc)
         client = _client(self.primary.port, self._tls, socket_timeout=2)
         try:
             client.client_kill_filter(_type="replica")
         finally:
             client.close()
-        time.sleep(seconds)
+
+    def kill_cut_primary(self) -> None:
+        """SIGKILL the primary, then let the replicas :meth:`cut_replicas` stopped go on:
+        the one the Sentinels promote lacks every write made since the cut."""
         self.kill_primary()
-        for proc in stopped:
+        for proc in self._cut:
             proc.send_signal(signal.SIGCONT)
+        self._cut.clear()
 
     def switch_over(self) -> None:
         """A failover asked of the Sentinels (``SENTINEL FAILOVER``): the primary lives on
@@ -247,6 +262,8 @@ class SentinelCluster:
         return "\n".join(out)
 
     def cleanup(self) -> None:
+        for proc in self._cut:  # stopped processes do not handle SIGTERM
+            proc.send_signal(signal.SIGCONT)
         for proc in self._procs:
             if proc.poll() is None:
                 proc.terminate()
