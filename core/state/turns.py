@@ -38,6 +38,7 @@ from core.state.turn_start import HELD, START_SCRIPT, parse_start, start_args
 from core.types.agent import AgentState
 from core.types.chat import Usage
 from core.types.events import RunEvent
+from core.types.run import RunHead, RunStatus
 
 if TYPE_CHECKING:
     from core.state.store import Store
@@ -225,7 +226,14 @@ class Turns:
             raise
         if reply is None:
             return None
-        head = parse_head(reply.head) or await self.store.run_head(run_id)
+        head = parse_head(reply.head)
+        if head is None and reply.state is None:
+            # Neither the agent nor its run's head: a run never created, or whose creation
+            # a failover lost. The turn is dropped as one of an unknown agent, not raised
+            # (and retried to its limit) reading a run record that is not there either.
+            head = RunHead(id=run_id, status=RunStatus.FAILED)
+        elif head is None:
+            head = await self.store.run_head(run_id)
         if reply.state == HELD and held is not None:
             state: AgentState | None = held[1]
         else:

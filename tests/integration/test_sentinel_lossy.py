@@ -211,3 +211,28 @@ async def test_an_answer_saved_for_mail_the_failover_lost_does_not_hide_new_mail
     assert outcomes == [TurnOutcome.CONTINUED], outcomes
     assert any(MAIL in (m.content or "") for m in state.thread)
     assert not await svc.bus.has_unread(run_id, state.spec)
+
+
+async def test_a_turn_of_a_run_whose_creation_was_lost_is_dropped_once(
+    cluster: SentinelCluster, make_services: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The run created and approved on the old primary alone, its first turn's job on the
+    new one (published after the failover). Before, the turn raised reading the run
+    ("unknown run"), was retried with back-off and given up, its copies given up again
+    and again (seen: 36 give-ups of one turn in 85 s). Now it is dropped at once, said
+    in one line, and leaves nothing behind."""
+    svc = _services(make_services, ScriptedModel(), cluster.url)
+    recorder: RecordingScheduler = svc.scheduler
+    spec = AgentSpec(name="Lost", tools=("calculate", "finish"))
+    await asyncio.to_thread(cluster.cut_replicas)
+    run_id = await start_run(svc, "never seen", spec)
+    job = recorder.pop()
+    await asyncio.to_thread(cluster.kill_cut_primary)
+    await asyncio.to_thread(cluster.wait_for_failover)
+    assert not await svc.store.redis.exists(svc.store.keys.run(run_id)), "creation kept"
+
+    for _ in range(2):  # the job, and a copy of it (the ledger's)
+        assert await run_turn(svc, job) is TurnOutcome.DROPPED
+    said = [r.getMessage() for r in caplog.records if "no such agent" in r.getMessage()]
+    assert len(said) == 2 and "a Redis failover lost its creation" in said[0], said
+    assert await svc.store.redis.keys(f"{svc.store.keys.prefix}:run:{run_id}:*") == []

@@ -35,7 +35,11 @@ async def load(svc: Services, job: TurnJob, held: Held) -> Turn | Drop:
     state, run, deliveries, failures, run_usage, raw_saved, reply = held.start
     telemetry.turn_read(run.traceparent, state)
     if state is None:
-        log.warning("turn %s: unknown agent, dropped", job)
+        log.warning(
+            "turn %s: no such agent (its run was never created, or a Redis failover lost "
+            "its creation); dropped",
+            job,
+        )
         return Drop("unknown agent")
     if not reply.current:
         await _after_stale(svc, job, state, reply)
