@@ -23,9 +23,10 @@ was lost, an agent id the script does not spell as the ledger does) leaves it to
 ``submit``, which holds it in one script of its own
 (:class:`~core.state.ledger_moves.LedgerMoves`) with the ended ones settled; either way
 it is held before ``submit`` returns (so the turn that scheduled it may count it as
-scheduled), and the last ones are settled when the chain ends. An ended turn whose entry
-is settled late costs nothing if the worker dies meanwhile: published again, it is
-dropped as already applied. A chain that stops early gives its stashed turn back to the
+scheduled). The last ones are settled after the chain ended, with the worker's next
+renewal of its leases (``CeleryScheduler.settle_later``). An ended turn whose entry is
+settled late costs nothing if the worker dies meanwhile: published again, it is dropped
+as already applied. A chain that stops early gives its stashed turn back to the
 broker (queued in the ledger, then published); so does a chain whose task timed out, for
 the chained turn it was running, and a turn that raised after its save held a turn it
 never scheduled. The task's own message, redelivered by the broker after its visibility
@@ -163,5 +164,5 @@ async def run_chain(
         if not ended and current is not None and current[0] != task_id:
             await scheduler.hand_over(*current)  # cancelled mid-turn (the task timed out)
         last = [scheduler.member(*current)] if ended and current is not None else []
-        await scheduler.settle_all([*chain.done, *last])
+        scheduler.settle_later([*chain.done, *last])
     return outcome

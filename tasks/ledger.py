@@ -16,7 +16,8 @@ So every turn given to the broker is an entry here, in one of two states:
   recorded held by the worker that will run it (by the save script of the turn that
   schedules it, with the chain's ended turns settled in the same script:
   ``core.state.ledger_moves.Ride``), and the worker renews the deadline of everything it
-  holds every ``celery.lease_s / 3`` in one round trip.
+  holds every ``celery.lease_s / 3`` in one round trip, which also settles the turns that
+  ended since (a chain's last ones).
 
 The turn's end (applied, dropped as a duplicate, or given up) settles the entry: it
 leaves both sets. Any turn-running process sweeps the ledger and claims

@@ -12,7 +12,8 @@ first; what this process holds of it (turns running here) is in :attr:`holdings`
 leases the worker runtime renews. A worker's turns hold and settle their entries on its
 event loop, through its Redis client (:meth:`CeleryScheduler.attach`): a chain of turns
 (``tasks.chain``) holds and settles its turns in their own save scripts (one round trip
-when the chain starts, one when it ends), and makes no hop to a thread.
+when the chain starts; the last ones are settled with the next renewal), and makes no hop
+to a thread.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import threading
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -72,6 +74,9 @@ class CeleryScheduler:
         )
         self._broker: SyncClient | None = None
         self._moves: LedgerMoves | None = None
+        # Entries of turns that ended, settled with the next renewal (:meth:`settle_later`).
+        self._unsettled: list[str] = []
+        self._unsettled_lock = threading.Lock()
         self.published = 0
 
     def publish(self, job: TurnJob) -> str:
@@ -145,14 +150,16 @@ class CeleryScheduler:
         except Exception as exc:
             log.warning("could not hold %s in the ledger (%r)", job, exc)
 
-    async def settle_all(self, members: Sequence[str]) -> None:
-        """These turns ran to their end: their entries leave the ledger (best effort: an
-        entry left behind is no longer renewed, published again once its lease lapsed,
-        and dropped as already applied)."""
-        try:
-            await self._move(settle=members)
-        except Exception as exc:
-            log.warning("could not settle %d turns in the ledger (%r)", len(members), exc)
+    def settle_later(self, members: Sequence[str]) -> None:
+        """These turns ran to their end: no longer renewed, their entries leave the ledger
+        with the next renewal (:meth:`renew_sync`, within ``celery.lease_s / 3``: before
+        their leases lapse), no round trip of their own. Settled late costs nothing: an
+        entry left behind (this worker died, Redis was away) is published again once its
+        lease lapsed and dropped as already applied."""
+        for member in members:
+            self.holdings.discard(member)
+        with self._unsettled_lock:
+            self._unsettled.extend(members)
 
     async def _move(self, *, settle: Sequence[str] = (), hold: Sequence[str] = ()) -> None:
         if not settle and not hold:
@@ -195,10 +202,20 @@ class CeleryScheduler:
         self.ledger.release([member], delay_s)
 
     def renew_sync(self) -> int:
-        """Renew the lease of every entry this process holds (one round trip)."""
+        """Renew the lease of every entry this process holds, settling those that ended
+        since the last renewal (one round trip); how many it holds."""
         members = self.holdings.snapshot()
-        if members:
-            self.ledger.renew(members, self.lease_s)
+        with self._unsettled_lock:
+            ended, self._unsettled = self._unsettled, []
+        held = set(members)  # (one held again meanwhile, by a copy of its message, stays)
+        settle = [m for m in ended if m not in held]
+        if members or settle:
+            try:
+                self.ledger.renew(members, self.lease_s, settle)
+            except BaseException:
+                with self._unsettled_lock:
+                    self._unsettled[:0] = settle
+                raise
         return len(members)
 
     async def hand_over(self, task_id: str, job: TurnJob) -> None:
@@ -255,6 +272,13 @@ class CeleryScheduler:
     def close(self) -> None:
         self._executor.shutdown(wait=True)
         self._lease_executor.shutdown(wait=True)
+        with self._unsettled_lock:
+            ended, self._unsettled = self._unsettled, []
+        try:
+            if ended:
+                self.ledger.renew([], self.lease_s, ended)
+        except Exception as exc:
+            log.warning("could not settle %d turns in the ledger (%r)", len(ended), exc)
         self.ledger.close()
         if self._broker is not None:
             self._broker.close()

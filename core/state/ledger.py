@@ -36,8 +36,17 @@ _HOLD = (
   redis.call('ZADD', KEYS[2], now + ARGV[1], ARGV[i])
 end"""
 )
-# KEYS: held. ARGV: lease ms, members... Only entries still held: a settled one stays gone.
-_RENEW = _NOW + "for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', now + ARGV[1], ARGV[i]) end"
+# KEYS: queued, held. ARGV: lease ms, how many to settle, the settled..., the renewed...
+# Settled entries leave both sets; renewed ones only if still held: a settled one stays gone.
+_RENEW = (
+    _NOW
+    + """local settled = tonumber(ARGV[2])
+for i = 3, 2 + settled do
+  redis.call('ZREM', KEYS[1], ARGV[i])
+  redis.call('ZREM', KEYS[2], ARGV[i])
+end
+for i = 3 + settled, #ARGV do redis.call('ZADD', KEYS[2], 'XX', now + ARGV[1], ARGV[i]) end"""
+)
 # KEYS: queued, held. ARGV: delay ms, expected deadline ("" = any), members...
 # Held → queued, due after the delay; with a deadline, only entries still held under it.
 _RELEASE = (
@@ -102,9 +111,10 @@ class LedgerSets:
         or it is a chained turn this worker will run)."""
         self._hold(keys=self._keys, args=[_ms(lease_s), *members])
 
-    def renew(self, members: Iterable[str], lease_s: float) -> None:
-        """Extend the lease of entries this worker still holds (settled ones stay gone)."""
-        self._renew(keys=[self.held_key], args=[_ms(lease_s), *members])
+    def renew(self, members: Iterable[str], lease_s: float, settle: Sequence[str] = ()) -> None:
+        """Extend the lease of entries this worker still holds (settled ones stay gone),
+        first settling ``settle`` (turns that ended since the last renewal)."""
+        self._renew(keys=self._keys, args=[_ms(lease_s), len(settle), *settle, *members])
 
     def release(
         self, members: Iterable[str], delay_s: float = 0.0, deadline: int | None = None

@@ -1,7 +1,8 @@
 """A chain's ledger moves ride on its turns' saves (tasks/chain.py, core/state/ledger_moves.py),
 against real Redis and a real broker: each save holds the turn it schedules next and
 settles the chain's ended turns in its own script, so a chain of turns makes one ledger
-round trip when it starts and one when it ends, whatever its length. A turn that raises
+round trip when it starts, whatever its length; the last ones are settled by the
+worker's next renewal of its leases. A turn that raises
 after its save gives the turn it held back to the broker."""
 
 from __future__ import annotations
@@ -131,12 +132,15 @@ async def test_each_save_holds_the_next_turn_and_settles_the_ended_ones(worker: 
         (f"{m}:1", sorted([f"{m}:0", f"{m}:1"])),
         (f"{root}:1", sorted([f"{m}:1", f"{root}:1"])),
     ]
-    # The worker's own moves: the task's turn held as it starts, the last two settled at
-    # the end — none per chained turn. Nothing else was published.
-    assert recorded.log == [([], [f"{root}:0"]), ([f"{m}:1", f"{root}:1"], [])]
+    # The worker's own moves: the task's turn held as it starts — none per chained turn.
+    # Nothing else was published.
+    assert recorded.log == [([], [f"{root}:0"])]
     assert scheduler.published == 1
-    assert scheduler.ledger.pending() == 0
+    # The last two, no longer this worker's, are settled by its next renewal.
     assert scheduler.holdings.snapshot() == []
+    assert _held(scheduler) == sorted([f"{m}:1", f"{root}:1"])
+    assert scheduler.renew_sync() == 0
+    assert scheduler.ledger.pending() == 0
 
 
 async def test_a_turn_that_raises_after_its_save_gives_the_turn_it_held_to_the_broker(
@@ -167,3 +171,25 @@ async def test_a_turn_that_raises_after_its_save_gives_the_turn_it_held_to_the_b
     sent = [json.loads(m)["headers"]["id"] for m in redis.lrange(queue, 0, -1)]
     assert sorted(sent) == sorted([task_id, handed_task])  # the run's first, and this one
     assert recorded.log == [([], [f"{job.agent_id}:0"])]
+
+
+async def test_a_renewal_settles_what_ended_since_but_not_what_is_held_again(
+    worker: Any,
+) -> None:
+    _svc, scheduler, _recorded, _settings = worker
+    ledger = scheduler.ledger
+    ended, again, running = (
+        TurnLedger.member(f"task-{n}", TurnJob(run_id="r", agent_id=n, seq=0))
+        for n in ("ended", "again", "running")
+    )
+    await scheduler.hold("task-ended", TurnLedger.parse(ended)[1])
+    await scheduler.hold("task-again", TurnLedger.parse(again)[1])
+    await scheduler.hold("task-running", TurnLedger.parse(running)[1])
+    scheduler.settle_later([ended, again])
+    # A copy of "again"'s message runs here meanwhile: held again, it stays held.
+    await scheduler.hold("task-again", TurnLedger.parse(again)[1])
+    before = ledger._redis.zscore(ledger.held_key, running)
+    assert scheduler.renew_sync() == 2
+    assert _held(scheduler) == ["again:0", "running:0"]
+    assert float(ledger._redis.zscore(ledger.held_key, running) or 0) >= float(before or 0)
+    assert scheduler._unsettled == []

@@ -99,8 +99,9 @@ async def test_a_chain_holds_each_turn_as_it_is_scheduled_and_settles_the_ended_
         ([], ["a:0"]),  # the task's own turn, as it starts
         ([], ["a:1"]),  # scheduled by turn 0: held before submit returned
         (["a:0"], ["a:2"]),  # scheduled by turn 1, with turn 0 settled in the same script
-        (["a:1", "a:2"], []),  # the chain ended
     ]
+    # The chain ended: the last two no longer held, settled with the next renewal.
+    assert [_task(m) for m in sched._unsettled] == ["a:1", "a:2"]
     assert handed == [] and sched.holdings.snapshot() == []
 
 
@@ -157,8 +158,9 @@ async def test_turns_whose_saves_hold_the_next_make_no_move_of_their_own(schedul
     job = TurnJob(run_id="r1", agent_id="a", seq=0)
     assert await run_chain(sched, _saving(sched, set()), job, "task-0") is TurnOutcome.ENDED
     # The task's own turn held as it starts; the rest held and settled by the saves, the
-    # last two settled as the chain ends.
-    assert moves.log == [([], ["a:0"]), (["a:1", "a:2"], [])]
+    # last two with the next renewal: no move of their own.
+    assert moves.log == [([], ["a:0"])]
+    assert [_task(m) for m in sched._unsettled] == ["a:1", "a:2"]
     assert handed == [] and sched.holdings.snapshot() == []
 
 
