@@ -8,7 +8,10 @@ Each message is what a turn message costs a worker on the broker's side: a publi
 Celery's transport options (visibility timeout, global key prefix). ``kombu`` is kombu's
 own connection, whose Redis channel builds a new ``redis.Redis`` client for the publish,
 the bookkeeping and the acknowledgement; ``ours`` is :class:`tasks.broker.BrokerConnection`
-(one client per channel, :mod:`tasks.broker_redis`). Rounds alternate kombu, ours, kombu,
+(one client per channel, :mod:`tasks.broker_redis`). ``celery_kombu`` / ``celery_ours``:
+one ``send_task`` of a turn message (Celery's message, its producer pool, the publish retry
+policy of ``tasks.app``) on an app with Celery's own connections / ``tasks.broker``'s.
+Rounds alternate kombu, ours, kombu,
 ours … (the machine is shared); the figure is the process's CPU per message (all
 threads; Redis's own CPU is not counted), and how many ``redis.Redis`` clients each built.
 """
@@ -29,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import redis
 from kombu import Connection, Exchange, Queue
 
-from tasks.broker import BrokerConnection
+from tasks.broker import BrokerAMQP, BrokerConnection
 
 
 class _Counting:
@@ -84,6 +87,35 @@ def one_round(cls: type[Connection], url: str, n: int, prefix: str) -> tuple[flo
     return cpu / n * 1e6, round(built / n, 2)
 
 
+def celery_round(amqp: type | None, url: str, n: int, prefix: str) -> tuple[float, float]:
+    """CPU µs per ``send_task`` of a turn message (what ``tasks.scheduler`` publishes),
+    and clients built per publish, on an app with ``amqp`` (None: Celery's own)."""
+    from celery import Celery
+
+    from tasks.app import PUBLISH_RETRY_POLICY
+
+    app = Celery("bench", set_as_current=False, **({"amqp": amqp} if amqp else {}))
+    app.conf.update(
+        broker_url=url,
+        broker_transport_options={"visibility_timeout": 3600, "global_keyprefix": prefix},
+        task_serializer="json",
+        task_publish_retry_policy=PUBLISH_RETRY_POLICY,
+    )
+    queue = f"bench-broker-{uuid.uuid4().hex[:8]}"
+    job = {"job": {"run_id": "r" * 26, "agent_id": "a" * 26, "seq": 1}}
+    for _ in range(50):
+        app.send_task("caramba.turn", args=[job], queue=queue)
+    with _Counting():
+        _Counting.built = 0
+        start = time.process_time()
+        for _ in range(n):
+            app.send_task("caramba.turn", args=[job], queue=queue)
+        cpu = time.process_time() - start
+        built = _Counting.built
+    app.close()
+    return cpu / n * 1e6, round(built / n, 2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000, help="messages per round")
@@ -91,11 +123,15 @@ def main() -> None:
     parser.add_argument("--url", default="redis://127.0.0.1:6379/0")
     opts = parser.parse_args()
     prefix = f"bench-broker-{uuid.uuid4().hex[:8]}:"
-    rows: dict[str, list[float]] = {"kombu": [], "ours": []}
+    rows: dict[str, list[float]] = {k: [] for k in ("kombu", "ours", "celery_kombu", "celery_ours")}
     built: dict[str, float] = {}
     for _ in range(opts.pairs):
         for label, cls in (("kombu", Connection), ("ours", BrokerConnection)):
             us, clients = one_round(cls, opts.url, opts.n, prefix)
+            rows[label].append(round(us, 1))
+            built[label] = clients
+        for label, amqp in (("celery_kombu", None), ("celery_ours", BrokerAMQP)):
+            us, clients = celery_round(amqp, opts.url, opts.n, prefix)
             rows[label].append(round(us, 1))
             built[label] = clients
     client = redis.Redis.from_url(opts.url)
@@ -112,9 +148,12 @@ def main() -> None:
         }
         for label, values in rows.items()
     }
-    result["saved_us_per_message_median"] = round(
-        statistics.median(k - o for k, o in zip(rows["kombu"], rows["ours"], strict=True)), 1
-    )
+    for what, kombu, ours in (
+        ("message", "kombu", "ours"),
+        ("celery_publish", "celery_kombu", "celery_ours"),
+    ):
+        saved = [k - o for k, o in zip(rows[kombu], rows[ours], strict=True)]
+        result[f"saved_us_per_{what}_median"] = round(statistics.median(saved), 1)
     print(json.dumps(result, indent=2))
 
 

@@ -19,12 +19,14 @@ from typing import Any
 
 import pytest
 import redis
-from kombu import Exchange, Queue
+from celery import Celery
+from kombu import Connection, Exchange, Queue, pools
 
 from core.config import load_settings
 from tasks.app import make_app
 from tasks.broker import BrokerConnection
 from tasks.broker_redis import SentinelTransport, Transport
+from tasks.scheduler import TURN_TASK
 from tests.conftest import REDIS_URL
 from tests.integration.processes import Process, unique_prefix, worker_env
 
@@ -37,13 +39,17 @@ def prefix() -> Iterator[str]:
         yield name
 
 
-def app_connection(prefix: str, **options: Any) -> BrokerConnection:
-    """A broker connection of the production app for the test Redis under ``prefix``."""
+def app_for(prefix: str) -> Celery:
+    """The production app for the test Redis under ``prefix``."""
     settings = load_settings(
         redis={"url": REDIS_URL, "key_prefix": prefix}, celery={"queue": f"{prefix}-turns"}
     )
-    app = make_app(settings)
-    conn: BrokerConnection = app.connection_for_write(transport_options=options)
+    return make_app(settings)
+
+
+def app_connection(prefix: str, **options: Any) -> BrokerConnection:
+    """A broker connection of the production app for the test Redis under ``prefix``."""
+    conn: BrokerConnection = app_for(prefix).connection_for_write(transport_options=options)
     return conn
 
 
@@ -123,6 +129,9 @@ def test_the_transport_is_ours_for_every_redis_url_and_kombus_otherwise() -> Non
     assert sentinels.clone().get_transport_cls() is SentinelTransport  # Celery's pools
     memory = BrokerConnection("memory://")
     assert memory.get_transport_cls().__module__ == "kombu.transport.memory"
+    # kombu's process-wide pools never mix its own connections with ours.
+    url = "redis://127.0.0.1:6379/0"
+    assert pools.connections[Connection(url)] is not pools.connections[BrokerConnection(url)]
 
 
 def test_messages_go_through_with_one_client_per_channel(prefix: str) -> None:
@@ -138,6 +147,28 @@ def test_messages_go_through_with_one_client_per_channel(prefix: str) -> None:
                 assert message.payload == {"n": n}
         assert built.count == 0
     assert broker_keys(prefix, queue) == {"queued": 0, "unacked": 0, "index": 0}
+
+
+def test_celery_publishes_through_its_pools_with_one_client_per_channel(prefix: str) -> None:
+    app = app_for(prefix)
+    queue = f"{prefix}-published"
+    try:
+        app.send_task(TURN_TASK, args=[{"n": -1}], queue=queue)  # the pools, built once
+        with ClientsBuilt() as built:
+            for n in range(20):
+                app.send_task(TURN_TASK, args=[{"n": n}], queue=queue)
+        assert built.count == 0
+        with app.pool.acquire() as conn:
+            assert isinstance(conn.transport, Transport)
+        with app.producer_pool.acquire() as producer:
+            assert isinstance(producer.connection.transport, Transport)
+        client = redis.Redis.from_url(REDIS_URL)
+        try:
+            assert client.llen(f"{prefix}:celery:{queue}") == 21
+        finally:
+            client.close()
+    finally:
+        app.close()
 
 
 def test_a_closed_connection_puts_its_unacknowledged_messages_back(prefix: str) -> None:
