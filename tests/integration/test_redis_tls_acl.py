@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from bots.chat.links import Signer, run_path
 from core.state.keys import Keys
@@ -34,6 +36,9 @@ pytestmark = pytest.mark.integration
 
 USER, PASSWORD = "caramba", "tls-acl-test-password"
 WEB_SECRET = "tls-acl-test-web-signing-key-0123456789abcdef"
+# A connection refused here is the point: asked once, not retried with redis-py's default
+# backoff (about 4 s each).
+ONCE = Retry(NoBackoff(), 0)
 
 
 @pytest.fixture
@@ -133,20 +138,20 @@ async def test_the_whole_flow_over_tls_as_an_acl_user_is_never_denied(
 def test_plain_redis_is_refused_and_what_lies_outside_the_acl_is_denied(
     tls_redis: TLSRedis,
 ) -> None:
-    plain = redis.Redis(host="127.0.0.1", port=tls_redis.port, socket_timeout=3)
+    plain = redis.Redis(host="127.0.0.1", port=tls_redis.port, socket_timeout=3, retry=ONCE)
     with pytest.raises(redis.exceptions.ConnectionError):
         plain.ping()
     plain.close()
     # TLS without the CA bundle: the server's certificate is not trusted.
     untrusted = redis.Redis(
         host="127.0.0.1", port=tls_redis.port, ssl=True, socket_timeout=3,
-        username=USER, password=PASSWORD,
+        username=USER, password=PASSWORD, retry=ONCE,
     )  # fmt: skip
     with pytest.raises(redis.exceptions.ConnectionError, match="certificate"):
         untrusted.ping()
     untrusted.close()
     with pytest.raises(redis.exceptions.AuthenticationError):
-        tls_redis.admin(username=USER).ping()  # the admin's password, not the user's
+        tls_redis.admin(username=USER, retry=ONCE).ping()  # the admin's password, not the user's
 
     user = redis.Redis(
         host="127.0.0.1", port=tls_redis.port, ssl=True, ssl_ca_certs=str(tls_redis.ca),
