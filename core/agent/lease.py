@@ -15,7 +15,8 @@ Round trips: the lease is taken by the turn's start script, which reads the turn
 same call (``Store.turn_start``; a copy polls it while the lease is held), and released
 by its save script (``AfterSave.lease``); a turn that ends without a save (dropped,
 parked, or raised) releases it on its own. It is renewed only when the turn runs longer
-than ``LEASE_S / 3``, all of it with one command.
+than ``LEASE_S / 3``, all of it with one command, by one timer per event loop for all
+the turns it runs (a turn only joins and leaves its set).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
-from collections.abc import AsyncIterator
+import os
+import weakref
 from dataclasses import dataclass
 
 from core.scheduler.base import TurnJob
@@ -51,40 +52,56 @@ class Held:
         return self.lease.key, self.lease.token
 
 
-@contextlib.asynccontextmanager
-async def turn_lease(svc: Services, job: TurnJob) -> AsyncIterator[Held | None]:
-    """Yields the lease with the turn's start while this delivery holds it, None if
-    another delivery is working on it (alive) for longer than a lapse would take."""
-    # The token says who holds it, for a person looking at Redis.
-    token, ms = uuid.uuid4().hex, int(LEASE_S * 1000)
-    drain_max = svc.settings.bus.drain_max
+def turn_lease(svc: Services, job: TurnJob) -> _TurnLease:
+    """``async with turn_lease(svc, job) as held``: the lease with the turn's start while
+    this delivery holds it, None if another delivery is working on it (alive) for longer
+    than a lapse would take. Left, the lease's renewal stops and a lease the save did not
+    release is released."""
+    return _TurnLease(svc, job)
 
-    async def start(redo: bool) -> TurnStart | None:
-        return await svc.store.turn_start(
-            job.run_id, job.agent_id, job.seq, (token, ms), drain_max, redo=redo
-        )
 
-    started = await start(True)
-    waited = 0.0
-    while started is None and waited < LEASE_S + 1:
-        await asyncio.sleep(_POLL_S)
-        waited += _POLL_S
-        # A copy that waited for the holder leaves the follow-ups to it: its save released
-        # the lease and it schedules them (should it die first, its own delivery comes
-        # back, or the watchdog's): redoing them here would only duplicate them.
-        started = await start(False)
-    if started is None:
-        yield None
-        return
-    held = Held(started, TurnLease(svc.store, job.run_id, job.agent_id, job.seq, token))
-    held.released = not started.reply.current  # the start let a stale job's lease go
-    if held.released:
-        yield held
-        return
-    renew = _Renewal(held, ms)
-    try:
-        yield held
-    finally:
+class _TurnLease:
+    """:func:`turn_lease`'s context manager (a class: an async generator's context manager
+    costs a generator, its loop hooks and a weak set's entry per turn)."""
+
+    def __init__(self, svc: Services, job: TurnJob) -> None:
+        self.svc, self.job = svc, job
+        self.held: Held | None = None
+        self.renew: _Renewal | None = None
+
+    async def __aenter__(self) -> Held | None:
+        svc, job = self.svc, self.job
+        # The token says who holds it, for a person looking at Redis (32 hex digits).
+        token, ms = os.urandom(16).hex(), int(LEASE_S * 1000)
+        drain_max = svc.settings.bus.drain_max
+
+        async def start(redo: bool) -> TurnStart | None:
+            return await svc.store.turn_start(
+                job.run_id, job.agent_id, job.seq, (token, ms), drain_max, redo=redo
+            )
+
+        started = await start(True)
+        waited = 0.0
+        while started is None and waited < LEASE_S + 1:
+            await asyncio.sleep(_POLL_S)
+            waited += _POLL_S
+            # A copy that waited for the holder leaves the follow-ups to it: its save
+            # released the lease and it schedules them (should it die first, its own
+            # delivery comes back, or the watchdog's): redoing them here would only
+            # duplicate them.
+            started = await start(False)
+        if started is None:
+            return None
+        held = Held(started, TurnLease(svc.store, job.run_id, job.agent_id, job.seq, token))
+        held.released = not started.reply.current  # the start let a stale job's lease go
+        if not held.released:
+            self.held, self.renew = held, _Renewal(held, ms)
+        return held
+
+    async def __aexit__(self, *_exc: object) -> None:
+        held, renew = self.held, self.renew
+        if held is None or renew is None:
+            return
         renew.stop()
         if not held.released:
             # Only this delivery's own lease: one that lapsed and was taken stays taken.
@@ -103,20 +120,17 @@ async def unleased(svc: Services, job: TurnJob) -> Held:
 
 
 class _Renewal:
-    """Renews ``held`` every ``LEASE_S / 3`` until stopped or released: a timer on the
-    loop, and a task only when one is due (most turns end before: no task per turn)."""
+    """Renews ``held`` every ``LEASE_S / 3`` until stopped or released. The turn joins its
+    loop's :class:`_Renewals` (one timer for every turn the loop runs; most turns end
+    before their first renewal); a task is made only when a renewal is due."""
 
     def __init__(self, held: Held, ms: int) -> None:
         self.held, self.ms = held, ms
-        self.loop = asyncio.get_running_loop()
         self.task: asyncio.Task[None] | None = None
-        self.stopped = False
-        self.timer = self.loop.call_later(LEASE_S / 3, self._due)
-
-    def _due(self) -> None:
-        if not (self.stopped or self.held.released):
-            name = f"turn-lease-{self.held.lease.key}"
-            self.task = self.loop.create_task(self._renew(), name=name)
+        loop = asyncio.get_running_loop()
+        self.last = loop.time()  # the lease's start or last renewal
+        self.renewals = _renewals(loop)
+        self.renewals.add(self)
 
     async def _renew(self) -> None:
         try:
@@ -125,11 +139,57 @@ class _Renewal:
             log.warning(
                 "renewing the turn lease %s failed (%s); retrying", self.held.lease.key, exc
             )
-        if not self.stopped:
-            self.timer = self.loop.call_later(LEASE_S / 3, self._due)
+        finally:
+            self.task = None
 
     def stop(self) -> None:
-        self.stopped = True
-        self.timer.cancel()
+        self.renewals.remove(self)
         if self.task is not None:
             self.task.cancel()
+
+
+class _Renewals:
+    """The leases one event loop's turns hold, looked at every ``LEASE_S / 6`` while any
+    is held: each is renewed once ``LEASE_S / 3`` passed since its start or its last
+    renewal (so at most ``LEASE_S / 2`` after either, well before it lapses)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.live: dict[int, _Renewal] = {}
+        self.timer: asyncio.TimerHandle | None = None
+
+    def add(self, renewal: _Renewal) -> None:
+        self.live[id(renewal)] = renewal
+        if self.timer is None:
+            self.timer = self.loop.call_later(LEASE_S / 6, self._tick)
+
+    def remove(self, renewal: _Renewal) -> None:
+        self.live.pop(id(renewal), None)
+
+    def _tick(self) -> None:
+        self.timer = None
+        now, due = self.loop.time(), LEASE_S / 3
+        for key, renewal in list(self.live.items()):
+            if renewal.held.released:
+                del self.live[key]
+            elif renewal.task is None and now - renewal.last >= due:
+                renewal.last = now
+                name = f"turn-lease-{renewal.held.lease.key}"
+                renewal.task = self.loop.create_task(renewal._renew(), name=name)
+        if self.live:
+            self.timer = self.loop.call_later(LEASE_S / 6, self._tick)
+
+
+_BY_LOOP: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Renewals] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _renewals(loop: asyncio.AbstractEventLoop) -> _Renewals:
+    try:
+        found = _BY_LOOP.get(loop)
+        if found is None:
+            found = _BY_LOOP[loop] = _Renewals(loop)
+    except TypeError:  # a loop with no weak references: a set for this turn alone
+        found = _Renewals(loop)
+    return found

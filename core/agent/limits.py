@@ -35,11 +35,24 @@ class AgentLimits:
 def limits_for(settings: Settings, state: AgentState) -> AgentLimits:
     """The agent's own budget where it has one, else the configured defaults."""
     b, d = state.spec.budget, settings.limits
-    return AgentLimits(
+    # Both are frozen: the answer is theirs, made once (kept with them, so that their ids
+    # are never another pair's).
+    known = _LIMITS.get((id(b), id(d)))
+    if known is not None and known[0] is b and known[1] is d:
+        return known[2]
+    found = AgentLimits(
         max_turns=b.max_turns or d.turns_per_agent,
         max_tokens=b.max_tokens or d.tokens_per_agent,
         max_cost_usd=b.max_cost_usd if b.max_cost_usd is not None else d.cost_per_run_usd,
     )
+    if len(_LIMITS) >= _LIMITS_MAX:
+        _LIMITS.clear()
+    _LIMITS[(id(b), id(d))] = (b, d, found)
+    return found
+
+
+_LIMITS: dict[tuple[int, int], tuple[object, object, AgentLimits]] = {}
+_LIMITS_MAX = 4096
 
 
 class Breach(NamedTuple):

@@ -33,6 +33,21 @@ def clip(text: str | None, limit: int = _EVENT_TEXT_CHARS) -> str | None:
     return text[:limit] + "…"
 
 
+# A sender's name and role by its spec's JSON (a spec never changes: parsed once).
+_SENDERS: dict[str, tuple[str, str]] = {}
+_SENDERS_MAX = 4096
+
+
+def _name_and_role(raw: str) -> tuple[str, str]:
+    found = _SENDERS.get(raw)
+    if found is None:
+        spec = AgentSpec.model_validate_json(raw)
+        if len(_SENDERS) >= _SENDERS_MAX:
+            _SENDERS.clear()
+        found = _SENDERS[raw] = (spec.name, spec.role)
+    return found
+
+
 class TurnIO:
     def __init__(self, svc: Services, state: AgentState) -> None:
         self.svc = svc
@@ -60,8 +75,7 @@ class TurnIO:
         self.delivered = delivered(mail.pending) + delivered(mail.fresh)
         names: dict[str, tuple[str, str]] = {}
         for sender, row in mail.senders.items():
-            spec = None if row is None else AgentSpec.model_validate_json(row[0])
-            names[sender] = (sender, "unknown") if spec is None else (spec.name, spec.role)
+            names[sender] = (sender, "unknown") if row is None else _name_and_role(row[0])
         for d in self.delivered:
             message = d.message
             if message.sender == self.state.spec.id:

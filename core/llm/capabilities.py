@@ -82,7 +82,9 @@ class Ladder:
         """Learn from one answer; True when the model's rung changed."""
         before = self.rung(model)
         with self._lock:
-            record = self._models.setdefault(model, _Record())
+            record = self._models.get(model)
+            if record is None:
+                record = self._models[model] = _Record()
             record.native = record.native or seen.native
             record.in_text = record.in_text or seen.in_text
             record.silent = 0 if seen.native or seen.in_text else record.silent + 1
@@ -178,6 +180,8 @@ def read(response: LLMResponse, names: Sequence[str] | set[str]) -> tuple[LLMRes
     the calls of offered tools (``names``) read out of its text; and what it had."""
     content = strip_reasoning(response.content) or None
     if response.tool_calls:
+        if content == response.content:  # nothing to drop (a frozen answer: kept as is)
+            return response, Seen(True, False)
         return response.model_copy(update={"content": content}), Seen(True, False)
     calls = calls_in_text(response.content, names)
     return (

@@ -24,7 +24,7 @@ from core.llm import http_failures, sse
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.failures import CallFailure
 from core.llm.policy import chat_body, with_retries
-from core.llm.pricing import cost_usd
+from core.llm.pricing import price_of, shipped, warn_unpriced
 from core.llm.routes import PREFIXES, base_url, wire_model
 from core.llm.setup import call_error, key_variables, missing_key
 from core.types.chat import ToolCall, Usage
@@ -42,6 +42,9 @@ class _Target:
         self.headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
         self.post_headers = {**self.headers, "Content-Type": "application/json"}
         self.problem: LLMSetupError | None = missing_key(settings, model)
+        # Its price (``core.llm.pricing.cost_usd``'s lookup, made once): [llm.prices],
+        # then the shipped table; None: unpriced, its calls count $0.
+        self.price = price_of(settings.prices, model) or price_of(shipped(), model)
 
 
 class OpenAICompatClient:
@@ -119,15 +122,17 @@ class OpenAICompatClient:
         usage = body.get("usage") or {}
         prompt = int(usage.get("prompt_tokens") or 0)
         completion = int(usage.get("completion_tokens") or 0)
+        price = self.target(model).price
+        if price is None:
+            warn_unpriced(model)
+            cost = 0.0
+        else:  # the arithmetic of core.llm.pricing.cost_usd
+            cost = (prompt * price.input_per_mtok + completion * price.output_per_mtok) / 1e6
         return LLMResponse(
             model=model,
             content=message.get("content"),
             tool_calls=calls,
-            usage=Usage(
-                prompt_tokens=prompt,
-                completion_tokens=completion,
-                cost_usd=cost_usd(self.settings, model, prompt, completion),
-            ),
+            usage=Usage(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost),
             attempts=attempts,
         )
 

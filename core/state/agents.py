@@ -9,6 +9,7 @@ client it is given through the store, and the store's own write builders."""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +91,9 @@ return {0, run, 1}
 """
 
 
+_ROOM_SCRIPTS: weakref.WeakKeyDictionary[Store, Any] = weakref.WeakKeyDictionary()
+
+
 @dataclass(frozen=True)
 class Room:
     """What a new agent's creation found: whether its name is taken, the run's record,
@@ -107,7 +111,9 @@ async def room_for(store: Store, run_id: str, name: str, slot: str, per_run: int
     ``RunError`` when there is no such run (as ``Store.get_run``)."""
     k = store.keys
     keys = [k.agents(run_id), k.names(run_id), k.run(run_id), k.agent_slots(run_id)]
-    script = store.redis.register_script(_ROOM)
+    script = _ROOM_SCRIPTS.get(store)
+    if script is None:  # registered once per store (its SHA1 computed once)
+        script = _ROOM_SCRIPTS[store] = store.redis.register_script(_ROOM)
     taken, run, slot_ok = await script(keys=keys, args=[name, slot, per_run])
     if run is None:
         raise RunError(f"unknown run {run_id}")

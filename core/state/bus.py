@@ -161,16 +161,15 @@ class Bus:
         )
 
     def send_writes(self, outgoing: list[Outgoing]) -> list[PipelineWrite]:
-        maxlen = self.settings.stream_maxlen
+        maxlen = str(self.settings.stream_maxlen)
 
         def write(pipe: Any) -> None:
             for out in outgoing:
-                pipe.xadd(
-                    out.stream,
-                    {"m": BUS_MESSAGE.dump_json(out.message)},
-                    maxlen=maxlen,
-                    approximate=True,
-                )
+                # What ``pipe.xadd(stream, {"m": …}, maxlen=…, approximate=True)`` queues,
+                # the message dumped by its own class's serializer (BUS_MESSAGE's bytes).
+                message = out.message
+                data = message.__pydantic_serializer__.to_json(message)
+                pipe.execute_command("XADD", out.stream, b"MAXLEN", b"~", maxlen, "*", "m", data)
 
         return [write] if outgoing else []
 

@@ -33,12 +33,21 @@ class EventLog:
 
     def add(self, pipe: object, run_id: str, events: list[RunEvent]) -> None:
         """Queue ``events`` on ``pipe`` (the caller's transaction or script recorder)."""
+        queue: Any = pipe
+        maxlen = str(self.maxlen)
         for event in events:
-            pipe.xadd(  # type: ignore[attr-defined]
+            # What ``pipe.xadd(key, {"event": …}, maxlen=…, approximate=True)`` queues,
+            # without its argument checks; the event dumped by its own class's serializer
+            # (the same bytes as RUN_EVENT.dump_json, without the union's dispatch).
+            queue.execute_command(
+                "XADD",
                 self.keys.events(event.run_id or run_id),
-                {"event": RUN_EVENT.dump_json(event)},
-                maxlen=self.maxlen,
-                approximate=True,
+                b"MAXLEN",
+                b"~",
+                maxlen,
+                "*",
+                "event",
+                event.__pydantic_serializer__.to_json(event),
             )
             if isinstance(event, RunFinished):
                 # For the library to learn from (core.runs.learning.learn_ended).

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from core.state.keys import Keys
 from core.state.turn_start import StartReply
-from core.types.agent import AgentState
+from core.types.agent import AgentSpec, AgentState
 from core.types.chat import Usage
 from core.types.run import RunHead, RunState, RunStatus
 
@@ -29,10 +29,24 @@ def set_run(pipe: Any, keys: Keys, run: RunState) -> None:
         pipe.srem(keys.active_runs(), run.id)
 
 
+# Heads this process parsed, by their JSON: a run's head changes seldom (its status, a
+# pause, an extension) and every turn reads it. A head is frozen: one may be shared.
+_HEADS: dict[Any, RunHead] = {}
+_HEADS_MAX = 1024
+
+
 def parse_head(raw: Any) -> RunHead | None:
     """The head from its JSON; None when there is none (a run recorded before heads
     existed, or created by a process that died between its two writes: read the record)."""
-    return None if raw is None else RunHead.model_validate_json(raw)
+    if raw is None:
+        return None
+    head = _HEADS.get(raw)
+    if head is None:
+        head = RunHead.model_validate_json(raw)
+        if len(_HEADS) >= _HEADS_MAX:
+            _HEADS.clear()
+        _HEADS[raw] = head
+    return head
 
 
 def parse_usage(raw: Any) -> Usage:
@@ -43,14 +57,42 @@ def parse_usage(raw: Any) -> Usage:
     )
 
 
+# The JSON of specs this process saved, by the spec's identity (the spec itself kept with
+# it, so that its id is never another's): an agent's spec never changes (frozen), and
+# every save writes it twice, alone and inside the state.
+_SPECS: dict[int, tuple[AgentSpec, str]] = {}
+_SPECS_MAX = 4096
+_NOT_SPEC = {"spec"}
+
+
+def spec_json(spec: AgentSpec) -> str:
+    """``spec.model_dump_json()``, dumped once per spec."""
+    known = _SPECS.get(id(spec))
+    if known is not None and known[0] is spec:
+        return known[1]
+    text = spec.model_dump_json()
+    if len(_SPECS) >= _SPECS_MAX:
+        _SPECS.clear()
+    _SPECS[id(spec)] = (spec, text)
+    return text
+
+
+def state_json(state: AgentState, spec: str) -> str:
+    """``state.model_dump_json()`` with the spec's JSON (``spec``) already made: the spec
+    is the state's first field."""
+    rest = state.model_dump_json(exclude=_NOT_SPEC)  # '{"run_id":…}'
+    return f'{{"spec":{spec},{rest[1:]}'
+
+
 def agent_fields(state: AgentState) -> dict[Any, Any]:
+    spec = spec_json(state.spec)
     return {
         "seq": state.seq,
         "status": state.status.value,
-        "spec": state.spec.model_dump_json(),
+        "spec": spec,
         # Read by the turn's start script (which streams to drain) without the spec.
         "team": state.spec.team_id or "",
-        "state": state.model_dump_json(),
+        "state": state_json(state, spec),
     }
 
 

@@ -112,18 +112,36 @@ def _fix(value: Any, kind: str) -> Any:
     return value
 
 
-def coerce(arguments: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """``arguments`` with each top-level value of one unambiguous wrong type set right."""
+def single_kinds(schema: dict[str, Any]) -> dict[str, str] | None:
+    """The one JSON type of each top-level property whose schema names only one (what
+    :func:`coerce` may set right); None when the schema has no properties."""
     props = schema.get("properties")
     if not isinstance(props, dict):
-        return arguments
+        return None
     defs = schema.get("$defs") or {}
+    out: dict[str, str] = {}
+    for name, sub in props.items():
+        if isinstance(sub, dict):
+            kinds = _types(sub, defs)
+            if len(kinds) == 1:
+                out[name] = next(iter(kinds))
+    return out
+
+
+def coerce(
+    arguments: dict[str, Any],
+    schema: dict[str, Any],
+    kinds: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """``arguments`` with each top-level value of one unambiguous wrong type set right
+    (``kinds``: :func:`single_kinds` of ``schema``, when the caller made it already)."""
+    if kinds is None:
+        kinds = single_kinds(schema)
+        if kinds is None:
+            return arguments
     out = dict(arguments)
     for name, value in arguments.items():
-        sub = props.get(name)
-        if not isinstance(sub, dict):
-            continue
-        kinds = _types(sub, defs)
-        if len(kinds) == 1:
-            out[name] = _fix(value, next(iter(kinds)))
+        kind = kinds.get(name)
+        if kind is not None:
+            out[name] = _fix(value, kind)
     return out

@@ -16,7 +16,7 @@ from core.agent.context import ToolContext
 from core.config_tools import ToolApprovalSettings
 from core.errors import ToolRetry
 from core.prompts import PromptLibrary
-from core.tools._coerce import NotAnObject, coerce, decode_arguments, lone_string
+from core.tools._coerce import NotAnObject, coerce, decode_arguments, lone_string, single_kinds
 from core.tools._schema import arguments_model, json_schema, parse_docstring
 from core.tools.approval import needs_approval
 from core.types.chat import ToolCall
@@ -60,11 +60,18 @@ class Tool:
     # Built once: generating a JSON schema costs more than the rest of a turn's CPU.
     _schema: dict[str, Any] = field(init=False, repr=False, compare=False)
     _openai: dict[str, Any] = field(init=False, repr=False, compare=False)
+    # What reading a call's arguments needs of the schema, found once: the only parameter
+    # when it is a string, and the one type of each parameter that has one (None: the
+    # schema has no properties).
+    _lone: str | None = field(init=False, repr=False, compare=False)
+    _kinds: dict[str, str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         given = self.parameters
         schema = copy.deepcopy(given) if given is not None else json_schema(self.args_model)
         object.__setattr__(self, "_schema", schema)
+        object.__setattr__(self, "_lone", lone_string(schema))
+        object.__setattr__(self, "_kinds", single_kinds(schema))
         function = {"name": self.name, "description": self.description, "parameters": schema}
         object.__setattr__(self, "_openai", {"type": "function", "function": function})
 
@@ -251,7 +258,8 @@ class ToolRegistry:
 def _arguments(t: Tool, call: ToolCall) -> tuple[Any, BaseModel] | str:
     """The call's arguments as decoded (``raw``) and validated, or what is wrong with them."""
     try:
-        raw = coerce(decode_arguments(call.arguments, lone_string(t._schema)), t._schema)
+        decoded = decode_arguments(call.arguments, t._lone)
+        raw = decoded if t._kinds is None else coerce(decoded, t._schema, t._kinds)
     except json.JSONDecodeError as exc:
         return f"not valid JSON ({exc.msg} at char {exc.pos})"
     except NotAnObject as exc:

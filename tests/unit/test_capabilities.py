@@ -11,7 +11,7 @@ from core.llm.capabilities import Ladder, LadderLLM, Rung, Seen, offer, read
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.llm.text_calls import calls_in_text, strip_reasoning
 from core.prompts import PromptLibrary
-from core.tools._coerce import NotAnObject, coerce, decode_arguments, lone_string
+from core.tools._coerce import NotAnObject, coerce, decode_arguments, lone_string, single_kinds
 from core.tools.builtin import default_registry
 from core.types.chat import ChatMessage, ToolCall
 
@@ -245,3 +245,24 @@ def test_arguments_are_decoded_twice_and_coerced_by_the_schema() -> None:
         "page": "three",
         "data": "not json",
     }
+    # The types found once (a registered tool keeps them) set the same things right.
+    kinds = single_kinds(schema)
+    assert kinds is not None and "either" not in kinds and kinds["items"] == "array"
+    wrong = {"page": "3", "text": 42, "either": "7", "unknown": "5"}
+    assert coerce(wrong, schema, kinds) == coerce(wrong, schema)
+    assert single_kinds({"type": "object"}) is None
+    assert coerce({"a": "1"}, {"type": "object"}) == {"a": "1"}
+    finish = default_registry().get("finish")
+    assert finish is not None and finish._lone == "result" and finish._kinds == {"result": "string"}
+
+
+def test_an_answer_with_calls_and_nothing_to_drop_is_kept_as_it_is() -> None:
+    calls = (ToolCall(id="c", name="finish", arguments="{}"),)
+    plain = LLMResponse(model="m", content="done", tool_calls=calls)
+    got, seen = read(plain, ["finish"])
+    assert got is plain and seen == Seen(True, False)
+    thinking = LLMResponse(model="m", content="<think>hm</think> done", tool_calls=calls)
+    got, _ = read(thinking, ["finish"])
+    assert got.content == "done" and got.tool_calls == calls and thinking.content != "done"
+    empty = LLMResponse(model="m", content="", tool_calls=calls)
+    assert read(empty, ["finish"])[0].content is None

@@ -60,3 +60,25 @@ async def test_a_released_lease_is_not_renewed(monkeypatch: pytest.MonkeyPatch) 
     await asyncio.sleep(0.05)
     renewal.stop()
     assert fake.renewals == []
+
+
+async def test_one_timer_renews_every_held_lease_and_a_short_turn_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lease, "LEASE_S", 0.06)
+    long, short, released = FakeLease(), FakeLease(), FakeLease()
+    h = held(released)
+    renewals = [lease._Renewal(held(long), 60), lease._Renewal(held(short), 60)]
+    renewals.append(lease._Renewal(h, 60))
+    assert len({id(r.renewals) for r in renewals}) == 1  # the loop's one set
+    renewals[1].stop()  # a turn that ended before its first renewal was due
+    await asyncio.sleep(0.03)
+    h.released = True  # saved: its lease went with the save
+    await asyncio.sleep(0.09)
+    renewals[0].stop()
+    assert len(long.renewals) >= 2
+    assert short.renewals == []
+    assert len(released.renewals) <= 1  # at most the one due before its release
+    assert not renewals[0].renewals.live
+    await asyncio.sleep(0.05)
+    assert renewals[0].renewals.timer is None  # nothing held: the timer stops

@@ -118,3 +118,19 @@ async def test_malformed_streams_are_said_plainly(stream: bytes, said: str, retr
     with pytest.raises(CallFailure) as caught:
         await sse.read(_bytes(stream))
     assert said in caught.value.message and caught.value.retry is retried
+
+
+def test_the_clients_cost_is_pricings_figure_and_an_unpriced_model_counts_zero(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    mine = LLMSettings(prices={"openai/my-model": {"input_per_mtok": 0.7, "output_per_mtok": 3}})
+    client = OpenAICompatClient(mine)
+    body = {
+        "choices": [{"message": {"content": "hi"}}],
+        "usage": {"prompt_tokens": 1234, "completion_tokens": 77},
+    }
+    for model in ("openai/my-model", "openai/gpt-4o-mini-2024-07-18", "hosted_vllm/unpriced-h"):
+        got = client._parse(model, body, 1).usage.cost_usd
+        assert got == pricing.cost_usd(mine, model, 1234, 77)  # the very same float
+    assert client._parse("hosted_vllm/unpriced-h", body, 1).usage.cost_usd == 0.0
+    assert "No price known for the model hosted_vllm/unpriced-h" in caplog.text
