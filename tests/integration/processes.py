@@ -114,6 +114,29 @@ class Process:
         self._log.unlink(missing_ok=True)
 
 
+def stop_all(procs: list[Process], timeout: float = 15) -> list[int]:
+    """:meth:`Process.stop` for several at once: SIGTERM to all first, then the waits (a
+    Celery worker's warm shutdown takes about a second; one after the other, that adds up)."""
+    for proc in procs:
+        if proc.proc.poll() is None:
+            proc.proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.proc.kill()
+            proc.proc.wait(5)
+    return [proc.proc.returncode for proc in procs]
+
+
+def cleanup_all(procs: list[Process]) -> None:
+    """:meth:`Process.cleanup` for several at once (stopped together, see :func:`stop_all`)."""
+    stop_all(procs)
+    for proc in procs:
+        proc.cleanup()
+
+
 def free_port() -> int:
     """A TCP port free on the loopback interface right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -36,7 +36,7 @@ from tasks.scheduler import CeleryScheduler
 from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.helpers import collect
-from tests.integration.processes import Process, unique_prefix, worker_env
+from tests.integration.processes import Process, cleanup_all, unique_prefix, worker_env
 
 pytestmark = pytest.mark.integration
 
@@ -98,8 +98,7 @@ def workers(fake_llm: ThreadedFakeLLMServer, prefix: str) -> Iterator[list[Proce
             proc.wait_for(" ready.", timeout=120)
         yield procs
     finally:
-        for proc in procs:
-            proc.cleanup()
+        cleanup_all(procs)
 
 
 def client_settings(prefix: str) -> Settings:
