@@ -4,11 +4,11 @@ before), then reads the agent's state, the run's head, this turn's delivery coun
 more, unless the agent has not reached the turn: see the script), the run's usage and
 the model's answer an earlier delivery saved, and — when the job is the agent's current
 turn — reads its mail (``XREADGROUP`` over its streams: its pending entries, then new ones
-unless an answer was saved for pending ones, whose request was made for those only) with
-the specs of the agents that sent it. A job that is not the agent's current turn releases the
-lease at once and gets the follow-ups of the turn it is a late copy of that were never
-started (``core.agent.wake``). Done follow-up records are cleared on the way
-(``turn_script.Clears``).
+unless an answer was saved, whose request was made for the pending ones only — but for a
+waiting agent with none pending) with the specs of the agents that sent it. A job that is
+not the agent's current turn releases the lease at once and gets the follow-ups of the
+turn it is a late copy of that were never started (``core.agent.wake``). Done follow-up
+records are cleared on the way (``turn_script.Clears``).
 
 Nothing read is acknowledged here: the turn acknowledges what it read in its save.
 
@@ -86,11 +86,14 @@ if current then
   end
   pending = read('0')
   -- An answer saved for this turn was made for the mail pending then: no newer mail is
-  -- read, so that the request is the same. With nothing pending, it was made for no mail,
-  -- or for mail a failover lost (read on the old primary, the answer saved on the new
-  -- one): new mail is read, or the turn would find none, sleep, and be woken for it at
-  -- once, again and again (the answer is reused only if the request is the same).
-  if not saved or #pending == 0 then fresh = read('>') end
+  -- read, so that the request is the same. A waiting agent's turn with nothing pending
+  -- had its mail lost by a failover (read on the old primary, the answer saved on the new
+  -- one by the call keeper): it reads new mail, or it would find none, sleep, and be woken
+  -- for it at once, again and again (the answer is reused only if the request is the
+  -- same). A running agent's answer made for no mail is kept to (newer mail waits for the
+  -- next turn: no call asked again).
+  local waiting = f[3] == 'waiting' or f[3] == 'waiting_human'
+  if not saved or (waiting and #pending == 0) then fresh = read('>') end
   local seen = {[ARGV[5]] = true}
   for _, reply in ipairs({pending or {}, fresh or {}}) do
     for _, s in ipairs(reply) do
