@@ -146,10 +146,17 @@ async def park(svc: Services, run_id: str, agent_id: str) -> bool:
 
 
 def prompt_chars(messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]]) -> int:
-    """The size of a request's prompt in characters (cheap enough for every turn)."""
-    chars = sum(len(m.content or "") for m in messages)
-    chars += sum(len(c.arguments or "") + len(c.name) for m in messages for c in m.tool_calls)
-    return chars + sum(_tool_chars(t) for t in tools)
+    """The size of a request's prompt in characters (cheap enough for every turn: one
+    loop over the thread, no generator)."""
+    chars = 0
+    for m in messages:
+        if m.content:
+            chars += len(m.content)
+        for c in m.tool_calls:
+            chars += len(c.arguments or "") + len(c.name)
+    for t in tools:
+        chars += _tool_chars(t)
+    return chars
 
 
 # A tool's size by its "function" part, which every request shares (``Tool.openai_schema``:

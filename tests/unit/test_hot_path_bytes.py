@@ -209,3 +209,15 @@ def test_a_body_that_is_not_json_is_refused_as_before() -> None:
             parse_json(text)
     assert "an HTML page" in from_body("<html><body>x</body></html>").message  # type: ignore[union-attr]
     assert "not an object" in from_body("[1]").message  # type: ignore[union-attr]
+
+
+def test_a_prompts_size_counts_texts_calls_and_tools() -> None:
+    from core.agent.limits import prompt_chars
+
+    thread = _state().thread
+    tools = ({"type": "function", "function": {"name": "t", "parameters": {}}},)
+    expected = sum(len(m.content or "") for m in thread)
+    expected += sum(len(c.arguments or "") + len(c.name) for m in thread for c in m.tool_calls)
+    expected += sum(len(json.dumps(t)) for t in tools)
+    assert prompt_chars(thread, tools) == expected == prompt_chars(thread, tools)
+    assert prompt_chars([], ()) == 0
