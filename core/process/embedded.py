@@ -15,6 +15,7 @@ from core.library import Library
 from core.llm.base import LLM
 from core.process.background import run_background
 from core.process.embedded_library import load_library, records_path, save_library
+from core.process.heap import freeze_startup_objects
 from core.process.jobs import handle
 from core.process.tools_start import start_tools, stop_tools
 from core.process.wiring import build_llm, build_services
@@ -50,6 +51,8 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
         await load_library(settings, svc.store)
     await start_tools(svc)
     scheduler.start(lambda job: handle(svc, job))
+    # What start-up made lives as long as the services: out of the collector's walks.
+    freeze_startup_objects()
     stop = asyncio.Event()
     background = asyncio.create_task(run_background(svc, stop), name="caramba-background")
     try:
