@@ -2,7 +2,8 @@
 
 The scenarios of ``tests/scenarios/test_society.py`` also run here through the parametrised
 ``celery-redis`` case; these tests cover what only a broker does: the same turn delivered
-more than once, and a turn whose task keeps raising.
+more than once. A turn whose task keeps raising is tests/integration/test_turn_dispatch.py's
+(under each ``celery.turn_dispatch``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from core.process.wiring import build_services
 from core.runs.control import start_run
 from core.scheduler.base import TurnJob, TurnOutcome
 from core.types import AgentSpec
-from core.types.agent import EndReason
 from core.types.events import AgentFinished, LLMCalled, RunFinished, ToolCalled
 from core.types.run import RunStatus
 from tasks.app import runtime_of
@@ -93,38 +93,3 @@ async def test_a_turn_delivered_three_times_is_applied_once(settings, real_redis
     state = await svc.store.load_agent(run_id, spec.id)
     assert state is not None and [m.role for m in state.thread].count("assistant") == 2
     assert events == await collect(svc, run_id, timeout_s=5)  # nothing was added later
-
-
-async def test_a_turn_that_keeps_raising_is_retried_then_quarantined(settings, real_redis) -> None:
-    settings = celery_settings(
-        settings.model_copy(
-            update={"limits": settings.limits.model_copy(update={"max_deliveries": 3})}
-        ),
-        real_redis.test_prefix,
-    )
-
-    def poison(request: LLMRequest) -> Reply:
-        raise RuntimeError("a bug in the turn, not a model error")
-
-    model = ScriptedModel(responder=poison)
-    app = worker_app(settings, model)
-    publisher = CeleryScheduler(app, settings)
-    svc = build_services(settings, publisher, llm=model, redis=real_redis)
-    spec = AgentSpec(name="Solo", tools=("finish",))
-    try:
-        async with celery_worker(app, concurrency=2):
-            run_id = await start_run(svc, "anything", spec)
-            events = await collect(svc, run_id, timeout_s=20)
-            await asyncio.sleep(0.5)  # a task looping on would call the model again here
-    finally:
-        await publisher.aclose()
-        app.close()
-
-    # Delivered max_deliveries times (each raised and was retried with back-off), then the
-    # next delivery was quarantined by the turn itself: the run fails with the reason.
-    assert len(model.requests) == 3
-    finished = next(e for e in events if isinstance(e, AgentFinished))
-    assert finished.reason is EndReason.QUARANTINED
-    final = events[-1]
-    assert isinstance(final, RunFinished) and final.status is RunStatus.FAILED
-    assert "quarantined" in (final.error or "")

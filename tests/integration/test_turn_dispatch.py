@@ -113,6 +113,7 @@ async def test_a_turn_that_keeps_raising_is_retried_then_quarantined(
     assert finished.reason is EndReason.QUARANTINED
     final = events[-1]
     assert isinstance(final, RunFinished) and final.status is RunStatus.FAILED
+    assert "quarantined" in (final.error or "")
 
 
 @DISPATCHES
