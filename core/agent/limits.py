@@ -52,7 +52,7 @@ def limits_for(settings: Settings, state: AgentState) -> AgentLimits:
 
 
 _LIMITS: dict[tuple[int, int], tuple[object, object, AgentLimits]] = {}
-_LIMITS_MAX = 4096
+_LIMITS_MAX = 256
 
 
 class Breach(NamedTuple):

@@ -35,7 +35,7 @@ def clip(text: str | None, limit: int = _EVENT_TEXT_CHARS) -> str | None:
 
 # A sender's name and role by its spec's JSON (a spec never changes: parsed once).
 _SENDERS: dict[str, tuple[str, str]] = {}
-_SENDERS_MAX = 4096
+_SENDERS_MAX = 256
 
 
 def _name_and_role(raw: str) -> tuple[str, str]:

@@ -32,7 +32,7 @@ def set_run(pipe: Any, keys: Keys, run: RunState) -> None:
 # Heads this process parsed, by their JSON: a run's head changes seldom (its status, a
 # pause, an extension) and every turn reads it. A head is frozen: one may be shared.
 _HEADS: dict[Any, RunHead] = {}
-_HEADS_MAX = 1024
+_HEADS_MAX = 256
 
 
 def parse_head(raw: Any) -> RunHead | None:
@@ -61,7 +61,7 @@ def parse_usage(raw: Any) -> Usage:
 # it, so that its id is never another's): an agent's spec never changes (frozen), and
 # every save writes it twice, alone and inside the state.
 _SPECS: dict[int, tuple[AgentSpec, str]] = {}
-_SPECS_MAX = 4096
+_SPECS_MAX = 256  # (as many as the agents whose state a process holds, Turns._held)
 _NOT_SPEC = {"spec"}
 
 
