@@ -27,7 +27,6 @@ if __name__ == "__main__":
 
 import argparse
 import asyncio
-import gc
 import logging
 import os
 import signal
@@ -43,6 +42,7 @@ from celery.exceptions import CPendingDeprecationWarning
 
 from core.config import Settings, load_settings
 from core.errors import CarambaError
+from core.process import heap
 from core.state.reach import redis_problem
 from tasks.app import make_app, worker_of
 from tasks.production import configure_logging, require_redis
@@ -111,9 +111,7 @@ def freeze_startup_objects() -> None:
     as the chat bots do (``bots/chat/startup.py``). Otherwise each full collection walks
     them all again: 91-236 ms of CPU under load, with the turns' loop stalled meanwhile.
     Run once, when the worker's consumer is first ready (the runtime started before it)."""
-    gc.collect()
-    gc.freeze()
-    log.info("start-up objects frozen: %d kept out of garbage collection", gc.get_freeze_count())
+    log.info("start-up objects frozen: %d kept out of garbage collection", heap.freeze())
 
 
 def start_celery_worker(app: Celery, argv: Sequence[str]) -> None:

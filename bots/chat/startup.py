@@ -4,7 +4,7 @@ the platform (acknowledgements within Slack's and Discord's 3 s)."""
 
 from __future__ import annotations
 
-import gc
+from core.process import heap
 
 
 def freeze_startup_objects() -> None:
@@ -12,5 +12,4 @@ def freeze_startup_objects() -> None:
     long as the process) into the collector's permanent generation. Otherwise each full
     collection walks them all: 120 ms of CPU here, 200-400 ms of a stalled event loop
     under load (bench/discord_ack.py; about 20 ms frozen)."""
-    gc.collect()
-    gc.freeze()
+    heap.freeze()

@@ -21,6 +21,16 @@ GEN0_THRESHOLD = 10_000
 _frozen = False
 
 
+def freeze() -> int:
+    """Collect once and move every object left into the collector's permanent generation
+    (what start-up made lives as long as the process); returns how many are frozen. The
+    Celery worker (``tasks.worker``) and the chat bots (``bots.chat.startup``) call it once
+    they are ready; embedded services through :func:`freeze_startup_objects`."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
 def freeze_startup_objects() -> int:
     """Collect once, move every object left into the collector's permanent generation and
     raise gen0's threshold to ``GEN0_THRESHOLD`` (gen1's and gen2's kept); returns how
@@ -30,10 +40,8 @@ def freeze_startup_objects() -> int:
     if _frozen:
         return gc.get_freeze_count()
     _frozen = True
-    gc.collect()
-    gc.freeze()
-    _, gen1, gen2 = gc.get_threshold()
-    gc.set_threshold(max(GEN0_THRESHOLD, gc.get_threshold()[0]), gen1, gen2)
-    frozen = gc.get_freeze_count()
+    frozen = freeze()
+    gen0, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(max(GEN0_THRESHOLD, gen0), gen1, gen2)
     log.debug("start-up objects frozen: %d kept out of garbage collection", frozen)
     return frozen
