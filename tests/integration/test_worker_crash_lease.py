@@ -200,12 +200,8 @@ async def test_a_killed_workers_turn_runs_again_within_a_few_leases(
     )
     assert saved_at > killed_at[0]
     assert pending == 0
-    # Brought back by the ledger (kombu would have waited an hour). With it, maybe, an
-    # ended turn the killed worker had not settled yet (a chain's last turns are settled
-    # with its next lease renewal, tasks.chain): published again, it is dropped as applied
-    # (completed_once: each turn saved once).
-    survivor = next(w for w in workers if w.returncode is None)
-    assert re.search(r"published [12] turns again that no live worker held", survivor.output())
+    # Brought back within the run's 40 s (kombu would have waited the visibility timeout,
+    # an hour): by the ledger's sweep or the watchdog, whichever process came first.
 
 
 class Recorder(CeleryScheduler):
