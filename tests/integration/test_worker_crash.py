@@ -223,8 +223,14 @@ async def test_a_worker_killed_mid_turn_loses_nothing(
         )
         done_markers = [k async for k in redis.scan_iter(match=f"{prefix}:intent-done:{run_id}:*")]
         # Every message published was run to its end (a lost one was published again).
-        for _ in range(100):
-            if (unsettled := await asyncio.to_thread(publisher.ledger.pending)) == 0:
+        # The run may end before the dead worker's entries are: one it held for a turn
+        # that ended (settled with its next renewal, which never came) lapses with its
+        # lease, is claimed by a sweep, published, dropped as applied and settled with the
+        # survivor's next renewal — up to lease_s + two sweep intervals after the kill.
+        lease_s = settings.celery.lease_s
+        deadline = asyncio.get_running_loop().time() + 2 * lease_s + 10
+        while (unsettled := await asyncio.to_thread(publisher.ledger.pending)) != 0:
+            if asyncio.get_running_loop().time() > deadline:
                 break
             await asyncio.sleep(0.1)
         counts = await redis.hgetall(svc.store.keys.deliveries(run_id))
