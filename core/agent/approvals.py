@@ -214,9 +214,11 @@ async def settle(io: TurnIO, allowed: Sequence[str]) -> bool | None:
 
 
 async def still_waiting(io: TurnIO) -> None:
-    """Woken while the call still waits (mail came): release the wake-up claim; if a
-    decision came meanwhile (its wake-up found the claim held), wake the agent again."""
-    await agents.release_wake(io.svc.store, io.run_id, io.state.spec.id)
+    """Woken while the call still waits (mail came): release the wake-up claim, this
+    delivery counted as a wait, not as a death of the turn (more mail than
+    ``limits.max_crashes`` during a long wait must not quarantine it); if a decision came
+    meanwhile (its wake-up found the claim held), wake the agent again."""
+    await agents.release_waiting(io.svc.store, io.run_id, io.state.spec.id, io.seq)
     aid = io.state.open_approval
     if aid is not None and await book.decision(io.svc.store, io.run_id, aid) is not None:
         await wake_agent(io.svc, io.run_id, io.state.spec.id)

@@ -12,7 +12,11 @@ Counted are the deliveries of the turn that reached it (``core.state.turn_start`
 of a turn the agent has not reached yet — its job outlived a save a Redis failover lost —
 does nothing and is not counted against that turn. A delivery that ends without a save and
 without an error (woken with nothing to read) is counted with the deaths: a wake-up that
-keeps finding nothing is a loop the quarantine stops too.
+keeps finding nothing is a loop the quarantine stops too. Not so a delivery woken by mail
+while a call of the turn waits for a person's approval (``approvals.still_waiting``): the
+wait is deliberate and may be long, each message wakes it once, and each such delivery is
+counted apart (``waits``) — only a delivery that got that far is, so one whose worker died
+before is still a death.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from core.config_sections import LimitSettings
 
 
 def quarantine_reason(
-    limits: LimitSettings, seq: int, deliveries: int, failures: int
+    limits: LimitSettings, seq: int, deliveries: int, failures: int, waits: int = 0
 ) -> str | None:
-    """Why delivery number ``deliveries`` of turn ``seq`` (``failures`` earlier ones raised)
-    must not run, or None. The other earlier deliveries that did not save died."""
-    deaths = max(0, deliveries - 1 - failures)
+    """Why delivery number ``deliveries`` of turn ``seq`` (``failures`` earlier ones raised,
+    ``waits`` found its call still waiting for approval) must not run, or None. The other
+    earlier deliveries that did not save died."""
+    deaths = max(0, deliveries - 1 - failures - waits)
     if failures >= limits.max_deliveries:
         return (
             f"turn {seq} failed {failures} times without being saved "

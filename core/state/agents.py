@@ -45,6 +45,17 @@ async def release_wake(store: Store, run_id: str, agent_id: str) -> None:
     await store.redis.delete(store.keys.wake(run_id, agent_id))
 
 
+async def release_waiting(store: Store, run_id: str, agent_id: str, seq: int) -> None:
+    """Drop the agent's wake-up claim, its turn ``seq`` woken (by mail) while a call of it
+    waits for a person's approval: this delivery is counted as a wait, apart from the
+    deaths (``core.agent.quarantine``), in the same round trip."""
+    keys = store.keys
+    async with store.redis.pipeline(transaction=False) as pipe:
+        pipe.delete(keys.wake(run_id, agent_id))
+        pipe.hincrby(keys.deliveries(run_id), f"{agent_id}:{seq}:waited", 1)
+        await pipe.execute()
+
+
 @dataclass(frozen=True)
 class NewAgent:
     """An agent to create: its state, the events that tell of it, and the writes that go

@@ -1,7 +1,8 @@
 """The script that starts a turn in one round trip: it takes the turn's lease (``SET NX
 PX``; when another delivery holds it, it says so and reads nothing: the caller polls as
 before), then reads the agent's state, the run's head, this turn's delivery count (one
-more, unless the agent has not reached the turn: see the script), the run's usage and
+more, unless the agent has not reached the turn: see the script; and how many of those
+raised or only waited), the run's usage and
 the model's answer an earlier delivery saved, and — when the job is the agent's current
 turn — reads its mail (``XREADGROUP`` over its streams: its pending entries, then new ones
 unless an answer was saved, whose request was made for the pending ones only — but for a
@@ -53,6 +54,7 @@ else
   deliveries = tonumber(redis.call('HGET', KEYS[4], field) or '0')
 end
 local failed = redis.call('HGET', KEYS[4], field .. ':failed')
+local waited = redis.call('HGET', KEYS[4], field .. ':waited')
 local usage = redis.call('HGETALL', KEYS[5])
 local saved = redis.call('HGET', KEYS[6], field)
 local pending, fresh, senders, redo, legacy = false, false, {}, {}, false
@@ -132,7 +134,7 @@ end
 local state = f[1]
 if state and ARGV[12] ~= '' and f[8] == ARGV[12] then state = '=' end
 return {1, state, head, deliveries, failed, usage, saved, pending, fresh, senders, redo,
-  current and 1 or 0, legacy}
+  current and 1 or 0, legacy, waited}
 """
 )
 
@@ -164,6 +166,9 @@ class StartReply(NamedTuple):
     current: bool
     # A follow-ups record written before the records were job lists (JSON), if any.
     legacy: str | None = None
+    # Of the earlier deliveries, how many ended waiting on purpose: woken by mail while a
+    # call waits for a person's approval (``agents.release_waiting``), not deaths.
+    waits: int = 0
 
 
 def start_args(
@@ -219,4 +224,5 @@ def parse_start(reply: Any) -> StartReply | None:
         redo=list(reply[10] or []),
         current=bool(int(reply[11])),
         legacy=reply[12] if len(reply) > 12 else None,
+        waits=int(reply[13] or 0) if len(reply) > 13 else 0,
     )

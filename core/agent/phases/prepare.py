@@ -47,7 +47,9 @@ async def load(svc: Services, job: TurnJob, held: Held) -> Turn | Drop:
     caps = limits_for(svc.settings, state)
     io = TurnIO(svc, state)
     turn = Turn(svc, job, io, caps, run, run_usage, responses.parse(raw_saved), held=held)
-    turn.quarantined = quarantine_reason(svc.settings.limits, job.seq, deliveries, failures)
+    turn.quarantined = quarantine_reason(
+        svc.settings.limits, job.seq, deliveries, failures, reply.waits
+    )
     return turn
 
 
