@@ -246,8 +246,11 @@ class TurnIO:
         await wake_agent(self.svc, self.run_id, agent_id)
 
     async def spurious_wake(self) -> None:
-        """Woken with nothing to read: release the claim, re-check (a message may have
-        arrived between the drain and the release)."""
-        await agents.release_wake(self.svc.store, self.run_id, self.state.spec.id)
+        """Woken with nothing to read: release the claim (what it read was only its own
+        posts: acknowledged with it), re-check (a message may have arrived between the
+        drain and the release)."""
+        me = self.state.spec.id
+        own = [(d.stream, d.entry_id) for d in self.delivered if d.message.sender == me]
+        await agents.release_wake(self.svc.store, self.run_id, me, own)
         if await self.svc.bus.has_unread(self.run_id, self.state.spec):
             await self.wake(self.state.spec.id)

@@ -40,9 +40,18 @@ async def status_and_seq(
     return AgentStatus(fields[0]), int(fields[1])
 
 
-async def release_wake(store: Store, run_id: str, agent_id: str) -> None:
-    """Drop the agent's wake-up claim (it was woken with nothing to read)."""
-    await store.redis.delete(store.keys.wake(run_id, agent_id))
+async def release_wake(
+    store: Store, run_id: str, agent_id: str, own: Sequence[tuple[str, str]] = ()
+) -> None:
+    """Drop the agent's wake-up claim (it was woken with nothing to read), acknowledging
+    the entries (stream, id) it read that were only its own posts on its team's topic or
+    the broadcast: never shown to it, nothing is lost; left pending, they would wake it
+    again at once, again and again, until its turn was quarantined."""
+    async with store.redis.pipeline(transaction=False) as pipe:
+        for stream, entry_id in own:
+            pipe.xack(stream, agent_id, entry_id)
+        pipe.delete(store.keys.wake(run_id, agent_id))
+        await pipe.execute()
 
 
 async def release_waiting(store: Store, run_id: str, agent_id: str, seq: int) -> None:
