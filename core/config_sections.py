@@ -110,6 +110,9 @@ class SchedulerSettings(_Section):
     background_interval_s: float = Field(0.2, gt=0, le=60)
     background_idle_ticks: int = Field(5, ge=1, le=1000)
     background_idle_s: float = Field(2.0, gt=0, le=60)
+    # Work of a tick that can wait (ended runs into the library, their cost into the spend
+    # ledger) is held back while this process runs turns, at most this long (0 = never).
+    background_defer_s: float = Field(5.0, ge=0, le=3600)
     # An intent claimed by a worker that died is taken over after this long.
     intent_claim_idle_s: float = Field(30.0, gt=0)
     # How often one process checks the runs under way for a run nothing can move on.

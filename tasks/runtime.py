@@ -69,6 +69,8 @@ class WorkerRuntime:
         self._background: list[asyncio.Task[None]] = []
         self._inflight = 0
         self.turns_run = 0
+        # Called on the loop when the last running turn ended (watch_idle).
+        self._idle_watchers: list[Callable[[], None]] = []
 
     def start(self) -> None:
         with self._lock:
@@ -97,6 +99,7 @@ class WorkerRuntime:
             await svc.store.ping()  # fail at start-up, not on the first turn
             # MCP servers' sessions, on this loop (the turns' loop), for the process's life.
             await start_tools(svc)
+            svc.prompts.warm()  # the turns' templates compiled here, not in the first turns
         except BaseException:
             await scheduler.aclose()
             raise
@@ -105,7 +108,7 @@ class WorkerRuntime:
         self._stop_background = stop = asyncio.Event()
         self._background = [
             asyncio.create_task(
-                forever("background loop", lambda: run_background(svc, stop), stop),
+                forever("background loop", lambda: run_background(svc, stop, self), stop),
                 name="caramba-background",
             ),
             asyncio.create_task(
@@ -193,6 +196,23 @@ class WorkerRuntime:
             self._inflight -= 1
             self.turns_run += 1
             self._lock.notify_all()
+            idle, loop = self._inflight == 0, self._loop
+        if idle and loop is not None:
+            for watcher in tuple(self._idle_watchers):
+                try:
+                    loop.loop.call_soon_threadsafe(watcher)
+                except RuntimeError:  # the loop closed meanwhile (stopping)
+                    return
+
+    def running(self) -> bool:
+        """Whether a turn runs in this process (the background loop holds back the work
+        that can wait meanwhile: ``core.process.background.Deferral``)."""
+        return self._inflight > 0
+
+    def watch_idle(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` on the turns' loop each time the last running turn ended."""
+        self._idle_watchers.append(callback)
+        return lambda: self._idle_watchers.remove(callback)
 
     def settle(self, task_id: str, job: dict[str, object]) -> None:
         """The message ``task_id`` ran to its end: forget it in the ledger.

@@ -7,13 +7,20 @@ row found none (an idle process makes a few Redis round trips a second, not thir
 Timers and schedules stay on time whatever the pace: the loop sleeps no later than the
 soonest timer in the set or the soonest schedule's next slot, and a timer this process
 schedules meanwhile wakes it (a timer or schedule made by a process with no loop of its
-own, such as a chat bot's proposal expiry, is seen by the next tick)."""
+own, such as a chat bot's proposal expiry, is seen by the next tick).
+
+Urgent first: timers, intents, the watchdog and due schedules run at every tick. The work
+that can wait (recording ended runs in the library, folding their cost into the spend
+ledger: tens of ms on the loop the turns share) is held back while this process runs
+turns (:class:`Deferral`), done as soon as none runs, and after
+``scheduler.background_defer_s`` anyway."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from core.agent.wake import wake_agent
@@ -23,6 +30,7 @@ from core.effects.timers import TIMER, DeliverMessage, ExpireProposal, Timer
 from core.runs import firings, spend, watchdog
 from core.runs.control import expire_if_due
 from core.runs.learning import learn_ended
+from core.scheduler.base import TurnsHere
 from core.services import Services
 from core.state.client import Unreachable
 from core.state.idle_probe import probe
@@ -32,12 +40,37 @@ log = logging.getLogger(__name__)
 _BATCH = 100
 
 
-async def tick(svc: Services) -> tuple[bool, float | None]:
-    """One pass: fire due timers, process intents nobody has processed yet, record ended
-    runs in the library, and (every ``scheduler.watchdog_s``) end runs nothing can move
-    on (a step skipped when the tick's first look, ``core.state.idle_probe``, shows it
-    would find nothing). Returns whether it did any of that (there may be more) and when
-    the soonest timer (or schedule) left is due."""
+@dataclass
+class Deferral:
+    """Holds back a tick's work that can wait while this process's turns run (a pass of
+    tens of ms on their loop delays the deliveries beside it), at most ``limit_s`` from
+    the first tick that held it back; never without ``turns`` or with ``limit_s`` 0."""
+
+    limit_s: float
+    turns: TurnsHere | None = None
+    since: float | None = None  # when work was first held back (time.monotonic())
+
+    def may_run(self) -> bool:
+        if self.turns is None or self.limit_s <= 0 or not self.turns.running():
+            return True
+        return self.since is not None and time.monotonic() - self.since >= self.limit_s
+
+    def held(self) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+
+    def ran(self) -> None:
+        self.since = None
+
+
+async def tick(svc: Services, deferral: Deferral | None = None) -> tuple[bool, float | None]:
+    """One pass: fire due timers, process intents nobody has processed yet, (every
+    ``scheduler.watchdog_s``) end runs nothing can move on, fire due schedules, then
+    record ended runs in the library and (every ``[governance] fold_every_s``) fold their
+    cost into the spend ledger — these two unless ``deferral`` holds them back. A step is
+    skipped when the tick's first look, ``core.state.idle_probe``, shows it would find
+    nothing. Returns whether it did any of that or held work back (there may be more) and
+    when the soonest timer (or schedule) left is due."""
     timers, now = svc.store.timers, time.time()
     # One round trip says which of these steps may find work (idle, they cost no more).
     looked = await probe(svc.store, now)
@@ -46,13 +79,21 @@ async def tick(svc: Services) -> tuple[bool, float | None]:
         fired = await fire_due(svc, now)
         soonest = await timers.soonest()
     done = await process_pending(svc) if looked.intents else 0
-    learned = await learn_ended(svc) if looked.learning else 0
     ended = await watchdog.watch(svc) if looked.watchdog else 0
     # Schedules due now: each slot fired by one process (core.runs.firings).
     scheduled = await firings.fire_due(svc) if looked.schedules_due else 0
-    # Ended runs' cost into the spend ledger, once each (every [governance] fold_every_s).
-    folded = await spend.fold_ended(svc)
-    busy = bool(fired or done or learned or ended or scheduled or folded)
+    learned = folded = 0
+    waiting = looked.learning or spend.fold_due(svc)
+    held = waiting and deferral is not None and not deferral.may_run()
+    if held and deferral is not None:
+        deferral.held()
+    else:
+        learned = await learn_ended(svc) if looked.learning else 0
+        # Ended runs' cost into the spend ledger, once each (every fold_every_s).
+        folded = await spend.fold_ended(svc)
+        if deferral is not None:
+            deferral.ran()
+    busy = bool(fired or done or learned or ended or scheduled or folded or held)
     return busy, _earlier(soonest, looked.next_schedule)  # the loop wakes for either
 
 
@@ -143,18 +184,24 @@ async def _first_set(a: asyncio.Event, b: asyncio.Event, seconds: float) -> None
             waiter.cancel()
 
 
-async def run_background(svc: Services, stop: asyncio.Event) -> None:
-    """Tick until ``stop`` is set, at the :class:`Pace`.
+async def run_background(
+    svc: Services, stop: asyncio.Event, turns: TurnsHere | None = None
+) -> None:
+    """Tick until ``stop`` is set, at the :class:`Pace`; with ``turns`` (this process's),
+    the work that can wait is held back while they run (:class:`Deferral`), and the loop
+    ticks as soon as the last one ended.
 
     A failing tick is logged and retried on the next one: the loop never dies.
     """
     pace = Pace(svc.settings.scheduler)
+    deferral = Deferral(svc.settings.scheduler.background_defer_s, turns)
     unwatch = svc.store.timers.watch(pace.added)
+    unwatch_idle = turns.watch_idle(_wake_if_held(pace, deferral)) if turns else None
     try:
         while not stop.is_set():
             pace.ticking()
             try:
-                pace.ticked(*await tick(svc))
+                pace.ticked(*await tick(svc, deferral))
             except asyncio.CancelledError:
                 raise
             except Unreachable as exc:
@@ -171,3 +218,16 @@ async def run_background(svc: Services, stop: asyncio.Event) -> None:
             await pace.sleep(stop)
     finally:
         unwatch()
+        if unwatch_idle is not None:
+            unwatch_idle()
+
+
+def _wake_if_held(pace: Pace, deferral: Deferral) -> Callable[[], None]:
+    """The turns went idle: tick now if work was held back for them (as for a timer due
+    now, so a wake-up during a tick is not lost)."""
+
+    def wake() -> None:
+        if deferral.since is not None:
+            pace.added(time.time())
+
+    return wake

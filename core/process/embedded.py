@@ -50,11 +50,15 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
     if settings.redis.embedded:  # the library's entries and names outlive the process
         await load_library(settings, svc.store)
     await start_tools(svc)
+    svc.prompts.warm()  # compiled here, not inside the first turns
     scheduler.start(lambda job: handle(svc, job))
     # What start-up made lives as long as the services: out of the collector's walks.
     freeze_startup_objects()
     stop = asyncio.Event()
-    background = asyncio.create_task(run_background(svc, stop), name="caramba-background")
+    # Its work that can wait is held back while the scheduler runs turns.
+    background = asyncio.create_task(
+        run_background(svc, stop, scheduler), name="caramba-background"
+    )
     try:
         yield svc
     finally:

@@ -7,7 +7,7 @@ read with :mod:`importlib.resources`, so an installed wheel carries them. ``prom
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -19,6 +19,9 @@ from jinja2.loaders import split_template_path
 from core.errors import ConfigError, PromptError
 
 PACKAGE = __name__
+# The folders of the templates a turn renders: what comes to an agent over the bus,
+# feedback on its tool calls, and the roles and patterns of the agents it creates.
+TURN_TEMPLATES = ("bus/", "feedback/", "roles/", "patterns/")
 
 
 def packaged_templates() -> Traversable:
@@ -106,6 +109,22 @@ class PromptLibrary:
             raise PromptError(template, f"missing variable: {exc.message}") from None
         except jinja2.TemplateSyntaxError as exc:
             raise PromptError(template, f"syntax error line {exc.lineno}: {exc.message}") from None
+
+    def warm(self, folders: Iterable[str] = TURN_TEMPLATES) -> int:
+        """Compile every template under ``folders`` now, at a process's start, rather than
+        in the first turns that render them (about 1–2 ms each); how many. One that does
+        not compile is left to fail where it is rendered, with its error."""
+        prefixes = tuple(folders)
+        compiled = 0
+        for name in self.names():
+            if not name.startswith(prefixes):
+                continue
+            try:
+                self._env.get_template(name)
+            except jinja2.TemplateError:
+                continue
+            compiled += 1
+        return compiled
 
     def names(self) -> list[str]:
         """Every template (``*.j2``), relative names like ``roles/lead.md.j2``, sorted."""

@@ -75,14 +75,20 @@ async def _warn_folded(svc: Services, run: RunState, cost_usd: float) -> None:
     await warn_after(svc, run, folded_usd=cost_usd)
 
 
+def fold_due(svc: Services, *, now: float | None = None) -> bool:
+    """Whether :func:`fold_ended` would make a pass now (no round trip)."""
+    now = time.monotonic() if now is None else now
+    last = _folded_at.get(svc.store.keys.prefix, -1e18)
+    return now - last >= svc.settings.governance.fold_every_s
+
+
 async def fold_ended(svc: Services, *, now: float | None = None) -> int:
     """The background loop's pass (``core.spend.ledger.fold_ended``), at most once every
     ``[governance] fold_every_s`` in this process; how many runs were folded."""
     now = time.monotonic() if now is None else now
-    prefix = svc.store.keys.prefix
-    if now - _folded_at.get(prefix, -1e18) < svc.settings.governance.fold_every_s:
+    if not fold_due(svc, now=now):
         return 0
-    _folded_at[prefix] = now
+    _folded_at[svc.store.keys.prefix] = now
     try:
         return await ledger.fold_ended(svc, then=_warn_folded)
     except Exception:
@@ -95,6 +101,7 @@ __all__ = [
     "BudgetSet",
     "approve_spend",
     "asked_text",
+    "fold_due",
     "fold_ended",
     "gate",
     "is_admin",

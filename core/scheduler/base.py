@@ -33,6 +33,21 @@ class TurnOutcome(StrEnum):
 TurnHandler = Callable[[TurnJob], Awaitable[object]]
 
 
+class TurnsHere(Protocol):
+    """The turns this process runs, as its background loop sees them (the in-process
+    scheduler, a Celery worker's runtime): the loop holds back work that can wait while
+    any runs (``core.process.background.Deferral``)."""
+
+    def running(self) -> bool:
+        """Whether a turn is running or waiting to run here."""
+        ...
+
+    def watch_idle(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` (on this process's event loop) each time the last turn here
+        ended; returns what stops it."""
+        ...
+
+
 class Scheduler(Protocol):
     """Queues turns. Implementations must tolerate the same job submitted twice:
     the turn function drops a job whose ``seq`` was already applied."""

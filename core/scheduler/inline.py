@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 from core.scheduler.base import TurnHandler, TurnJob
 
@@ -32,6 +33,8 @@ class InlineScheduler:
         self._retry_cap_s = retry_cap_s
         self._failures: dict[TurnJob, int] = {}
         self._retries: set[asyncio.Task[None]] = set()
+        self._active = 0  # turns the handler is running now
+        self._idle_watchers: list[Callable[[], None]] = []
 
     def start(self, handler: TurnHandler) -> None:
         if self._workers:
@@ -44,6 +47,15 @@ class InlineScheduler:
 
     async def submit(self, job: TurnJob) -> None:
         await self._queue.put(job)
+
+    def running(self) -> bool:
+        """Whether a turn is running or queued here (one waiting to be retried is not)."""
+        return self._active > 0 or self._queue.qsize() > 0
+
+    def watch_idle(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` each time the last running turn ended with none queued."""
+        self._idle_watchers.append(callback)
+        return lambda: self._idle_watchers.remove(callback)
 
     async def join(self) -> None:
         """Wait until every submitted turn (and the turns they submitted) has run."""
@@ -66,6 +78,7 @@ class InlineScheduler:
             if job is None:
                 self._queue.task_done()
                 return
+            self._active += 1
             try:
                 await self._handler(job)
                 self._failures.pop(job, None)
@@ -85,6 +98,11 @@ class InlineScheduler:
                     delay = min(self._retry_cap_s, self._retry_delay_s * 2 ** (failures - 1))
                     self._retries.add(asyncio.create_task(self._retry(job, delay)))
                     continue  # task_done once the retry is queued, so join() waits
+            finally:
+                self._active -= 1
+                if self._idle_watchers and not self.running():
+                    for watcher in tuple(self._idle_watchers):
+                        watcher()
             self._queue.task_done()
 
     async def _retry(self, job: TurnJob, delay: float) -> None:

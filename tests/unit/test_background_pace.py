@@ -76,9 +76,9 @@ async def looping(
         ticked = asyncio.Event()
         real_tick = background.tick
 
-        async def tick(svc: Services) -> tuple[bool, float | None]:
+        async def tick(svc: Services, *rest: Any) -> tuple[bool, float | None]:
             try:
-                return await real_tick(svc)
+                return await real_tick(svc, *rest)
             finally:
                 ticked.set()
 

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+import core.prompts as prompts_module
 from core.config import PROJECT_ROOT, load_settings
 from core.errors import ConfigError, PromptError
-from core.prompts import PromptLibrary, packaged_templates
+from core.prompts import TURN_TEMPLATES, PromptLibrary, packaged_templates
 
 PROMPTS_DIR = PROJECT_ROOT / "core" / "prompts"
 LIBRARY = PromptLibrary()
@@ -148,3 +149,51 @@ def test_every_configured_role_has_a_template() -> None:
         assert template in names, f"role {role!r} points to missing template {template!r}"
         assert (PROMPTS_DIR / template).is_file()
         assert library.render(template, **SAMPLES)
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The templates read (and so compiled) from here on."""
+    seen: list[str] = []
+    real = prompts_module._TraversableLoader.get_source
+
+    def get_source(self: Any, environment: Any, template: str) -> Any:
+        seen.append(template)
+        return real(self, environment, template)
+
+    monkeypatch.setattr(prompts_module._TraversableLoader, "get_source", get_source)
+    return seen
+
+
+def test_warming_compiles_the_turn_templates_so_a_turn_reads_none(loads: list[str]) -> None:
+    library = PromptLibrary()
+    turn = [n for n in library.names() if n.startswith(TURN_TEMPLATES)]
+    assert library.warm() == len(turn) and sorted(loads) == sorted(turn)
+    loads.clear()
+    sample = SAMPLES | {"name": "x", "tools": ["finish"]}
+    for name in ("bus/incoming.j2", "feedback/unknown_tool.j2", "roles/member.md.j2"):
+        assert library.render(name, **sample)
+    assert loads == [], "rendered from the compiled templates"
+
+
+def test_a_template_that_does_not_compile_fails_where_it_is_rendered(tmp_path: Path) -> None:
+    (tmp_path / "bus").mkdir()
+    (tmp_path / "bus" / "bad.j2").write_text("hello {{ name ", "utf-8")
+    (tmp_path / "bus" / "good.j2").write_text("hello {{ name }}", "utf-8")
+    library = PromptLibrary(tmp_path)
+    assert library.warm() == 1
+    with pytest.raises(PromptError, match=r"'bus/bad\.j2'.*syntax error line 1"):
+        library.render("bus/bad.j2", name="x")
+
+
+async def test_embedded_services_start_with_the_turn_templates_compiled(
+    loads: list[str],
+) -> None:
+    from core.llm.scripted import ScriptedModel
+    from core.process.embedded import embedded_services
+
+    async with embedded_services(load_settings(redis={"url": ""}), ScriptedModel()) as svc:
+        assert "bus/incoming.j2" in loads
+        loads.clear()
+        assert svc.prompts.render("bus/incoming.j2", **SAMPLES)
+        assert loads == []
