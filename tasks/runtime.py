@@ -99,7 +99,8 @@ class WorkerRuntime:
             await svc.store.ping()  # fail at start-up, not on the first turn
             # MCP servers' sessions, on this loop (the turns' loop), for the process's life.
             await start_tools(svc)
-            svc.prompts.warm()  # the turns' templates compiled here, not in the first turns
+            # The bus's and the roles' templates compiled here, not in the first turns.
+            svc.prompts.warm(svc.settings.prompts.roles.values())
         except BaseException:
             await scheduler.aclose()
             raise

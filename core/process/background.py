@@ -69,8 +69,8 @@ async def tick(svc: Services, deferral: Deferral | None = None) -> tuple[bool, f
     record ended runs in the library and (every ``[governance] fold_every_s``) fold their
     cost into the spend ledger — these two unless ``deferral`` holds them back. A step is
     skipped when the tick's first look, ``core.state.idle_probe``, shows it would find
-    nothing. Returns whether it did any of that or held work back (there may be more) and
-    when the soonest timer (or schedule) left is due."""
+    nothing. Returns whether it did any of that (there may be more) and when the soonest
+    timer (or schedule) left is due."""
     timers, now = svc.store.timers, time.time()
     # One round trip says which of these steps may find work (idle, they cost no more).
     looked = await probe(svc.store, now)
@@ -93,7 +93,8 @@ async def tick(svc: Services, deferral: Deferral | None = None) -> tuple[bool, f
         folded = await spend.fold_ended(svc)
         if deferral is not None:
             deferral.ran()
-    busy = bool(fired or done or learned or ended or scheduled or folded or held)
+    # Work held back keeps no quicker pace: the turns' end wakes the loop (run_background).
+    busy = bool(fired or done or learned or ended or scheduled or folded)
     return busy, _earlier(soonest, looked.next_schedule)  # the loop wakes for either
 
 

@@ -50,7 +50,8 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
     if settings.redis.embedded:  # the library's entries and names outlive the process
         await load_library(settings, svc.store)
     await start_tools(svc)
-    svc.prompts.warm()  # compiled here, not inside the first turns
+    # The bus's and the roles' templates compiled here, not inside the first turns.
+    svc.prompts.warm(settings.prompts.roles.values())
     scheduler.start(lambda job: handle(svc, job))
     # What start-up made lives as long as the services: out of the collector's walks.
     freeze_startup_objects()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from importlib.resources import files
 from importlib.resources.abc import Traversable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import jinja2
@@ -19,9 +19,9 @@ from jinja2.loaders import split_template_path
 from core.errors import ConfigError, PromptError
 
 PACKAGE = __name__
-# The folders of the templates a turn renders: what comes to an agent over the bus,
-# feedback on its tool calls, and the roles and patterns of the agents it creates.
-TURN_TEMPLATES = ("bus/", "feedback/", "roles/", "patterns/")
+# The folder of the templates of what comes to an agent over the bus (rendered by turns,
+# with each role's system prompt: ``PromptLibrary.warm``).
+BUS_TEMPLATES = "bus/"
 
 
 def packaged_templates() -> Traversable:
@@ -110,15 +110,18 @@ class PromptLibrary:
         except jinja2.TemplateSyntaxError as exc:
             raise PromptError(template, f"syntax error line {exc.lineno}: {exc.message}") from None
 
-    def warm(self, folders: Iterable[str] = TURN_TEMPLATES) -> int:
-        """Compile every template under ``folders`` now, at a process's start, rather than
-        in the first turns that render them (about 1–2 ms each); how many. One that does
-        not compile is left to fail where it is rendered, with its error."""
-        prefixes = tuple(folders)
+    def warm(self, names: Iterable[str] = (), folders: Iterable[str] = (BUS_TEMPLATES,)) -> int:
+        """Compile ``names`` and every template under ``folders`` now, at a process's
+        start, rather than in the first turns that render them (1–2 ms each); how many.
+        Only what turns render every time is worth it (the bus, the configured roles):
+        the rest (feedback on a bad call, patterns) is compiled when first rendered. One
+        that does not compile is left to fail where it is rendered, with its error."""
+        wanted = dict.fromkeys(names)
+        # With their bases (``_*.j2`` beside them), loaded when a child is first rendered.
+        prefixes = (*folders, *(f"{PurePosixPath(n).parent}/_" for n in wanted))
+        wanted.update(dict.fromkeys(n for n in self.names() if n.startswith(prefixes)))
         compiled = 0
-        for name in self.names():
-            if not name.startswith(prefixes):
-                continue
+        for name in wanted:
             try:
                 self._env.get_template(name)
             except jinja2.TemplateError:

@@ -14,7 +14,7 @@ import pytest
 import core.prompts as prompts_module
 from core.config import PROJECT_ROOT, load_settings
 from core.errors import ConfigError, PromptError
-from core.prompts import TURN_TEMPLATES, PromptLibrary, packaged_templates
+from core.prompts import BUS_TEMPLATES, PromptLibrary, packaged_templates
 
 PROMPTS_DIR = PROJECT_ROOT / "core" / "prompts"
 LIBRARY = PromptLibrary()
@@ -165,15 +165,20 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-def test_warming_compiles_the_turn_templates_so_a_turn_reads_none(loads: list[str]) -> None:
+def test_warming_compiles_the_bus_and_role_templates_so_a_turn_reads_none(
+    loads: list[str],
+) -> None:
     library = PromptLibrary()
-    turn = [n for n in library.names() if n.startswith(TURN_TEMPLATES)]
-    assert library.warm() == len(turn) and sorted(loads) == sorted(turn)
+    roles = ["roles/member.md.j2", "roles/orchestrator.md.j2"]
+    bus = [n for n in library.names() if n.startswith(BUS_TEMPLATES)]
+    assert library.warm(roles) == len(roles) + len(bus) + 1
+    assert set(loads) == {*roles, *bus, "roles/_base.md.j2"}  # with the roles' base
     loads.clear()
-    sample = SAMPLES | {"name": "x", "tools": ["finish"]}
-    for name in ("bus/incoming.j2", "feedback/unknown_tool.j2", "roles/member.md.j2"):
-        assert library.render(name, **sample)
+    for name in ("bus/incoming.j2", *roles):
+        assert library.render(name, **SAMPLES)
     assert loads == [], "rendered from the compiled templates"
+    assert library.render("feedback/unknown_tool.j2", **SAMPLES | {"name": "x", "tools": []})
+    assert loads == ["feedback/unknown_tool.j2"], "the rest is compiled when first rendered"
 
 
 def test_a_template_that_does_not_compile_fails_where_it_is_rendered(tmp_path: Path) -> None:
@@ -181,7 +186,7 @@ def test_a_template_that_does_not_compile_fails_where_it_is_rendered(tmp_path: P
     (tmp_path / "bus" / "bad.j2").write_text("hello {{ name ", "utf-8")
     (tmp_path / "bus" / "good.j2").write_text("hello {{ name }}", "utf-8")
     library = PromptLibrary(tmp_path)
-    assert library.warm() == 1
+    assert library.warm(["missing.j2"]) == 1
     with pytest.raises(PromptError, match=r"'bus/bad\.j2'.*syntax error line 1"):
         library.render("bus/bad.j2", name="x")
 
@@ -192,8 +197,10 @@ async def test_embedded_services_start_with_the_turn_templates_compiled(
     from core.llm.scripted import ScriptedModel
     from core.process.embedded import embedded_services
 
-    async with embedded_services(load_settings(redis={"url": ""}), ScriptedModel()) as svc:
-        assert "bus/incoming.j2" in loads
+    settings = load_settings(redis={"url": ""})
+    async with embedded_services(settings, ScriptedModel()) as svc:
+        assert {"bus/incoming.j2", *settings.prompts.roles.values()} <= set(loads)
         loads.clear()
         assert svc.prompts.render("bus/incoming.j2", **SAMPLES)
+        assert svc.prompts.render(settings.prompts.roles["member"], **SAMPLES)
         assert loads == []
