@@ -101,7 +101,11 @@ async def looping(svc: Services) -> AsyncIterator[None]:
 def defer_settings(folder: Path, defer_s: float) -> Any:
     return make_settings(
         library={"embedder": "hashing", "index_dir": str(folder)},
-        scheduler={"background_interval_s": 0.05, "background_defer_s": defer_s},
+        scheduler={
+            "background_interval_s": 0.05,
+            "background_idle_s": 0.05,
+            "background_defer_s": defer_s,
+        },
     )
 
 
