@@ -73,10 +73,15 @@ class Courier:
         """Deliver until ``ended`` is set and everything is delivered (or dropped)."""
         while True:
             self.wake.clear()  # before reading: a wake-up while reading is not missed
+            # Before reading too: the relay queues its last posts (the run's result) and
+            # then ends; an end seen after a read that came before those posts (the read's
+            # reply late, under load) would leave them undelivered, then gone with the
+            # outbox (``relay_over``): a thread ending on a member's line, no result.
+            over = ended.is_set()
             try:
                 head = await self.outbox.head(self.run_id)
                 if head.idle:
-                    if ended.is_set():
+                    if over:
                         return
                     stop_if_cancelled()
                     await self.wake.wait()

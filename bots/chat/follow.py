@@ -5,6 +5,7 @@ run's request to its end, resumed where an earlier bot process stopped."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from bots.chat.busy import Busy, stop_if_cancelled
@@ -60,16 +61,20 @@ async def relay_run(
     delivering = asyncio.create_task(courier.run(ended), name=name)
     try:
         try:
-            async for entry_id, event in hub.follow(run_id):
-                busy.add(run_id)
-                try:
-                    relay.quiet = not after(entry_id, shown.last)
-                    await relay.on_event(event)
-                    relay.show_status()
-                    await commit(entry_id)
-                finally:
-                    busy.discard(run_id)
-                stop_if_cancelled()  # a cancel swallowed by Redis: not wait for the next event
+            # aclosing: a relay stopped between two events (cancelled: its lease lapsed)
+            # stops following at once, not when the generator is collected, which could
+            # be after the relay that takes the run up again started following it.
+            async with contextlib.aclosing(hub.follow(run_id)) as events:
+                async for entry_id, event in events:
+                    busy.add(run_id)
+                    try:
+                        relay.quiet = not after(entry_id, shown.last)
+                        await relay.on_event(event)
+                        relay.show_status()
+                        await commit(entry_id)
+                    finally:
+                        busy.discard(run_id)
+                    stop_if_cancelled()  # a cancel swallowed by Redis: not wait for the next
             relay.quiet = False
             relay.show_status(force=True)
             await commit(shown.last)

@@ -2,7 +2,9 @@
 produced a cohort, one status message updated in place (at most about once per the
 platform's ``status_interval_s``), milestone replies, the final result.
 
-Each text is shown once. The run's result is its top agent's, and a lead's result sums
+Each text is shown once, and the run's result (with its files) is the last post: what an
+agent does after the run ended (a member whose turn was under way when the top agent
+finished) is not shown. The run's result is its top agent's, and a lead's result sums
 up its team's, so an agent that has agents under it gets no milestone when it finishes
 (its text comes up in its parent's, or as the result); milestones are the results of
 the agents that did the work, and one with the same text as an earlier one is not
@@ -147,7 +149,12 @@ class ThreadRelay:
         return self.names.get(agent_id or "", agent_id or "the run")
 
     async def on_event(self, event: RunEvent) -> None:
-        """Fold one event into the status line; queue it if it is a milestone."""
+        """Fold one event into the status line; queue it if it is a milestone. After the
+        run's end nothing is: its result is the thread's last word (an agent whose turn
+        was under way when the top agent finished ends after the run, and its "finished"
+        line would come below the result)."""
+        if not self.running:
+            return
         line = self.line
         match event:
             case RunStarted():

@@ -100,8 +100,8 @@ class Relays:
                 )
             finally:
                 watchdog.cancel()
-                self.leases.pop(run_id, None)
-                await threads.release(lease)
+                # The lease this relay holds now (taken again if it lapsed: ``_renew``).
+                await threads.release(self.leases.pop(run_id, lease))
 
         task = asyncio.create_task(relay(), name=f"{self.adapter.platform}-relay-{run_id}")
         self.tasks[run_id] = task
@@ -161,15 +161,27 @@ class Relays:
         for run_id in await self.threads.renew(leases):
             if self.leases.get(run_id) is not leases[run_id]:
                 continue  # its relay ended meanwhile (and released the lease)
-            # Another process relays it now (this one stalled past the lease).
+            # Lapsed (this process stalled past the lease): kept if nobody took the run
+            # meanwhile. Stopping the relay would leave the run unrelayed until the next
+            # adoption round, its posts waiting, and a post under way at the stop twice.
+            again = await self.threads.claim(run_id, self.owner, self.lease_s)
+            if again is not None and self.leases.get(run_id) is leases[run_id]:
+                self.leases[run_id] = again
+                log.info("run %s: its relay's lease lapsed and was taken again", run_id)
+                continue
             log.warning("run %s is relayed by another bot process now", run_id)
             if task := self.tasks.get(run_id):
                 task.cancel()
 
     async def wait(self, timeout_s: float | None = None) -> None:
-        """Wait for every relay to end (their runs ended), up to ``timeout_s``."""
-        if self.tasks:
-            await asyncio.wait(list(self.tasks.values()), timeout=timeout_s)
+        """Wait for every relay to end (their runs ended, their posts delivered), up to
+        ``timeout_s``. A relay stopped halfway (its lease lapsed while this process
+        stalled, or it failed) has not ended: it is taken up again at once, not at the
+        next adoption round, and waited for too."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                while await self.adopt() or self.tasks:
+                    await asyncio.wait(list(self.tasks.values()))
 
     async def aclose(self) -> None:
         """Stop between two events (the next process resumes after the last queued, and

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -57,7 +57,9 @@ class EventHub:
     def following(self) -> list[str]:
         return list(self._followers)
 
-    async def follow(self, run_id: str, after: str = "0-0") -> AsyncIterator[tuple[str, RunEvent]]:
+    async def follow(
+        self, run_id: str, after: str = "0-0"
+    ) -> AsyncGenerator[tuple[str, RunEvent], None]:
         """Yield ``(stream id, event)`` of the run after ``after``, up to ``run_finished``."""
         if run_id in self._followers:
             raise UsageError(f"run {run_id} is already followed", hint="follow a run once")
@@ -73,7 +75,9 @@ class EventHub:
                 if isinstance(event, RunFinished):
                     return
         finally:
-            self._followers.pop(run_id, None)
+            # Only this follower: one closed late must not stop its run's next follower.
+            if self._followers.get(run_id) is follower:
+                del self._followers[run_id]
 
     async def aclose(self) -> None:
         if self._reader is not None:

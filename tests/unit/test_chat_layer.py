@@ -165,6 +165,33 @@ async def test_a_refused_upload_falls_back_and_a_stale_post_is_dropped(
     assert "late" not in thread.texts
 
 
+async def test_posts_queued_as_the_relay_ends_are_delivered(redis: Any) -> None:
+    """The courier's read of the outbox answered late (a loaded machine): meanwhile the
+    relay queued the run's result and ended. Before, the courier took the stale empty read
+    with the end for "all delivered" and stopped; the outbox went with the relay and the
+    thread never got the result (its last message a member's "finished" line)."""
+    thread = Thread()
+    adapter, _ = fake_adapter(thread)
+    outbox = Outbox(ChatStore(redis, "t", adapter.platform))
+    courier = Courier(outbox, adapter, RUN, PLACE)
+    ended = asyncio.Event()
+    relay = ThreadRelay(PLACE, RUN, adapter.renderer, adapter.limits)
+    read = outbox.head
+
+    async def late_read(run_id: str) -> Any:
+        head = await read(run_id)
+        if not ended.is_set():  # the relay, while the reply is on its way
+            await relay.on_event(end("Best: 49"))
+            await outbox.add(RUN, relay.take()[0])
+            ended.set()
+            courier.wake.set()
+        return head
+
+    outbox.head = late_read  # type: ignore[method-assign]
+    await asyncio.wait_for(courier.run(ended), 5)
+    assert thread.texts == ["result: Best: 49"]
+
+
 async def test_a_long_result_goes_up_as_a_file_with_a_preview(redis: Any) -> None:
     thread = Thread()
     adapter, _ = fake_adapter(thread, result_file_chars=150)
@@ -265,6 +292,52 @@ async def test_milestones_of_the_same_text_and_leads_that_stop_short(redis: Any)
     )
 
 
+def late_judge() -> list[RunEvent]:
+    """``three_agents`` with a judge under the orchestrator whose turn was under way when
+    the orchestrator finished: the judge's end is written after the run's."""
+    *ran, ended = three_agents()
+    judge = AgentCreated(
+        run_id=RUN, agent_id="judge", name="Judge", role="judge", parent_id="orch", model="m"
+    )
+    late = AgentFinished(run_id=RUN, agent_id="judge", reason=EndReason.FINISHED, result="ok")
+    return [*ran[:4], judge, *ran[4:], ended, late]
+
+
+async def test_an_agent_that_ends_after_the_run_posts_nothing_below_the_result(
+    redis: Any,
+) -> None:
+    """The result is the thread's last post: the judge's "finished" line, folded after
+    the run's end, is not posted under it (nor the status changed)."""
+    thread = Thread()
+    adapter, _ = fake_adapter(thread)
+    relayed = Relayed(redis, adapter)
+    await relayed.on_events(*late_judge())
+    status, *posts = thread.texts
+    assert posts == ["milestone: fares: 49", "result: Best: 49"]
+    assert "'finished': 3" in status, "the judge's end counted nowhere"
+
+
+async def test_a_relayed_run_ends_with_its_result_whatever_ends_after_it(
+    make_services: Any,
+) -> None:
+    """The same run relayed from its event stream, as every platform's relay is: the
+    thread ends with the result, and the relay is over."""
+    svc = make_services(Settings(), ScriptedModel(), start=False)
+    await svc.store.create_run(RunState(id=RUN, task="t", status=RunStatus.RUNNING))
+    threads = Threads(ChatStore.of(svc, "fake"))
+    await threads.link(Shown(run_id=RUN, channel=PLACE.channel, thread=PLACE.thread))
+    await svc.store.emit(*late_judge())
+    thread = Thread()
+    adapter, _ = fake_adapter(thread)
+    hub = EventHub(svc.store, blocking=False)
+    (shown,) = await threads.unfinished()
+    outbox = Outbox(ChatStore.of(svc, "fake"))
+    await asyncio.wait_for(relay_run(svc, hub, threads, outbox, adapter, shown), 10)
+    await hub.aclose()
+    assert thread.texts[1:] == ["milestone: fares: 49", "result: Best: 49"]
+    assert await threads.unfinished() == []
+
+
 async def test_notifications_and_posts_with_a_file_name(redis: Any) -> None:
     thread = Thread()
     adapter, transport = fake_adapter(thread)
@@ -288,7 +361,8 @@ async def test_an_outbox_queued_before_the_upgrade_is_delivered(redis: Any) -> N
     adapter, _ = fake_adapter(thread)
     outbox = Outbox(ChatStore(redis, "t", "slack"))
     assert outbox.store.keys.outbox(RUN) == f"t:slack:outbox:{RUN}", "the keys Slack always had"
-    at, empty = time.time(), {"files": [], "then": [], "instead": []}
+    at = time.time()
+    empty: dict[str, list[Any]] = {"files": [], "then": [], "instead": []}
     old = [
         {"run": RUN, "what": "milestone", "kind": "post", "text": "fares", "at": at, "id": "a1"}
         | {"blocks": [{"type": "section"}], "file": None}
