@@ -18,6 +18,9 @@ runs, from before the turn that schedules it returns until after it has run. A c
 turn is held by the save of the turn that schedules it, in the save's own script (the
 chain rides on it: :class:`ChainRider`, :class:`~core.state.ledger_moves.Ride`), and the
 chain's turns that ended are settled in that same script — no round trip of its own.
+When that turn is the agent's own next one and the only one the save schedules, the save
+also starts it (its lease, its delivery counted, its mail read: ``core.state.turn_ahead``),
+so that it runs with no start round trip; a start never run is let go when the chain ends.
 A save that could not hold it (one with a run change, one sent again after its reply
 was lost, an agent id the script does not spell as the ledger does) leaves it to
 ``submit``, which holds it in one script of its own
@@ -46,6 +49,7 @@ from typing import TYPE_CHECKING
 from core.config_sections import CelerySettings
 from core.scheduler.base import TurnJob, TurnOutcome
 from core.state.ledger_moves import RIDER, Ride
+from core.state.turn_ahead import AHEAD, AheadOffer
 from tasks.ledger import TurnLedger
 
 if TYPE_CHECKING:
@@ -135,6 +139,8 @@ async def run_chain(
     chain = Chain(job.run_id, job.agent_id, limits.chain_turns, deadline)
     token = CURRENT.set(chain)
     rider = RIDER.set(ChainRider(chain, scheduler))
+    offer = AheadOffer()
+    ahead = AHEAD.set(offer)
     current: tuple[str, TurnJob] | None = (task_id, job)
     ended = False
     try:
@@ -155,8 +161,12 @@ async def run_chain(
             else:
                 ended = True
     finally:
+        AHEAD.reset(ahead)
         RIDER.reset(rider)
         CURRENT.reset(token)
+        # A next turn a save started (its lease taken), never run here: let go before it
+        # goes back to the broker, so that its next delivery need not wait for a lapse.
+        await offer.discard()
         if chain.next is not None:  # stashed, then the chain ended (error, time-out)
             await scheduler.hand_over(*chain.next)
         if chain.held is not None:  # held by a save; its turn raised before scheduling it

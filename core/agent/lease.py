@@ -12,7 +12,9 @@ count towards the quarantine (``core.agent.quarantine``): the count is of attemp
 ended without a save, not of copies.
 
 Round trips: the lease is taken by the turn's start script, which reads the turn in the
-same call (``Store.turn_start``; a copy polls it while the lease is held), and released
+same call (``Store.turn_start``; a copy polls it while the lease is held) — or, for the
+agent's own next turn run next on a worker's chain, by the save of the turn before it,
+which starts it (``core.state.turn_ahead``: no round trip of its own) — and released
 by its save script (``AfterSave.lease``); a turn that ends without a save (dropped,
 parked, or raised) releases it on its own. It is renewed only when the turn runs longer
 than ``LEASE_S / 3``, all of it with one command, by one timer per event loop for all
@@ -25,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 import weakref
 from dataclasses import dataclass
 
@@ -32,6 +35,7 @@ from core.scheduler.base import TurnJob
 from core.services import Services
 from core.state.leases import TurnLease
 from core.state.records import TurnStart
+from core.state.turn_ahead import AHEAD
 
 log = logging.getLogger(__name__)
 LEASE_S = 5.0
@@ -71,6 +75,14 @@ class _TurnLease:
 
     async def __aenter__(self) -> Held | None:
         svc, job = self.svc, self.job
+        # Started by the save of the turn before it, on this worker's chain: its lease held
+        # since then (``core.state.turn_ahead``), unless it waited too long.
+        offer = AHEAD.get()
+        ahead = offer.take(job.run_id, job.agent_id, job.seq) if offer is not None else None
+        if ahead is not None:
+            if ahead.fresh():
+                return self._held(ahead.start, ahead.token, ahead.ms, ahead.at)
+            await ahead.release()
         # The token says who holds it, for a person looking at Redis (32 hex digits).
         token, ms = os.urandom(16).hex(), int(LEASE_S * 1000)
         drain_max = svc.settings.bus.drain_max
@@ -92,10 +104,15 @@ class _TurnLease:
             started = await start(False)
         if started is None:
             return None
-        held = Held(started, TurnLease(svc.store, job.run_id, job.agent_id, job.seq, token))
+        return self._held(started, token, ms)
+
+    def _held(self, started: TurnStart, token: str, ms: int, since: float | None = None) -> Held:
+        """The lease held since ``since`` (``time.monotonic()``; None: now)."""
+        job = self.job
+        held = Held(started, TurnLease(self.svc.store, job.run_id, job.agent_id, job.seq, token))
         held.released = not started.reply.current  # the start let a stale job's lease go
         if not held.released:
-            self.held, self.renew = held, _Renewal(held, ms)
+            self.held, self.renew = held, _Renewal(held, ms, since)
         return held
 
     async def __aexit__(self, *_exc: object) -> None:
@@ -124,11 +141,13 @@ class _Renewal:
     loop's :class:`_Renewals` (one timer for every turn the loop runs; most turns end
     before their first renewal); a task is made only when a renewal is due."""
 
-    def __init__(self, held: Held, ms: int) -> None:
+    def __init__(self, held: Held, ms: int, since: float | None = None) -> None:
         self.held, self.ms = held, ms
         self.task: asyncio.Task[None] | None = None
         loop = asyncio.get_running_loop()
-        self.last = loop.time()  # the lease's start or last renewal
+        # the lease's start (``since``, a ``time.monotonic()``, if before now) or last renewal
+        now = loop.time()
+        self.last = now if since is None else now - max(0.0, time.monotonic() - since)
         self.renewals = _renewals(loop)
         self.renewals.add(self)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from core.agent import questions, responses
 from core.agent.context import ToolContext
 from core.agent.create import created_event
+from core.agent.lease import LEASE_S
 from core.agent.wake import submit_jobs, wake_agent
 from core.effects import intents, timers
 from core.services import Services
@@ -217,6 +218,8 @@ class TurnIO:
             unread=tuple(streams),
             waits_for=tuple(self.ctx.wait_for) if state.status is AgentStatus.WAITING else (),
             wake_ttl_s=self.svc.settings.bus.wake_ttl_s,
+            # (its start, should the save start it: ``core.state.turn_ahead``)
+            ahead=(int(LEASE_S * 1000), self.svc.settings.bus.drain_max) if running else None,
         )
 
     async def after_commit(self, jobs: list[tuple[str, int]]) -> None:

@@ -26,12 +26,13 @@ module (``core.state.turns``) sends it. Calls nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, NamedTuple
 
 from core.state.ledger_moves import RIDE_LUA, Ride
+from core.state.turn_start import CLEAR_LUA, START_LUA
 
 
 class Commit(IntEnum):
@@ -72,6 +73,9 @@ class AfterSave:
     # with ``all_children``): kept in its hash (``waits_for``) until its next save.
     waits_for: tuple[str, ...] = ()
     wake_ttl_s: int = 60
+    # With ``next_job``: its lease's ms and how many entries its mail read takes, should
+    # the save start it too (``core.state.turn_ahead``).
+    ahead: tuple[int, int] | None = None
 
 
 class Saved(NamedTuple):
@@ -90,31 +94,18 @@ class Saved(NamedTuple):
 # deleted by the next script this process sends if still that turn's (one round trip less).
 Clears = list[tuple[str, int]]
 
-# Shared by the start and save scripts: clear done follow-up records (ARGV from index i).
-CLEAR_LUA = """
-local function clear_done(i)
-  local n = tonumber(ARGV[i])
-  for k = 1, n do
-    local key, seq = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
-    local rec = redis.call('HGET', key, 'followup_jobs')
-    if rec and string.sub(rec, 1, #seq + 1) == seq .. '|' then
-      redis.call('HDEL', key, 'followup_jobs')
-    end
-  end
-  return i + 2 * n + 1
-end
-"""
 
 # KEYS[1] the agent's hash, KEYS[2] the turn's lease. ARGV: seq, token, then the after-save
 # part (lease token, wake TTL, agent key prefix, wake key prefix, own id, counted lists:
 # jobs, wake, next job, unread streams, children waited for, clears, the ledger's ride:
-# ``core.state.ledger_moves.Ride``), then each recorded
+# ``core.state.ledger_moves.Ride``, the next turn's start: :class:`Ahead`), then each recorded
 # command as its word count and words. Like MULTI/EXEC, a command that fails does not stop
 # the others; the first error is returned. (The keys are not all declared: a single Redis,
 # not a cluster.)
 COMMIT_SCRIPT = (
     CLEAR_LUA
     + RIDE_LUA
+    + START_LUA
     + """
 local i = 3
 local function take() local v = ARGV[i]; i = i + 1; return v end
@@ -137,6 +128,7 @@ local waits_for = list()
 i = clear_done(i)
 local ride = list()
 ride_settle(ride)
+local ahead = list()
 
 local function release()
   if KEYS[2] and lease_token ~= '' and redis.call('GET', KEYS[2]) == lease_token then
@@ -232,6 +224,15 @@ release()
 redis.call('HSET', KEYS[1], 'commit_token', ARGV[2])
 local held = ride_hold(ride, jobs[1])
 if err then return redis.error_reply(err) end
+-- The agent's own next turn, the only turn this save schedules, held for this worker's
+-- chain to run next: started here (``Ahead``), its start script's round trip saved.
+if held and #ahead > 0 and #jobs == 1 and next_job[1] and jobs[1] == next_job[1] then
+  local keys = {KEYS[1], ahead[1], ahead[2], ahead[3], ahead[4], ahead[5]}
+  local args = {unpack(ahead, 6)}
+  args[#args + 1] = '0'
+  args[#args + 1] = ARGV[2]
+  return {1, record, held, start_turn(keys, args)}
+end
 if held then return {1, record, held} end
 return {1, record}
 """
@@ -257,10 +258,12 @@ def script_args(
     prefixes: tuple[str, str, str] = ("", "", ""),
     clears: Clears | None = None,
     ride: Ride | None = None,
+    ahead: Sequence[Any] = (),
 ) -> list[Any]:
     """ARGV for :data:`COMMIT_SCRIPT`: the seq, the attempt's token, what follows the save
-    (``prefixes``: the agent key's and the wake key's for the run, and the agent's id),
-    then each recorded command as its word count and words."""
+    (``prefixes``: the agent key's and the wake key's for the run, and the agent's id;
+    ``ahead``: the start of the agent's next turn, :func:`ahead_args`), then each recorded
+    command as its word count and words."""
     after = after or AfterSave()
     lease_token = after.lease[1] if after.lease is not None else ""
     argv: list[Any] = [expected_seq, token, lease_token, after.wake_ttl_s, *prefixes]
@@ -269,12 +272,23 @@ def script_args(
         argv += [len(items), *items]
     argv += clear_args(clears or [])
     argv += ride.argv() if ride is not None else [0]
+    argv += [len(ahead), *ahead]
     for args, _options in command_stack:
         # redis-py names some commands in one string ("XGROUP CREATE"); Redis wants words.
         command = [*str(args[0]).split(), *args[1:]]
         argv.append(len(command))
         argv.extend(command)
     return argv
+
+
+def ahead_args(keys: Sequence[str], start: Sequence[Any]) -> list[Any]:
+    """The save script's ``ahead`` list: the next turn's start script keys but the agent's
+    (its lease, the run's head, deliveries, usage, saved answers), then its first ten
+    arguments (``turn_start.start_args``: seq to the agent key prefix). A save applied now
+    that holds the agent's own next turn for the chain, and schedules nothing else, runs
+    that turn's start script too, the state held being this save's
+    (``core.state.turn_ahead``)."""
+    return [*keys[1:], *start[:10]]
 
 
 def parse_jobs(record: Any, seq: int) -> list[tuple[str, int]]:

@@ -20,123 +20,139 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from core.state.turn_script import CLEAR_LUA
+# Shared by the start and save scripts (``core.state.turn_script``): clear done follow-up
+# records (ARGV from index i).
+CLEAR_LUA = """
+local function clear_done(i)
+  local n = tonumber(ARGV[i])
+  for k = 1, n do
+    local key, seq = ARGV[i + 2 * k - 1], ARGV[i + 2 * k]
+    local rec = redis.call('HGET', key, 'followup_jobs')
+    if rec and string.sub(rec, 1, #seq + 1) == seq .. '|' then
+      redis.call('HDEL', key, 'followup_jobs')
+    end
+  end
+  return i + 2 * n + 1
+end
+"""
 
-# KEYS: the agent's hash, the turn's lease, the run's head, its deliveries, its usage, its
-# saved answers. ARGV: seq, lease token, lease ms (0: no lease), "<agent>:<seq>", the
-# agent's id, its inbox, the broadcast stream, the team stream's prefix, how many entries
-# to read, the agent key prefix, whether to look for follow-ups to redo (1/0), the token of
-# the save whose state the caller holds ("" if none), the clears.
-START_SCRIPT = (
-    CLEAR_LUA
-    + """
-clear_done(13)
-local leased = ARGV[3] ~= '0'
--- (holding it already: this very call sent again after its reply was lost)
-if leased and redis.call('GET', KEYS[2]) ~= ARGV[2]
-  and not redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then
-  return {0}
-end
-local f = redis.call('HMGET', KEYS[1], 'state', 'seq', 'status', 'team', 'spec',
-  'followup_jobs', 'followups', 'commit_token')
-local field = ARGV[4]
-local head = redis.call('GET', KEYS[3])
-local seq = tonumber(ARGV[1])
-local current = f[1] and tonumber(f[2]) == seq and f[3] ~= 'finished' and f[3] ~= 'failed'
--- A copy of a turn the agent has not reached (a failover lost the save before it, while
--- the turn's job lived on) is not counted: it does nothing, and counted it would be held
--- against that turn once the agent gets there (the quarantine's count). Nor is a job of
--- an agent that does not exist.
-local deliveries
-if f[1] and (tonumber(f[2]) or -1) >= seq then
-  deliveries = redis.call('HINCRBY', KEYS[4], field, 1)
-else
-  deliveries = tonumber(redis.call('HGET', KEYS[4], field) or '0')
-end
-local failed = redis.call('HGET', KEYS[4], field .. ':failed')
-local waited = redis.call('HGET', KEYS[4], field .. ':waited')
-local usage = redis.call('HGETALL', KEYS[5])
-local saved = redis.call('HGET', KEYS[6], field)
-local pending, fresh, senders, redo, legacy = false, false, {}, {}, false
-if current then
-  local team = f[4]
-  if not team then
-    local ok, spec = pcall(cjson.decode, f[5] or '')
-    team = ok and type(spec) == 'table' and spec['team_id'] or ''
-    if type(team) ~= 'string' then team = '' end
+# The script's body as a function of its keys (``K``) and arguments (``A``), so that a
+# save script may start the agent's next turn too (``core.state.turn_script``).
+START_LUA = """
+local function start_turn(K, A)
+  local leased = A[3] ~= '0'
+  -- (holding it already: this very call sent again after its reply was lost)
+  if leased and redis.call('GET', K[2]) ~= A[2]
+    and not redis.call('SET', K[2], A[2], 'NX', 'PX', A[3]) then
+    return {0}
   end
-  local streams = {ARGV[6], ARGV[7]}
-  if team ~= '' then streams[3] = ARGV[8] .. team end
-  local function read(from)
-    local args = {'XREADGROUP', 'GROUP', ARGV[5], ARGV[5], 'COUNT', ARGV[9], 'STREAMS'}
-    for _, s in ipairs(streams) do args[#args + 1] = s end
-    for _ = 1, #streams do args[#args + 1] = from end
-    local reply = redis.call(unpack(args))
-    if type(reply) == 'table' and type(reply[1]) == 'string' then
-      -- (fakeredis answers with stream, entries, stream, … where Redis nests the pairs)
-      local pairs_of = {}
-      for k = 1, #reply, 2 do pairs_of[#pairs_of + 1] = {reply[k], reply[k + 1]} end
-      reply = pairs_of
-    end
-    -- only the streams with entries: the reply is parsed by the client (3 empty ones cost
-    -- more than the rest of a turn's usual reply)
-    local kept = {}
-    for _, s in ipairs(type(reply) == 'table' and reply or {}) do
-      if type(s[2]) == 'table' and #s[2] > 0 then kept[#kept + 1] = s end
-    end
-    return kept
+  local f = redis.call('HMGET', K[1], 'state', 'seq', 'status', 'team', 'spec',
+    'followup_jobs', 'followups', 'commit_token')
+  local field = A[4]
+  local head = redis.call('GET', K[3])
+  local seq = tonumber(A[1])
+  local current = f[1] and tonumber(f[2]) == seq and f[3] ~= 'finished' and f[3] ~= 'failed'
+  -- A copy of a turn the agent has not reached (a failover lost the save before it, while
+  -- the turn's job lived on) is not counted: it does nothing, and counted it would be held
+  -- against that turn once the agent gets there (the quarantine's count). Nor is a job of
+  -- an agent that does not exist.
+  local deliveries
+  if f[1] and (tonumber(f[2]) or -1) >= seq then
+    deliveries = redis.call('HINCRBY', K[4], field, 1)
+  else
+    deliveries = tonumber(redis.call('HGET', K[4], field) or '0')
   end
-  pending = read('0')
-  -- An answer saved for this turn was made for the mail pending then: no newer mail is
-  -- read, so that the request is the same. A waiting agent's turn with nothing pending
-  -- had its mail lost by a failover (read on the old primary, the answer saved on the new
-  -- one by the call keeper): it reads new mail, or it would find none, sleep, and be woken
-  -- for it at once, again and again (the answer is reused only if the request is the
-  -- same). A running agent's answer made for no mail is kept to (newer mail waits for the
-  -- next turn: no call asked again).
-  local waiting = f[3] == 'waiting' or f[3] == 'waiting_human'
-  if not saved or (waiting and #pending == 0) then fresh = read('>') end
-  local seen = {[ARGV[5]] = true}
-  for _, reply in ipairs({pending or {}, fresh or {}}) do
-    for _, s in ipairs(reply) do
-      for _, entry in ipairs(type(s[2]) == 'table' and s[2] or {}) do
-        local fields = entry[2]
-        if fields then
-          for k = 1, #fields, 2 do
-            if fields[k] == 'm' then
-              local sender = string.match(fields[k + 1], '"sender":"([^"]+)"')
-              if sender and not seen[sender] then
-                seen[sender] = true
-                local found = redis.call('HMGET', ARGV[10] .. sender, 'spec', 'status')
-                senders[#senders + 1] = sender
-                senders[#senders + 1] = found[1]
-                senders[#senders + 1] = found[2]
+  local failed = redis.call('HGET', K[4], field .. ':failed')
+  local waited = redis.call('HGET', K[4], field .. ':waited')
+  local usage = redis.call('HGETALL', K[5])
+  local saved = redis.call('HGET', K[6], field)
+  local pending, fresh, senders, redo, legacy = false, false, {}, {}, false
+  if current then
+    local team = f[4]
+    if not team then
+      local ok, spec = pcall(cjson.decode, f[5] or '')
+      team = ok and type(spec) == 'table' and spec['team_id'] or ''
+      if type(team) ~= 'string' then team = '' end
+    end
+    local streams = {A[6], A[7]}
+    if team ~= '' then streams[3] = A[8] .. team end
+    local function read(from)
+      local args = {'XREADGROUP', 'GROUP', A[5], A[5], 'COUNT', A[9], 'STREAMS'}
+      for _, s in ipairs(streams) do args[#args + 1] = s end
+      for _ = 1, #streams do args[#args + 1] = from end
+      local reply = redis.call(unpack(args))
+      if type(reply) == 'table' and type(reply[1]) == 'string' then
+        -- (fakeredis answers with stream, entries, stream, … where Redis nests the pairs)
+        local pairs_of = {}
+        for k = 1, #reply, 2 do pairs_of[#pairs_of + 1] = {reply[k], reply[k + 1]} end
+        reply = pairs_of
+      end
+      -- only the streams with entries: the reply is parsed by the client (3 empty ones cost
+      -- more than the rest of a turn's usual reply)
+      local kept = {}
+      for _, s in ipairs(type(reply) == 'table' and reply or {}) do
+        if type(s[2]) == 'table' and #s[2] > 0 then kept[#kept + 1] = s end
+      end
+      return kept
+    end
+    pending = read('0')
+    -- An answer saved for this turn was made for the mail pending then: no newer mail is
+    -- read, so that the request is the same. A waiting agent's turn with nothing pending
+    -- had its mail lost by a failover (read on the old primary, the answer saved on the new
+    -- one by the call keeper): it reads new mail, or it would find none, sleep, and be woken
+    -- for it at once, again and again (the answer is reused only if the request is the
+    -- same). A running agent's answer made for no mail is kept to (newer mail waits for the
+    -- next turn: no call asked again).
+    local waiting = f[3] == 'waiting' or f[3] == 'waiting_human'
+    if not saved or (waiting and #pending == 0) then fresh = read('>') end
+    local seen = {[A[5]] = true}
+    for _, reply in ipairs({pending or {}, fresh or {}}) do
+      for _, s in ipairs(reply) do
+        for _, entry in ipairs(type(s[2]) == 'table' and s[2] or {}) do
+          local fields = entry[2]
+          if fields then
+            for k = 1, #fields, 2 do
+              if fields[k] == 'm' then
+                local sender = string.match(fields[k + 1], '"sender":"([^"]+)"')
+                if sender and not seen[sender] then
+                  seen[sender] = true
+                  local found = redis.call('HMGET', A[10] .. sender, 'spec', 'status')
+                  senders[#senders + 1] = sender
+                  senders[#senders + 1] = found[1]
+                  senders[#senders + 1] = found[2]
+                end
               end
             end
           end
         end
       end
     end
-  end
-else
-  if leased then redis.call('DEL', KEYS[2]) end
-  local rec = f[6]
-  legacy = f[7]
-  if f[1] and ARGV[11] == '1' and tonumber(f[2]) == seq + 1 and rec
-    and string.sub(rec, 1, #ARGV[1] + 1) == ARGV[1] .. '|' then
-    for job in string.gmatch(string.sub(rec, #ARGV[1] + 2), '%S+') do
-      local started = redis.call('HGET', KEYS[4], job)
-      if not started or tonumber(started) == 0 then redo[#redo + 1] = job end
+  else
+    if leased then redis.call('DEL', K[2]) end
+    local rec = f[6]
+    legacy = f[7]
+    if f[1] and A[11] == '1' and tonumber(f[2]) == seq + 1 and rec
+      and string.sub(rec, 1, #A[1] + 1) == A[1] .. '|' then
+      for job in string.gmatch(string.sub(rec, #A[1] + 2), '%S+') do
+        local started = redis.call('HGET', K[4], job)
+        if not started or tonumber(started) == 0 then redo[#redo + 1] = job end
+      end
     end
   end
+  -- The state as this process saved it (the same save's token): not sent back.
+  local state = f[1]
+  if state and A[12] ~= '' and f[8] == A[12] then state = '=' end
+  return {1, state, head, deliveries, failed, usage, saved, pending, fresh, senders, redo,
+    current and 1 or 0, legacy, waited}
 end
--- The state as this process saved it (the same save's token): not sent back.
-local state = f[1]
-if state and ARGV[12] ~= '' and f[8] == ARGV[12] then state = '=' end
-return {1, state, head, deliveries, failed, usage, saved, pending, fresh, senders, redo,
-  current and 1 or 0, legacy, waited}
 """
-)
+
+# KEYS: the agent's hash, the turn's lease, the run's head, its deliveries, its usage, its
+# saved answers. ARGV: seq, lease token, lease ms (0: no lease), "<agent>:<seq>", the
+# agent's id, its inbox, the broadcast stream, the team stream's prefix, how many entries
+# to read, the agent key prefix, whether to look for follow-ups to redo (1/0), the token of
+# the save whose state the caller holds ("" if none), the clears.
+START_SCRIPT = CLEAR_LUA + START_LUA + "clear_done(13)\nreturn start_turn(KEYS, ARGV)\n"
 
 
 # ``StartReply.state`` when the agent's state is the one the caller saved last (``held``).

@@ -14,6 +14,8 @@ the run's head and event log."""
 from __future__ import annotations
 
 import logging
+import os
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,6 +25,7 @@ from core.state.leases import release_lease
 from core.state.ledger_moves import RIDER, Ride
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 from core.state.run_changes import RunChange
+from core.state.turn_ahead import AHEAD, Ahead, AheadOffer, let_go
 from core.state.turn_cas import TotalsChange, commit_with_run_change
 from core.state.turn_script import (
     COMMIT_SCRIPT,
@@ -30,11 +33,12 @@ from core.state.turn_script import (
     Clears,
     Commit,
     Saved,
+    ahead_args,
     clear_args,
     parse_jobs,
     script_args,
 )
-from core.state.turn_start import HELD, START_SCRIPT, parse_start, start_args
+from core.state.turn_start import HELD, START_SCRIPT, StartReply, parse_start, start_args
 from core.types.agent import AgentState
 from core.types.chat import Usage
 from core.types.events import RunEvent
@@ -97,7 +101,7 @@ class Turns:
             )
         if saved.saved:  # redis.replicas_to_ack > 0: on that many replicas (a WAIT)
             await replicated(self.redis, self.keys)
-        if saved.saved and not state.status.terminal:
+        if saved.saved and not state.status.terminal and not _ahead_of(state):
             self._hold(state, token)
         return _noted(saved, state, expected_seq)
 
@@ -127,12 +131,74 @@ class Turns:
         # A worker's chain rides its ledger move on the save (``core.state.ledger_moves``).
         rider = RIDER.get()
         ride = rider.ride(state.run_id) if rider is not None else None
-        argv = self.script_argv(state, expected_seq, token, recorder, after, ride)
+        # ... and the start of the agent's next turn, should it run next (``turn_ahead``).
+        offer = AHEAD.get() if ride is not None else None
+        start: list[Any] = []
+        if offer is not None and after is not None and after.next_job and after.ahead:
+            start = self._ahead_argv(state, token, after.ahead)
+        argv = self.script_argv(state, expected_seq, token, recorder, after, ride, start)
         akey = self.keys.agent(state.run_id, state.spec.id)
+        at = time.monotonic()
         reply = await self._commit(keys=[akey, self.lease_key(after)], args=argv)
         if ride is not None and rider is not None and len(reply) > 2 and reply[2]:
             rider.landed(ride, str(reply[2]))
-        return Saved(Commit.of(reply), parse_jobs(reply[1], expected_seq))
+        commit = Commit.of(reply)
+        if offer is not None and len(reply) > 3:
+            await self._ahead(offer, state, token, start, at, reply[3])
+        elif start and commit is Commit.SAVED_BEFORE:
+            # Sent again after its reply was lost: its first run may have started the next
+            # turn, which then starts as usual.
+            await let_go(self.redis, start[0], start[6], (start[2], start[8]))
+        return Saved(commit, parse_jobs(reply[1], expected_seq))
+
+    def _ahead_argv(self, state: AgentState, token: str, ahead: tuple[int, int]) -> list[Any]:
+        """The start of the agent's next turn (``state.seq``) for the save script, under a
+        new lease token."""
+        keys, run_id, agent_id = self.keys, state.run_id, state.spec.id
+        streams = (keys.inbox(run_id, agent_id), keys.broadcast(run_id), keys.team(run_id, ""))
+        start = start_args(
+            state.seq,
+            os.urandom(16).hex(),
+            ahead[0],
+            keys.response_field(agent_id, state.seq),
+            agent_id,
+            streams,
+            ahead[1],
+            keys.agent(run_id, ""),
+            False,
+            [],
+            token,
+        )
+        return ahead_args(self._start_keys(run_id, agent_id, state.seq), start)
+
+    async def _ahead(
+        self,
+        offer: AheadOffer,
+        state: AgentState,
+        token: str,
+        start: list[Any],
+        at: float,
+        raw: Any,
+    ) -> None:
+        """Keep the next turn's start the save ``token`` made (``start``: its arguments),
+        for that turn to take (``core.agent.lease``). Its state is the one saved: held by
+        that turn alone (not by :meth:`_hold`, whose next start would take it again)."""
+        reply = parse_start(raw)
+        if reply is None:  # its lease was held by another delivery: it starts as usual
+            return
+        run_id, agent_id, seq = state.run_id, state.spec.id, state.seq
+        started = await self._started(run_id, reply, (token, state))
+        lease_key, lease_token, ms, counted = (
+            start[0],
+            start[6],
+            int(start[7]),
+            (start[2], start[8]),
+        )
+        offer.keep(
+            Ahead(
+                run_id, agent_id, seq, lease_key, lease_token, ms, at, started, self.redis, counted
+            )
+        )
 
     def script_argv(
         self,
@@ -142,10 +208,12 @@ class Turns:
         recorder: Any,
         after: AfterSave | None,
         ride: Ride | None = None,
+        ahead: Sequence[Any] = (),
     ) -> list[Any]:
         run_id, clears = state.run_id, self._take_clears()
         prefixes = (self.keys.agent(run_id, ""), self.keys.wake(run_id, ""), state.spec.id)
-        argv = script_args(seq, token, recorder.command_stack, after, prefixes, clears, ride)
+        stack = recorder.command_stack
+        argv = script_args(seq, token, stack, after, prefixes, clears, ride, ahead)
         recorder.command_stack.clear()
         return argv
 
@@ -211,14 +279,7 @@ class Turns:
             clear_args(clears),
             held[0] if held is not None else "",
         )
-        script_keys = [
-            keys.agent(run_id, agent_id),
-            keys.turn_lease(run_id, agent_id, seq),
-            keys.run_head(run_id),
-            keys.deliveries(run_id),
-            keys.run_usage(run_id),
-            keys.responses(run_id),
-        ]
+        script_keys = self._start_keys(run_id, agent_id, seq)
         try:
             reply = parse_start(await self._start(keys=script_keys, args=argv))
         except BaseException:
@@ -226,6 +287,23 @@ class Turns:
             raise
         if reply is None:
             return None
+        return await self._started(run_id, reply, held)
+
+    def _start_keys(self, run_id: str, agent_id: str, seq: int) -> list[str]:
+        keys = self.keys
+        return [
+            keys.agent(run_id, agent_id),
+            keys.turn_lease(run_id, agent_id, seq),
+            keys.run_head(run_id),
+            keys.deliveries(run_id),
+            keys.run_usage(run_id),
+            keys.responses(run_id),
+        ]
+
+    async def _started(
+        self, run_id: str, reply: StartReply, held: tuple[str, AgentState] | None
+    ) -> TurnStart:
+        """The start script's reply read (``held``: the state this process saved last)."""
         head = parse_head(reply.head)
         if head is None and reply.state is None:
             # Neither the agent nor its run's head: a run never created, or whose creation
@@ -257,6 +335,12 @@ class Turns:
         many of its deliveries raised)."""
         field = f"{agent_id}:{seq}" + (":failed" if failed else "")
         return int(await self.redis.hincrby(self.keys.deliveries(run_id), field, 1))
+
+
+def _ahead_of(state: AgentState) -> bool:
+    """Whether the save of ``state`` started the agent's next turn (``turn_ahead``)."""
+    offer = AHEAD.get()
+    return offer is not None and offer.ahead is not None and offer.ahead.start.state is state
 
 
 def _noted(saved: Saved, state: AgentState, seq: int) -> Saved:
