@@ -150,10 +150,10 @@ class ThreadRelay:
 
     async def on_event(self, event: RunEvent) -> None:
         """Fold one event into the status line; queue it if it is a milestone. After the
-        run's end nothing is: its result is the thread's last word (an agent whose turn
-        was under way when the top agent finished ends after the run, and its "finished"
-        line would come below the result)."""
-        if not self.running:
+        run's end, what its agents do is not: the result is the thread's last word (an
+        agent whose turn was under way when the top agent finished ends after the run,
+        and its "finished" line would come below the result)."""
+        if not self.running and not isinstance(event, RunFinished):
             return
         line = self.line
         match event:
