@@ -8,6 +8,7 @@ call the Redis client and ``core.state.keys``/``records``. The store holds one a
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -82,10 +83,15 @@ class WatchdogState:
         return bool(await self.redis.hlen(self.keys.questions(run_id)))
 
     async def has_timer(self, run_id: str) -> bool:
-        """True when a timer (a reminder, a time-out) is kept for the run."""
+        """True when a timer that wakes one of the run's agents (a reminder, a time-out)
+        is kept for it. A proposal's expiry wakes nobody: one a lossy failover brought back
+        (its removal after the approval lost) must not keep a run with nothing left to
+        move it ``running`` until the proposal would have expired (``approval.expire_s``)."""
         pattern = f'*"run_id":"{run_id}"*'
-        async for _timer in self.redis.zscan_iter(self.keys.timers(), match=pattern, count=1000):
-            return True
+        async for timer in self.redis.zscan_iter(self.keys.timers(), match=pattern, count=1000):
+            raw = timer[0] if isinstance(timer, tuple) else timer
+            if json.loads(raw).get("agent_id"):
+                return True
         return False
 
     async def quiet_ms(self, run_id: str) -> int:

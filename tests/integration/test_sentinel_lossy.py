@@ -32,12 +32,17 @@ from core.agent.wake import wake_agent
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.process.wiring import connect_redis
-from core.runs.control import start_run
+from core.runs import control, people, watchdog
+from core.runs.approval import Approve
+from core.runs.control import approve_run, propose_run, start_run
 from core.scheduler import RecordingScheduler
 from core.scheduler.base import TurnJob, TurnOutcome
 from core.types import AgentSpec
 from core.types.agent import EndReason
+from core.types.events import RunFinished
 from core.types.messages import TextMessage
+from core.types.people import Person
+from core.types.run import RunStatus
 from tests.conftest import REDIS_URL, make_settings
 from tests.integration import test_sentinel_failover
 from tests.integration.sentinel_cluster import SentinelCluster
@@ -236,3 +241,79 @@ async def test_a_turn_of_a_run_whose_creation_was_lost_is_dropped_once(
     said = [r.getMessage() for r in caplog.records if "no such agent" in r.getMessage()]
     assert len(said) == 2 and "a Redis failover lost its creation" in said[0], said
     assert await svc.store.redis.keys(f"{svc.store.keys.prefix}:run:{run_id}:*") == []
+
+
+async def test_a_run_whose_agents_the_failover_lost_is_ended_by_the_watchdog(
+    cluster: SentinelCluster, make_services: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What was seen (bench/failover_lossy.py): a run whose approval outlived the failover
+    and whose agents' creation did not stayed ``running`` with no agent for 78 s and more.
+    The proposal's expiry timer, taken back after the approval, came back with the lost
+    writes; the watchdog took it for "a timer will wake someone" and let the run be until
+    the proposal's expiry (``approval.expire_s``, a day). Now it ends the run, named."""
+    settings = make_settings(
+        redis={"url": cluster.url, "key_prefix": "lossy"}, scheduler={"watchdog_s": 0.5}
+    )
+    svc = make_services(settings, ScriptedModel(), redis=connect_redis(settings), start=False)
+    svc.scheduler = RecordingScheduler()
+    spec = AgentSpec(name="Gone", tools=("calculate", "finish"))
+    run_id = await propose_run(svc, "lost agents", spec, requested_by="u1")
+    decided = control._decided
+
+    async def cut_then_decided(svc: Any, run_id: str) -> None:
+        # The approval is on the replica; what follows it (the expiry taken back, the
+        # agents created) on the old primary alone.
+        await asyncio.to_thread(_replicated, cluster)
+        await asyncio.to_thread(cluster.cut_replicas)
+        await decided(svc, run_id)
+
+    monkeypatch.setattr(control, "_decided", cut_then_decided)
+    assert (await approve_run(svc, run_id, "u1")).ok
+    await asyncio.to_thread(cluster.kill_cut_primary)
+    await asyncio.to_thread(cluster.wait_for_failover)
+    head = await svc.store.run_head(run_id)
+    assert head.status is RunStatus.RUNNING and await svc.store.agent_ids(run_id) == []
+    assert await svc.store.timers.soonest() is not None, "the expiry's removal was kept"
+
+    # Rounds of the watchdog as the background loop calls them (one per watchdog_s):
+    # the second finds the run idle again and ends it.
+    for _ in range(60):
+        await watchdog.watch(svc)
+        if (await svc.store.run_head(run_id)).status.terminal:
+            break
+        await asyncio.sleep(0.25)
+    run = await svc.store.get_run(run_id)
+    assert run.status is RunStatus.FAILED, run.status
+    ends = [e for _, e in await svc.store.read_events(run_id) if isinstance(e, RunFinished)]
+    assert len(ends) == 1 and ends[0].status is RunStatus.FAILED  # the chat's relay reads it
+    assert ends[0].error and "no agent is left to finish it" in ends[0].error, ends[0].error
+    assert run_id not in await svc.store.watchdog.active_runs(100)
+
+
+async def test_a_proposal_whose_approval_the_failover_lost_can_be_approved_again(
+    cluster: SentinelCluster, make_services: Any
+) -> None:
+    """An approval (``redis.replicas_to_ack`` = 0) made on the old primary alone: the new
+    one has the run still proposed, with its expiry. The person who clicked was told
+    "Approved" (and the card redrawn so, if the redraw reached the platform before the
+    failover); approving again starts it, once."""
+    svc = _services(make_services, ScriptedModel(), cluster.url)
+    recorder: RecordingScheduler = svc.scheduler
+    spec = AgentSpec(name="Again", tools=("calculate", "finish"))
+    run_id = await propose_run(svc, "approve me", spec, requested_by="u1")
+    await asyncio.to_thread(_replicated, cluster)
+    await asyncio.to_thread(cluster.cut_replicas)
+    first = await people.decide(svc, run_id, Person("u1", "Ann"), Approve())
+    assert isinstance(first, people.Done) and first.run.status is RunStatus.RUNNING
+    await asyncio.to_thread(cluster.kill_cut_primary)
+    await asyncio.to_thread(cluster.wait_for_failover)
+    assert (await svc.store.run_head(run_id)).status is RunStatus.PROPOSED, "approval kept"
+
+    again = await people.decide(svc, run_id, Person("u1", "Ann"), Approve())
+    assert isinstance(again, people.Done), again
+    assert (await svc.store.run_head(run_id)).status is RunStatus.RUNNING
+    assert await svc.store.agent_ids(run_id) == [spec.id]
+    # Its first turn submitted by each approval (the first's job is a copy: dropped or run
+    # once, by the turn's seq).
+    assert [(j.agent_id, j.seq) for j in recorder.jobs] == [(spec.id, 0), (spec.id, 0)]
+    assert await svc.store.timers.soonest() is None, "the expiry is taken back"

@@ -10,6 +10,7 @@ from typing import Any
 import fakeredis
 import pytest
 
+from core.effects.timers import TIMER, ExpireProposal, WakeAgent
 from core.errors import UsageError
 from core.state.event_log import EventLog
 from core.state.keys import Keys
@@ -88,11 +89,20 @@ async def test_the_watchdog_ends_only_a_run_idle_twice_with_no_event_between(
 
 
 async def test_a_timer_is_claimed_by_one_process(store: Store) -> None:
-    await store.timers.add('{"run_id":"run_f"}', 10.0)
+    timer = '{"run_id":"run_f","agent_id":"a1"}'
+    await store.timers.add(timer, 10.0)
     assert await store.watchdog.has_timer("run_f")
-    assert await store.timers.due(11.0, 10) == ['{"run_id":"run_f"}']
-    assert await store.timers.claim('{"run_id":"run_f"}')
-    assert not await store.timers.claim('{"run_id":"run_f"}')
+    assert await store.timers.due(11.0, 10) == [timer]
+    assert await store.timers.claim(timer)
+    assert not await store.timers.claim(timer)
+
+
+async def test_a_proposals_expiry_is_no_timer_that_moves_the_run(store: Store) -> None:
+    """The watchdog's question: a proposal's expiry (no agent) wakes nobody."""
+    await store.timers.add(TIMER.dump_json(ExpireProposal(run_id="run_g")).decode(), 9.0)
+    assert not await store.watchdog.has_timer("run_g")
+    await store.timers.add(TIMER.dump_json(WakeAgent(run_id="run_g", agent_id="a1")).decode(), 9.0)
+    assert await store.watchdog.has_timer("run_g")
 
 
 async def test_kept_keys_come_back_whole_and_expiring_ones_are_left(store: Store) -> None:
