@@ -29,7 +29,7 @@ from bots.chat.approvals import follow_approval
 from bots.chat.forms import follow_form
 from bots.chat.links import run_link
 from bots.chat.outbox import Entry
-from bots.chat.outputs import plain_filename, queue_outputs, result_file
+from bots.chat.outputs import plain_filename, queue_outputs
 from bots.chat.pause import follow_pause
 from bots.chat.ports import (
     Card,
@@ -43,10 +43,10 @@ from bots.chat.ports import (
     Question,
     Rendered,
     Renderer,
-    Result,
     StatusLine,
     TextFile,
 )
+from bots.chat.result_post import result_entries
 from bots.chat.spend_asks import follow_spend, warn_at_end
 from bots.chat.tasks import all_ended, with_task
 from core.runs.approval import view
@@ -270,38 +270,8 @@ class ThreadRelay:
             self.out.extend(await queue_outputs(self.svc, self.run_id, self.limits, self.renderer))
 
     def post_result(self, event: RunFinished) -> None:
-        """The result (or why the run failed) in the thread; a long one as a file with a
-        preview (or, if the file cannot be uploaded, in pieces). The last message has
-        buttons to rate a run that completed; a failed run shows why, without them."""
-        if self.quiet:
-            return
-        ok = event.status is RunStatus.COMPLETED
-        body = event.result if ok else (event.error or event.status.value)
-        result = Result(
-            run_id=self.run_id,
-            status=event.status,
-            text=body or "(no result)",
-            tokens=event.tokens,
-            cost_usd=event.cost_usd,
-            # A failure is said as one (its reason), never offered for rating like a result.
-            rateable=ok and bool(self.run_id),
-        )
-        whole = self.entries("result", result)
-        if ok and event.result and len(event.result) > self.limits.result_file_chars:
-            file = result_file(self.run_id, event.result)
-            preview = replace(result, file=file.filename)
-            upload = Entry(
-                run=self.run_id,
-                what="result file",
-                kind="upload",
-                file=file,
-                then=tuple(self.entries("result", preview)),
-                instead=tuple(whole),
+        """The result (or why the run failed) in the thread (``bots.chat.result_post``)."""
+        if not self.quiet:
+            self.out.extend(
+                result_entries(self.run_id, event, self.limits, self.renderer, self.streams)
             )
-            self.out.append(upload)
-        elif ok and self.streams:
-            (message,) = self.renderer.render(replace(result, streamed=True))
-            stream = Entry.post(self.run_id, "result", message)
-            self.out.append(stream.model_copy(update={"kind": "stream", "instead": tuple(whole)}))
-        else:
-            self.out.extend(whole)

@@ -21,18 +21,25 @@ agent's mail never wakes it; one that goes on to wait is woken by it: the save s
 turn that never runs leaves them to the next delivery's start, as a worker dying after
 its start does.
 
-Part of the state room (``core.state``); may call the Redis client it is given and
-``core.state.records``."""
+Part of the state room (``core.state``); may call the Redis client it is given,
+``core.state.records``/``turn_script``/``turn_start`` and the :class:`Turns` that saves."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
+from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.state.records import TurnStart
+from core.state.turn_start import parse_start, start_args
+from core.types.agent import AgentState
+
+if TYPE_CHECKING:
+    from core.state.turns import Turns
 
 # KEYS: the turn's lease, the run's deliveries. ARGV: the lease's token, "<agent>:<seq>".
 # Still held under the token: no delivery but this start's ran the turn, which never ran:
@@ -114,3 +121,74 @@ class AheadOffer:
 # The offer of the chain running in this context (``tasks.chain``), read by a turn's save
 # (``core.state.turns``) and by the next turn's lease (``core.agent.lease``).
 AHEAD: ContextVar[AheadOffer | None] = ContextVar("caramba_turn_ahead", default=None)
+
+
+def ahead_args(keys: Sequence[str], start: Sequence[Any]) -> list[Any]:
+    """The save script's ``ahead`` list: the next turn's start script keys but the agent's
+    (its lease, the run's head, deliveries, usage, saved answers), then its first ten
+    arguments (``turn_start.start_args``: seq to the agent key prefix). A save applied now
+    that holds the agent's own next turn for the chain, and schedules nothing else, runs
+    that turn's start script too, the state held being this save's
+    (``core.state.turn_ahead``)."""
+    return [*keys[1:], *start[:10]]
+
+
+def started_by_save(state: AgentState) -> bool:
+    """Whether the save of ``state`` started the agent's next turn (then held by that turn
+    alone, not kept for the agent's next start)."""
+    offer = AHEAD.get()
+    return offer is not None and offer.ahead is not None and offer.ahead.start.state is state
+
+
+def ahead_argv(turns: Turns, state: AgentState, token: str, ahead: tuple[int, int]) -> list[Any]:
+    """The start of the agent's next turn (``state.seq``) for the save script, under a new
+    lease token (``ahead``: the lease's ms and the mail's cap)."""
+    keys, run_id, agent_id = turns.keys, state.run_id, state.spec.id
+    streams = (keys.inbox(run_id, agent_id), keys.broadcast(run_id), keys.team(run_id, ""))
+    start = start_args(
+        state.seq,
+        os.urandom(16).hex(),
+        ahead[0],
+        keys.response_field(agent_id, state.seq),
+        agent_id,
+        streams,
+        ahead[1],
+        keys.agent(run_id, ""),
+        False,
+        [],
+        token,
+    )
+    return ahead_args(turns.start_keys(run_id, agent_id, state.seq), start)
+
+
+async def keep_start(
+    turns: Turns,
+    offer: AheadOffer,
+    state: AgentState,
+    token: str,
+    start: list[Any],
+    at: float,
+    raw: Any,
+) -> None:
+    """Keep the next turn's start the save ``token`` made (``start``: its arguments, from
+    :func:`ahead_argv`), for that turn to take (``core.agent.lease``). Its state is the one
+    saved: held by that turn alone."""
+    reply = parse_start(raw)
+    if reply is None:  # its lease was held by another delivery: it starts as usual
+        return
+    started = await turns.started(state.run_id, reply, (token, state))
+    lease_key, lease_token, ms, counted = start[0], start[6], int(start[7]), (start[2], start[8])
+    offer.keep(
+        Ahead(
+            state.run_id,
+            state.spec.id,
+            state.seq,
+            lease_key,
+            lease_token,
+            ms,
+            at,
+            started,
+            turns.redis,
+            counted,
+        )
+    )

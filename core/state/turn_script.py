@@ -262,8 +262,8 @@ def script_args(
 ) -> list[Any]:
     """ARGV for :data:`COMMIT_SCRIPT`: the seq, the attempt's token, what follows the save
     (``prefixes``: the agent key's and the wake key's for the run, and the agent's id;
-    ``ahead``: the start of the agent's next turn, :func:`ahead_args`), then each recorded
-    command as its word count and words."""
+    ``ahead``: the start of the agent's next turn, ``turn_ahead.ahead_args``), then each
+    recorded command as its word count and words."""
     after = after or AfterSave()
     lease_token = after.lease[1] if after.lease is not None else ""
     argv: list[Any] = [expected_seq, token, lease_token, after.wake_ttl_s, *prefixes]
@@ -279,16 +279,6 @@ def script_args(
         argv.append(len(command))
         argv.extend(command)
     return argv
-
-
-def ahead_args(keys: Sequence[str], start: Sequence[Any]) -> list[Any]:
-    """The save script's ``ahead`` list: the next turn's start script keys but the agent's
-    (its lease, the run's head, deliveries, usage, saved answers), then its first ten
-    arguments (``turn_start.start_args``: seq to the agent key prefix). A save applied now
-    that holds the agent's own next turn for the chain, and schedules nothing else, runs
-    that turn's start script too, the state held being this save's
-    (``core.state.turn_ahead``)."""
-    return [*keys[1:], *start[:10]]
 
 
 def parse_jobs(record: Any, seq: int) -> list[tuple[str, int]]:

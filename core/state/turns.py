@@ -8,13 +8,12 @@ transaction, ``core.state.turn_cas``, without the ledger's move).
 
 Part of the state room, the only room that speaks Redis commands (``core.state``); it may
 call the Redis client, ``core.state.keys``/``records``/``turn_script``/``turn_start``/
-``turn_cas``/``leases``/``ledger_moves`` and the store that owns it (``store.turns``) for
-the run's head and event log."""
+``turn_cas``/``leases``/``ledger_moves``/``turn_ahead`` and the store that owns it
+(``store.turns``) for the run's head and event log."""
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -25,7 +24,7 @@ from core.state.leases import release_lease
 from core.state.ledger_moves import RIDER, Ride
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 from core.state.run_changes import RunChange
-from core.state.turn_ahead import AHEAD, Ahead, AheadOffer, let_go
+from core.state.turn_ahead import AHEAD, ahead_argv, keep_start, let_go, started_by_save
 from core.state.turn_cas import TotalsChange, commit_with_run_change
 from core.state.turn_script import (
     COMMIT_SCRIPT,
@@ -33,7 +32,6 @@ from core.state.turn_script import (
     Clears,
     Commit,
     Saved,
-    ahead_args,
     clear_args,
     parse_jobs,
     script_args,
@@ -101,7 +99,7 @@ class Turns:
             )
         if saved.saved:  # redis.replicas_to_ack > 0: on that many replicas (a WAIT)
             await replicated(self.redis, self.keys)
-        if saved.saved and not state.status.terminal and not _ahead_of(state):
+        if saved.saved and not state.status.terminal and not started_by_save(state):
             self._hold(state, token)
         return _noted(saved, state, expected_seq)
 
@@ -135,7 +133,7 @@ class Turns:
         offer = AHEAD.get() if ride is not None else None
         start: list[Any] = []
         if offer is not None and after is not None and after.next_job and after.ahead:
-            start = self._ahead_argv(state, token, after.ahead)
+            start = ahead_argv(self, state, token, after.ahead)
         argv = self.script_argv(state, expected_seq, token, recorder, after, ride, start)
         akey = self.keys.agent(state.run_id, state.spec.id)
         at = time.monotonic()
@@ -144,61 +142,12 @@ class Turns:
             rider.landed(ride, str(reply[2]))
         commit = Commit.of(reply)
         if offer is not None and len(reply) > 3:
-            await self._ahead(offer, state, token, start, at, reply[3])
+            await keep_start(self, offer, state, token, start, at, reply[3])
         elif start and commit is Commit.SAVED_BEFORE:
             # Sent again after its reply was lost: its first run may have started the next
             # turn, which then starts as usual.
             await let_go(self.redis, start[0], start[6], (start[2], start[8]))
         return Saved(commit, parse_jobs(reply[1], expected_seq))
-
-    def _ahead_argv(self, state: AgentState, token: str, ahead: tuple[int, int]) -> list[Any]:
-        """The start of the agent's next turn (``state.seq``) for the save script, under a
-        new lease token."""
-        keys, run_id, agent_id = self.keys, state.run_id, state.spec.id
-        streams = (keys.inbox(run_id, agent_id), keys.broadcast(run_id), keys.team(run_id, ""))
-        start = start_args(
-            state.seq,
-            os.urandom(16).hex(),
-            ahead[0],
-            keys.response_field(agent_id, state.seq),
-            agent_id,
-            streams,
-            ahead[1],
-            keys.agent(run_id, ""),
-            False,
-            [],
-            token,
-        )
-        return ahead_args(self._start_keys(run_id, agent_id, state.seq), start)
-
-    async def _ahead(
-        self,
-        offer: AheadOffer,
-        state: AgentState,
-        token: str,
-        start: list[Any],
-        at: float,
-        raw: Any,
-    ) -> None:
-        """Keep the next turn's start the save ``token`` made (``start``: its arguments),
-        for that turn to take (``core.agent.lease``). Its state is the one saved: held by
-        that turn alone (not by :meth:`_hold`, whose next start would take it again)."""
-        reply = parse_start(raw)
-        if reply is None:  # its lease was held by another delivery: it starts as usual
-            return
-        run_id, agent_id, seq = state.run_id, state.spec.id, state.seq
-        started = await self._started(run_id, reply, (token, state))
-        lease_key, lease_token, ms, counted = (
-            start[0],
-            start[6],
-            int(start[7]),
-            (start[2], start[8]),
-        )
-        offer.keep(
-            Ahead(
-                run_id, agent_id, seq, lease_key, lease_token, ms, at, started, self.redis, counted
-            )
-        )
 
     def script_argv(
         self,
@@ -279,7 +228,7 @@ class Turns:
             clear_args(clears),
             held[0] if held is not None else "",
         )
-        script_keys = self._start_keys(run_id, agent_id, seq)
+        script_keys = self.start_keys(run_id, agent_id, seq)
         try:
             reply = parse_start(await self._start(keys=script_keys, args=argv))
         except BaseException:
@@ -287,9 +236,9 @@ class Turns:
             raise
         if reply is None:
             return None
-        return await self._started(run_id, reply, held)
+        return await self.started(run_id, reply, held)
 
-    def _start_keys(self, run_id: str, agent_id: str, seq: int) -> list[str]:
+    def start_keys(self, run_id: str, agent_id: str, seq: int) -> list[str]:
         keys = self.keys
         return [
             keys.agent(run_id, agent_id),
@@ -300,7 +249,7 @@ class Turns:
             keys.responses(run_id),
         ]
 
-    async def _started(
+    async def started(
         self, run_id: str, reply: StartReply, held: tuple[str, AgentState] | None
     ) -> TurnStart:
         """The start script's reply read (``held``: the state this process saved last)."""
@@ -335,12 +284,6 @@ class Turns:
         many of its deliveries raised)."""
         field = f"{agent_id}:{seq}" + (":failed" if failed else "")
         return int(await self.redis.hincrby(self.keys.deliveries(run_id), field, 1))
-
-
-def _ahead_of(state: AgentState) -> bool:
-    """Whether the save of ``state`` started the agent's next turn (``turn_ahead``)."""
-    offer = AHEAD.get()
-    return offer is not None and offer.ahead is not None and offer.ahead.start.state is state
 
 
 def _noted(saved: Saved, state: AgentState, seq: int) -> Saved:
