@@ -29,7 +29,7 @@ from core.process.background import run_background
 from core.process.jobs import handle
 from core.process.tools_start import start_tools, stop_tools
 from core.process.wiring import build_services
-from core.scheduler.base import Scheduler, TurnJob, TurnOutcome
+from core.scheduler.base import IdleWatchers, Scheduler, TurnJob, TurnOutcome
 from core.services import Services
 from tasks.chain import run_chain
 from tasks.forever import every, forever, wait
@@ -70,7 +70,7 @@ class WorkerRuntime:
         self._inflight = 0
         self.turns_run = 0
         # Called on the loop when the last running turn ended (watch_idle).
-        self._idle_watchers: list[Callable[[], None]] = []
+        self._idle = IdleWatchers()
 
     def start(self) -> None:
         with self._lock:
@@ -199,11 +199,10 @@ class WorkerRuntime:
             self._lock.notify_all()
             idle, loop = self._inflight == 0, self._loop
         if idle and loop is not None:
-            for watcher in tuple(self._idle_watchers):
-                try:
-                    loop.loop.call_soon_threadsafe(watcher)
-                except RuntimeError:  # the loop closed meanwhile (stopping)
-                    return
+            try:
+                self._idle.call(loop.loop.call_soon_threadsafe)
+            except RuntimeError:  # the loop closed meanwhile (stopping)
+                return
 
     def running(self) -> bool:
         """Whether a turn runs in this process (the background loop holds back the work
@@ -212,8 +211,7 @@ class WorkerRuntime:
 
     def watch_idle(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback`` on the turns' loop each time the last running turn ended."""
-        self._idle_watchers.append(callback)
-        return lambda: self._idle_watchers.remove(callback)
+        return self._idle.watch(callback)
 
     def settle(self, task_id: str, job: dict[str, object]) -> None:
         """The message ``task_id`` ran to its end: forget it in the ledger.

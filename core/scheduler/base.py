@@ -48,6 +48,23 @@ class TurnsHere(Protocol):
         ...
 
 
+class IdleWatchers:
+    """The callbacks of :meth:`TurnsHere.watch_idle`, for a scheduler to keep and call."""
+
+    def __init__(self) -> None:
+        self._callbacks: list[Callable[[], None]] = []
+
+    def watch(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Keep ``callback``; returns what drops it."""
+        self._callbacks.append(callback)
+        return lambda: self._callbacks.remove(callback)
+
+    def call(self, call: Callable[[Callable[[], None]], object] = lambda f: f()) -> None:
+        """Call each (through ``call``: another thread hands them to the loop's)."""
+        for callback in tuple(self._callbacks):
+            call(callback)
+
+
 class Scheduler(Protocol):
     """Queues turns. Implementations must tolerate the same job submitted twice:
     the turn function drops a job whose ``seq`` was already applied."""

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from core.scheduler.base import TurnHandler, TurnJob
+from core.scheduler.base import IdleWatchers, TurnHandler, TurnJob
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ class InlineScheduler:
         self._failures: dict[TurnJob, int] = {}
         self._retries: set[asyncio.Task[None]] = set()
         self._active = 0  # turns the handler is running now
-        self._idle_watchers: list[Callable[[], None]] = []
+        self._idle = IdleWatchers()
 
     def start(self, handler: TurnHandler) -> None:
         if self._workers:
@@ -54,8 +54,7 @@ class InlineScheduler:
 
     def watch_idle(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback`` each time the last running turn ended with none queued."""
-        self._idle_watchers.append(callback)
-        return lambda: self._idle_watchers.remove(callback)
+        return self._idle.watch(callback)
 
     async def join(self) -> None:
         """Wait until every submitted turn (and the turns they submitted) has run."""
@@ -100,9 +99,8 @@ class InlineScheduler:
                     continue  # task_done once the retry is queued, so join() waits
             finally:
                 self._active -= 1
-                if self._idle_watchers and not self.running():
-                    for watcher in tuple(self._idle_watchers):
-                        watcher()
+                if not self.running():
+                    self._idle.call()
             self._queue.task_done()
 
     async def _retry(self, job: TurnJob, delay: float) -> None:
