@@ -41,6 +41,10 @@ class LLMSettings(_Section):
     retry_after_max_s: float = Field(60.0, ge=0)
     max_output_tokens: int = Field(2048, ge=1)
     temperature: float = Field(0.2, ge=0, le=2)
+    # HTTP connections one process keeps open to the model's server (the direct client):
+    # calls beyond them wait for a free one. At least the calls a process makes at once
+    # (celery.concurrency, llm.keeper_concurrency, scheduler.inline_concurrency).
+    max_connections: int = Field(1000, ge=1, le=100_000)
     # "openai_compat" (default): OpenAI-compatible models (openai/…, hosted_vllm/…, any with
     # api_base) through the direct aiohttp client, the rest through litellm (imported only
     # then); "litellm": every model through litellm.

@@ -57,8 +57,12 @@ class OpenAICompatClient:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
+            # aiohttp's default pool (100 connections) would cap a worker's turns in flight
+            # at 100 model calls: the rest wait for a connection (llm.max_connections).
+            connector = aiohttp.TCPConnector(limit=self.settings.max_connections)
             self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s)
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s),
             )
         return self._session
 
