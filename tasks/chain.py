@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 
 from core.config_sections import CelerySettings
 from core.scheduler.base import TurnJob, TurnOutcome
-from core.state.ledger_moves import RIDER, Ride
+from core.state.ledger_moves import RIDER, START_HOLD, Ride
 from core.state.turn_ahead import AHEAD, AheadOffer
 from tasks.ledger import TurnLedger
 
@@ -134,7 +134,12 @@ async def run_chain(
     If ``job`` itself raises, its entry stays held: the task's retry (or give-up) moves it.
     """
     limits = scheduler.settings.celery
-    await scheduler.hold(task_id, job)
+    # The task's turn is held by its own start script (the lease and the hold in one round
+    # trip); a job that starts no turn, or a scheduler without a loop client, holds it now.
+    start_hold = scheduler.start_hold(task_id, job)
+    if start_hold is None:
+        await scheduler.hold(task_id, job)
+    holding = START_HOLD.set(start_hold)
     deadline = time.monotonic() + chain_span_s(limits)
     chain = Chain(job.run_id, job.agent_id, limits.chain_turns, deadline)
     token = CURRENT.set(chain)
@@ -161,6 +166,7 @@ async def run_chain(
             else:
                 ended = True
     finally:
+        START_HOLD.reset(holding)
         AHEAD.reset(ahead)
         RIDER.reset(rider)
         CURRENT.reset(token)

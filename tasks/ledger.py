@@ -51,6 +51,9 @@ from core.scheduler.base import TurnJob
 from core.state.client import sync_client
 from core.state.ledger import LedgerSets
 
+# A string as ``json.dumps`` spells it (``ensure_ascii``): the encoder's own C function.
+_quoted = json.encoder.encode_basestring_ascii
+
 
 def sweep_interval_s(settings: Settings) -> float:
     """How often leases are renewed and the ledger swept: a third of ``celery.lease_s``."""
@@ -67,8 +70,15 @@ class TurnLedger(LedgerSets):
 
     @staticmethod
     def member(task_id: str, job: TurnJob | dict[str, Any]) -> str:
-        data = job.model_dump(mode="json") if isinstance(job, TurnJob) else job
-        return json.dumps({"task": task_id, "job": data}, sort_keys=True, separators=(",", ":"))
+        if isinstance(job, TurnJob):
+            # Spelled as the generic path below spells it (sorted keys, no spaces, ASCII),
+            # without a model dump and an encoder per entry: a chain spells a few per turn.
+            q = _quoted
+            return (
+                f'{{"job":{{"agent_id":{q(job.agent_id)},"kind":{q(job.kind)},'
+                f'"run_id":{q(job.run_id)},"seq":{int(job.seq)}}},"task":{q(task_id)}}}'
+            )
+        return json.dumps({"task": task_id, "job": job}, sort_keys=True, separators=(",", ":"))
 
     @staticmethod
     def parse(member: str) -> tuple[str, TurnJob]:

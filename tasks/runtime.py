@@ -106,6 +106,10 @@ class WorkerRuntime:
             raise
         scheduler.attach(svc)
         self._scheduler = scheduler
+        try:  # best effort: the first publish connects anyway
+            await asyncio.get_running_loop().run_in_executor(None, scheduler.open_publishing)
+        except Exception as exc:
+            log.warning("could not open a publishing connection yet (%r)", exc)
         self._stop_background = stop = asyncio.Event()
         self._background = [
             asyncio.create_task(

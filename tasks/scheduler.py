@@ -10,11 +10,9 @@ thread takes its own producer (and connection) from Celery's pool.
 Every turn given to the broker is an entry of the :class:`~tasks.ledger.TurnLedger`
 first; what this process holds of it (turns running here) is in :attr:`holdings`, whose
 leases the worker runtime renews. A worker's turns hold and settle their entries on its
-event loop, through its Redis client (:meth:`CeleryScheduler.attach`): a chain of turns
-(``tasks.chain``) holds and settles its turns in their own save scripts (one round trip
-when the chain starts; the last ones are settled with the next renewal), and makes no hop
-to a thread.
-"""
+event loop, in their own scripts (:meth:`CeleryScheduler.attach`): a chain (``tasks.chain``)
+holds its first turn in that turn's start script, the others in their saves (the last
+settled with the next renewal): no round trip of its own, no hop to a thread."""
 
 from __future__ import annotations
 
@@ -31,7 +29,7 @@ from core.scheduler.base import TurnJob
 from core.state.client import broker_settings, sync_client
 from core.state.keys import Keys
 from core.state.ledger import SyncClient, broker_queue_length
-from core.state.ledger_moves import LedgerMoves, Ride
+from core.state.ledger_moves import LedgerMoves, Ride, StartHold
 from tasks.chain import CURRENT
 from tasks.ledger import Holdings, TurnLedger
 
@@ -86,6 +84,12 @@ class CeleryScheduler:
         self.send_recorded(task_id, job)
         return task_id
 
+    def open_publishing(self) -> None:
+        """What a process's first publish does first (connect, declare the queue: ~17 ms
+        of CPU), done by a worker as it starts, not in its first turn that publishes."""
+        with self.app.producer_or_acquire() as producer:
+            producer.maybe_declare(self.app.amqp.queues[self.queue])
+
     def send_recorded(self, task_id: str, job: TurnJob) -> None:
         """Publish a turn already in the ledger under ``task_id``."""
         self.app.send_task(
@@ -128,7 +132,8 @@ class CeleryScheduler:
         :meth:`member` spells it. None without an event-loop client (:meth:`attach`)."""
         if self._moves is None:
             return None
-        marked = self.member(task_id, TurnJob(run_id=run_id, agent_id=_AGENT_MARK, seq=_SEQ_MARK))
+        job = TurnJob.model_construct(run_id=run_id, agent_id=_AGENT_MARK, seq=_SEQ_MARK)
+        marked = self.member(task_id, job)
         head, _, rest = marked.partition(_AGENT_MARK)
         mid, _, tail = rest.partition(str(_SEQ_MARK))
         if marked.count(_AGENT_MARK) != 1 or marked.count(str(_SEQ_MARK)) != 1 or not tail:
@@ -141,6 +146,17 @@ class CeleryScheduler:
         self.holdings.add(held)
         for member in ride.settle:
             self.holdings.discard(member)
+
+    def start_hold(self, task_id: str, job: TurnJob) -> StartHold | None:
+        """Message ``task_id``'s turn, held by this process from now on and in the ledger by
+        its start script (``tasks.chain``); None without a loop client or turn to start."""
+        if self._moves is None or job.kind != "turn":
+            return None
+        member = self.member(task_id, job)
+        self.holdings.add(member)
+        keys = (self.ledger.key, self.ledger.held_key)
+        where = (job.run_id, job.agent_id, job.seq)
+        return StartHold(keys, round(self.lease_s * 1000), where, member)
 
     async def hold(self, task_id: str, job: TurnJob) -> None:
         """This worker runs message ``task_id``'s turn: its entry is held under this

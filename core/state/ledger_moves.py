@@ -122,3 +122,52 @@ class Rider(Protocol):
 # The rider of the turn running in this context: set by the task that runs it, read by
 # the turn's save (``core.state.turns``), like the chain itself (``tasks.chain.CURRENT``).
 RIDER: ContextVar[Rider | None] = ContextVar("caramba_ledger_rider", default=None)
+
+# The start script's part (``core.state.turn_start``): ARGV from ``i`` is a counted list
+# (empty: nothing to hold) of the ledger's keys (queued, held), the lease's ms and the
+# entries to hold until then — before the turn's lease is tried: the task holds its
+# message's turn whether or not this delivery gets to run it.
+HOLD_LUA = """
+local function ledger_hold(i)
+  local n = tonumber(ARGV[i] or '0') or 0
+  if n < 4 then return end
+  local t = redis.call('TIME')
+  local due = t[1] * 1000 + math.floor(t[2] / 1000) + ARGV[i + 3]
+  for k = i + 4, i + n do
+    redis.call('ZREM', ARGV[i + 1], ARGV[k])
+    redis.call('ZADD', ARGV[i + 2], due, ARGV[k])
+  end
+end
+"""
+
+
+@dataclass
+class StartHold:
+    """A task's hold of its message's turn (``member``, the turn ``job``: run, agent, seq),
+    riding on that turn's start script instead of a script of its own (``tasks.chain``):
+    the first start of that very turn in this context sends it, once."""
+
+    keys: tuple[str, str]  # queued, held
+    lease_ms: int
+    job: tuple[str, str, int]
+    member: str
+    sent: bool = False
+
+    def argv(self, run_id: str, agent_id: str, seq: int) -> list[Any]:
+        """The start script's counted list for a start of that turn (empty for any other,
+        or once sent)."""
+        if self.sent or (run_id, agent_id, seq) != self.job:
+            return []
+        self.sent = True
+        items = [*self.keys, self.lease_ms, self.member]
+        return [len(items), *items]
+
+
+# The hold waiting for the start of the task's turn in this context (``tasks.chain``).
+START_HOLD: ContextVar[StartHold | None] = ContextVar("caramba_start_hold", default=None)
+
+
+def start_hold_argv(run_id: str, agent_id: str, seq: int) -> list[Any]:
+    """The start script's hold list for a start of this turn (``core.state.turns``)."""
+    hold = START_HOLD.get()
+    return [] if hold is None else hold.argv(run_id, agent_id, seq)

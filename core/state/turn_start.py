@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from core.state.ledger_moves import HOLD_LUA
+
 # Shared by the start and save scripts (``core.state.turn_script``): clear done follow-up
 # records (ARGV from index i).
 CLEAR_LUA = """
@@ -151,8 +153,14 @@ end
 # saved answers. ARGV: seq, lease token, lease ms (0: no lease), "<agent>:<seq>", the
 # agent's id, its inbox, the broadcast stream, the team stream's prefix, how many entries
 # to read, the agent key prefix, whether to look for follow-ups to redo (1/0), the token of
-# the save whose state the caller holds ("" if none), the clears.
-START_SCRIPT = CLEAR_LUA + START_LUA + "clear_done(13)\nreturn start_turn(KEYS, ARGV)\n"
+# the save whose state the caller holds ("" if none), the clears, then a Celery task's hold
+# of its turn in the turn ledger (``core.state.ledger_moves.HOLD_LUA``; none: nothing).
+START_SCRIPT = (
+    CLEAR_LUA
+    + START_LUA
+    + HOLD_LUA
+    + "ledger_hold(clear_done(13))\nreturn start_turn(KEYS, ARGV)\n"
+)
 
 
 # ``StartReply.state`` when the agent's state is the one the caller saved last (``held``).

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.state.durable_writes import replicated
 from core.state.leases import release_lease
-from core.state.ledger_moves import RIDER, Ride
+from core.state.ledger_moves import RIDER, Ride, start_hold_argv
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 from core.state.run_changes import RunChange
 from core.state.turn_ahead import AHEAD, ahead_argv, keep_start, let_go, started_by_save
@@ -228,6 +228,7 @@ class Turns:
             clear_args(clears),
             held[0] if held is not None else "",
         )
+        argv += start_hold_argv(run_id, agent_id, seq)  # a Celery task's (tasks.chain)
         script_keys = self.start_keys(run_id, agent_id, seq)
         try:
             reply = parse_start(await self._start(keys=script_keys, args=argv))

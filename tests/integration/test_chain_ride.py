@@ -113,11 +113,19 @@ async def test_each_save_holds_the_next_turn_and_settles_the_ended_ones(worker: 
     svc, scheduler, recorded, _settings = worker
     run_id, task_id, job = await _first(svc, scheduler)
     seen: list[tuple[str, list[str]]] = []
+    started: list[list[str]] = []
+    turn_start = svc.store.turn_start
 
     async def observed(turn: TurnJob) -> TurnOutcome:
         seen.append((f"{turn.agent_id}:{turn.seq}", _held(scheduler)))
         return await handle(svc, turn)
 
+    async def observed_start(*args: Any, **kwargs: Any) -> Any:
+        reply = await turn_start(*args, **kwargs)
+        started.append(_held(scheduler))
+        return reply
+
+    svc.store.turn_start = observed_start
     outcome = await run_chain(scheduler, observed, job, task_id)
 
     assert outcome is TurnOutcome.ENDED
@@ -126,15 +134,17 @@ async def test_each_save_holds_the_next_turn_and_settles_the_ended_ones(worker: 
     root, m = job.agent_id, member_id
     # Each chained turn was held by the save that scheduled it; the save of the turn after
     # it settled the one before (the turn whose save scheduled it stays held until then).
+    # The task's own turn is held by its start script, not before.
+    assert started[0] == [f"{root}:0"]
     assert seen == [
-        (f"{root}:0", [f"{root}:0"]),
+        (f"{root}:0", []),
         (f"{m}:0", sorted([f"{root}:0", f"{m}:0"])),
         (f"{m}:1", sorted([f"{m}:0", f"{m}:1"])),
         (f"{root}:1", sorted([f"{m}:1", f"{root}:1"])),
     ]
-    # The worker's own moves: the task's turn held as it starts — none per chained turn.
-    # Nothing else was published.
-    assert recorded.log == [([], [f"{root}:0"])]
+    # The worker's own moves: none (the task's turn held by its start, the chained ones by
+    # the saves). Nothing else was published.
+    assert recorded.log == []
     assert scheduler.published == 1
     # The last two, no longer this worker's, are settled by its next renewal.
     assert scheduler.holdings.snapshot() == []
@@ -170,7 +180,7 @@ async def test_a_turn_that_raises_after_its_save_gives_the_turn_it_held_to_the_b
     queue = broker_key_prefix(settings) + settings.celery.queue
     sent = [json.loads(m)["headers"]["id"] for m in redis.lrange(queue, 0, -1)]
     assert sorted(sent) == sorted([task_id, handed_task])  # the run's first, and this one
-    assert recorded.log == [([], [f"{job.agent_id}:0"])]
+    assert recorded.log == []  # the root's turn held by its start script
 
 
 async def test_a_renewal_settles_what_ended_since_but_not_what_is_held_again(

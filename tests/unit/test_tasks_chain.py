@@ -11,7 +11,7 @@ import pytest
 
 from core.config import load_settings
 from core.scheduler.base import TurnJob, TurnOutcome
-from core.state.ledger_moves import RIDER
+from core.state.ledger_moves import RIDER, start_hold_argv
 from tasks.app import make_app
 from tasks.chain import CURRENT, Chain, run_chain
 from tasks.ledger import TurnLedger
@@ -77,9 +77,12 @@ def scheduler(monkeypatch) -> Iterator[tuple[CeleryScheduler, Moves, list[str]]]
 
 def _turns(scheduler: CeleryScheduler, raising: set[int]) -> Callable[[TurnJob], Any]:
     """Agent a's turns 0, 1, 2: each schedules the next, the last ends; those in
-    ``raising`` raise after scheduling."""
+    ``raising`` raise after scheduling. Each starts as a turn's start script does: the
+    task's hold of its own turn rides on it (logged as a move of its own here)."""
 
     async def handle(job: TurnJob) -> TurnOutcome:
+        if rode := start_hold_argv(job.run_id, job.agent_id, job.seq):
+            scheduler._moves.log.append(([], [_task(rode[-1])]))  # type: ignore[union-attr]
         if job.seq < 2:
             await scheduler.submit(job.model_copy(update={"seq": job.seq + 1}))
         if job.seq in raising:
@@ -135,6 +138,8 @@ def _saving(scheduler: CeleryScheduler, raising: set[int]) -> Callable[[TurnJob]
     does: it settles the ride's entries and holds its follow-up, spelled from the ride."""
 
     async def handle(job: TurnJob) -> TurnOutcome:
+        if rode := start_hold_argv(job.run_id, job.agent_id, job.seq):
+            scheduler._moves.log.append(([], [_task(rode[-1])]))  # type: ignore[union-attr]
         rider, chain = RIDER.get(), CURRENT.get()
         assert rider is not None and chain is not None
         ride = rider.ride(job.run_id)
