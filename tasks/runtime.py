@@ -31,6 +31,7 @@ from core.process.tools_start import start_tools, stop_tools
 from core.process.wiring import build_services
 from core.scheduler.base import IdleWatchers, Scheduler, TurnJob, TurnOutcome
 from core.services import Services
+from tasks.broker import open_publishing
 from tasks.chain import run_chain
 from tasks.forever import every, forever, wait
 from tasks.ledger import sweep_interval_s
@@ -107,7 +108,8 @@ class WorkerRuntime:
         scheduler.attach(svc)
         self._scheduler = scheduler
         try:  # best effort: the first publish connects anyway
-            await asyncio.get_running_loop().run_in_executor(None, scheduler.open_publishing)
+            warm = partial(open_publishing, self.app, scheduler.queue, scheduler.publishers)
+            await asyncio.get_running_loop().run_in_executor(None, warm)
         except Exception as exc:
             log.warning("could not open a publishing connection yet (%r)", exc)
         self._stop_background = stop = asyncio.Event()

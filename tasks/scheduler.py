@@ -62,6 +62,7 @@ class CeleryScheduler:
         self.lease_s = settings.celery.lease_s
         self.ledger = TurnLedger.for_settings(settings)
         self.holdings = Holdings()
+        self.publishers = publishers
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=publishers, thread_name_prefix="caramba-publish"
         )
@@ -83,12 +84,6 @@ class CeleryScheduler:
         self.ledger.record(TurnLedger.member(task_id, job))
         self.send_recorded(task_id, job)
         return task_id
-
-    def open_publishing(self) -> None:
-        """What a process's first publish does first (connect, declare the queue: ~17 ms
-        of CPU), done by a worker as it starts, not in its first turn that publishes."""
-        with self.app.producer_or_acquire() as producer:
-            producer.maybe_declare(self.app.amqp.queues[self.queue])
 
     def send_recorded(self, task_id: str, job: TurnJob) -> None:
         """Publish a turn already in the ledger under ``task_id``."""
