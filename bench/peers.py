@@ -146,8 +146,11 @@ def _results(body: dict[str, Any]) -> int:
 def respond(body: dict[str, Any]) -> FakeReply:
     """A parent: delegate, then 3 calculations, then its answer; anyone else: 4
     calculations, then an answer. Caramba delegates by creating its children and waiting
-    for their results, and answers through ``finish``."""
+    for all their results (``wait_for_messages(all_children=True)``, as its fan-out
+    playbook says: the peers' delegation returns once every child answered), and answers
+    through ``finish``."""
     name = _name(body)
+    wait: tuple[str, dict[str, Any] | str] = ("wait_for_messages", {"all_children": True})
     tools = {t["function"]["name"] for t in body.get("tools") or ()}
     calcs = _calls(body, "calculate")
     if name == "Orchestrator" or name.startswith("Lead"):
@@ -174,9 +177,9 @@ def respond(body: dict[str, Any]) -> FakeReply:
                     )
                     for kid, role in kids
                 ]
-                return FakeReply(tool_calls=[*creates, ("wait_for_messages", {})])
-            if _results(body) < 3:
-                return FakeReply(tool_calls=[("wait_for_messages", {})])
+                return FakeReply(tool_calls=[*creates, wait])
+            if _results(body) < 3:  # (woken early: one more call than the peers make)
+                return FakeReply(tool_calls=[wait])
         elif not _calls(body, "delegate"):
             return FakeReply(tool_calls=[("delegate", {"task": "your part"})])
         if calcs < 3:
