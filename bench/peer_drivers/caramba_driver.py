@@ -300,7 +300,17 @@ async def celery(base_url: str, slots: int) -> None:
         llm__keeper="true" if KEEPER else "false",
         **({"llm__client": CLIENT} if CLIENT else {}),
     )
-    worker = Process.worker(env, "peers-worker", concurrency=slots)
+    # CARAMBA_BENCH_SAMPLE=<file>: the worker under bench/thread_sampler.py, sampled over
+    # the measured phase (where its CPU goes, thread by thread), written to <file>.<phase>.
+    sample = os.environ.get("CARAMBA_BENCH_SAMPLE", "")
+    if sample:
+        sample += "." + sys.argv[sys.argv.index("--phase") + 1]
+        sampler = os.path.join(os.path.dirname(os.path.dirname(__file__)), "thread_sampler.py")
+        env.update(PROF_ON=f"{sample}.on", PROF_OUT=sample)
+        argv = [sys.executable, sampler, "tasks.worker", f"--concurrency={slots}"]
+        worker = Process(argv, env, "peers-worker")
+    else:
+        worker = Process.worker(env, "peers-worker", concurrency=slots)
     measured = [worker]
     if KEEPER:
         measured.append(Process([sys.executable, "-m", "core.process.keeper_main"], env, "keeper"))
@@ -325,12 +335,23 @@ async def celery(base_url: str, slots: int) -> None:
 
         split = ThreadSplit(worker.pid, _loop_tid(worker.output()))
         keeper = measured[1:]
+
+        def cpu() -> float:
+            if sample:  # sampling from the phase's first read to its last
+                if split.reads:
+                    os.unlink(f"{sample}.on")
+                else:
+                    open(f"{sample}.on", "w").close()
+            return split.total() + sum(_proc_cpu_s(p.pid) for p in keeper)
+
         await common.measure(
             one,
             lambda: one("Orchestrator"),
-            cpu=lambda: split.total() + sum(_proc_cpu_s(p.pid) for p in keeper),
+            cpu=cpu,
             rss=lambda: _proc_peak_mb(worker.pid),  # per worker process
         )
+        if sample:
+            await asyncio.sleep(0.5)  # the sampler writes its file
         if split.loop_tid:
             print(f"BENCH_THREADS {split.report()}", flush=True)
         if KEEPER and "turns' calls go to the call keeper" not in worker.output():
