@@ -1,9 +1,10 @@
 """The workload on Caramba: ``--mode inline`` (embedded mode's scheduler in this process,
 real Redis) or ``--mode celery`` (one ``caramba worker`` process; this process only
 proposes and approves runs, like a chat bot, and the worker's CPU and memory are
-measured). A parent delegates with ``create_agent`` (×3) and ``wait_for_messages``;
-its children's results wake it (a wake-up with fewer than 3 results waits again: an
-extra model call Caramba makes and the peers do not); agents end by calling ``finish``.
+measured). A parent delegates with ``create_agent`` (×3) and
+``wait_for_messages(all_children=True)``: its last child's end wakes it, with the 3
+results (a wake-up with fewer would wait again: an extra model call the peers do not
+make); agents end by calling ``finish``.
 Each agent is a run's root (``flat``) or the cohort's orchestrator is (``cohort``).
 
 Waiting for a run's end costs the measured process what the peers' ``await`` does:
