@@ -24,18 +24,92 @@ from core.scheduler.inline import InlineScheduler
 from core.services import Services
 
 REDIS_URL = os.environ.get("CARAMBA_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# pytest imports readline, and GNU readline puts COLUMNS=80 and LINES=24 in the process's
+# environment at the C level (os.environ does not show them): pytest-xdist's workers inherit
+# them, and a rich console made there is 80 columns wide whatever COLUMNS a test sets. So the
+# session's process names the ones it really has, and each worker drops the others.
+_TERMINAL = ("COLUMNS", "LINES")
+if "PYTEST_XDIST_WORKER" in os.environ:
+    _had = os.environ.get("CARAMBA_TEST_TERMINAL", ",".join(_TERMINAL)).split(",")
+    for _name in _TERMINAL:
+        if _name not in _had:
+            os.environ.pop(_name, None)
+else:
+    os.environ["CARAMBA_TEST_TERMINAL"] = ",".join(n for n in _TERMINAL if n in os.environ)
+# The session's own folders, below, are named in this variable. pytest-xdist's workers
+# (`make test` runs the suite on several) inherit the controller's environment: each makes
+# folders of its own instead of sharing the controller's with the others.
+_OWN_DIRS = "CARAMBA_TEST_SESSION_DIRS"
+
+
+def _session_dir(variable: str, prefix: str) -> None:
+    """``variable`` names a folder of this test session's, removed at its end, unless the
+    caller chose one (a variable set outside the tests is kept)."""
+    ours = os.environ.get(_OWN_DIRS, "").split(",")
+    if variable in os.environ and variable not in ours:
+        return
+    folder = tempfile.mkdtemp(prefix=prefix)
+    os.environ[variable] = folder
+    os.environ[_OWN_DIRS] = ",".join(v for v in {*ours, variable} if v)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
 # Runs that end are recorded in the agent library by the background loop: in tests, in a
 # folder of the test session's (worker processes inherit it), never the project's.
-if "CARAMBA_LIBRARY__INDEX_DIR" not in os.environ:
-    _library_dir = tempfile.mkdtemp(prefix="caramba-test-library-")
-    os.environ["CARAMBA_LIBRARY__INDEX_DIR"] = _library_dir
-    atexit.register(shutil.rmtree, _library_dir, ignore_errors=True)
+_session_dir("CARAMBA_LIBRARY__INDEX_DIR", "caramba-test-library-")
 # Embedded mode keeps run workspaces in a folder: in tests, a folder of the session's.
-if "CARAMBA_WORKSPACE__DIR" not in os.environ:
-    _workspace_dir = tempfile.mkdtemp(prefix="caramba-test-workspaces-")
-    os.environ["CARAMBA_WORKSPACE__DIR"] = _workspace_dir
-    atexit.register(shutil.rmtree, _workspace_dir, ignore_errors=True)
+_session_dir("CARAMBA_WORKSPACE__DIR", "caramba-test-workspaces-")
 _LOOPBACK = {"127.0.0.1", "::1", "localhost", "0.0.0.0", "", None}
+
+
+# Test files that must not run at the same time as one another under pytest-xdist: each
+# group's files run on one worker, one after the other (see pytest_xdist_make_scheduler).
+_GROUPS = {
+    # Chromium is heavy (a browser, its GPU and renderer processes): one at a time. Two at
+    # once, beside the rest of the suite, missed a 30 s wait for the page.
+    "browser": (
+        "test_web_browser.py",
+        "test_web_chat_browser.py",
+        "test_web_chat_schedules_browser.py",
+        "test_web_spend_browser.py",
+    ),
+    # Each starts many processes (Redis servers and Sentinels, Celery workers, bots) and
+    # kills some on a timetable: beside one another, a failover lagged enough to lose a
+    # run's creation (test_runs_in_flight_complete_after_the_primary_is_killed).
+    "processes": (
+        "test_chaos.py",
+        "test_sentinel_failover.py",
+        "test_sentinel_lossy.py",
+        "test_several_hosts.py",
+        "test_worker_crash.py",
+        "test_worker_crash_lease.py",
+        "test_worker_redis_restart.py",
+    ),
+}
+_GROUP_OF = {name: group for group, names in _GROUPS.items() for name in names}
+
+
+def _scope(nodeid: str) -> str:
+    """A test's unit of work under ``--dist loadfile``: its file, or its file's group."""
+    path = nodeid.split("::", 1)[0]
+    return _GROUP_OF.get(path.rsplit("/", 1)[-1], path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``make test`` runs the suite on pytest-xdist workers with ``--dist loadfile``: a test
+    file's tests run on one worker, in their order, sharing their module's fixtures as in a
+    serial run; here the files of each of ``_GROUPS`` also share one worker. (pytest 9 has
+    no settable node ids: xdist's ``--dist loadgroup`` would not group at all.)"""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileGroups(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _scope(nodeid)
+
+    return FileGroups(config, log)
 
 
 class NetworkGuardError(RuntimeError):
