@@ -363,6 +363,7 @@ class Report:
     # Kills given up because no worker was in the state drawn for victim_wait_s, by state.
     missed_kills: Counter[str] = field(default_factory=Counter)
     deadline_s: float = 0.0  # the calm the runs were given to end
+    launched: int = 0  # runs proposed and approved so far (a disruption may wait for all)
     # Seconds after the phase's start at which each run was first seen ended, and the chaos.
     ended_at_s: dict[str, float] = field(default_factory=dict)
     chaos_ended_at_s: float = 0.0
@@ -591,6 +592,7 @@ async def _launch(phase: _Phase, redis_server: RedisServer | None) -> None:
         phase.run_ids.append(run_id)
         step = await approve_run(phase.svc, run_id, "bench")
         assert step.ok, step.reason
+        phase.report.launched += 1
 
 
 async def _chaos(phase: _Phase) -> None:
