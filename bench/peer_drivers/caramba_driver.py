@@ -25,6 +25,7 @@ import json
 import os
 import re
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,7 @@ def settings(prefix: str, base_url: str, queue: str, slots: int) -> Settings:
 
 async def inline(base_url: str, slots: int) -> None:
     from core.process.embedded import embedded_services
+    from core.runs import learning
     from core.runs.control import start_run
 
     prefix = f"peers-{uuid.uuid4().hex[:6]}"
@@ -216,14 +218,20 @@ async def inline(base_url: str, slots: int) -> None:
         async with embedded_services(conf, llm) as svc:
             waiter.svc = svc
             gate = asyncio.Semaphore(50)  # fewer than the Redis pool's connections (64)
+            started: list[str] = []
 
             async def one(name: str) -> None:
                 root = spec(name)
                 async with gate:
                     run_id = await start_run(svc, "bench", root, requested_by="bench")
+                started.append(run_id)
                 await waiter.wait(run_id, root.id)
 
-            await common.measure(one, lambda: one("Orchestrator"))
+            async def settled() -> None:  # the warm-up's run recorded in the library
+                for run_id in started:
+                    await learning.learn(svc, run_id, wait_s=60)
+
+            await common.measure(one, lambda: one("Orchestrator"), settled=settled)
         print(f"BENCH_LITELLM_IMPORTED {'litellm' in sys.modules}", flush=True)
     finally:
         await _clean(redis, prefix)
@@ -326,13 +334,25 @@ async def celery(base_url: str, slots: int) -> None:
             proc.wait_for(" ready.", timeout=120)
         waiter = PollWaiter(redis, prefix)
         gate = asyncio.Semaphore(50)  # fewer than the Redis pool's connections (64)
+        started: list[str] = []
 
         async def one(name: str) -> None:
             root = spec(name)
             async with gate:
                 run_id = await propose_run(svc, "bench", root, requested_by="bench")
                 await approve_run(svc, run_id, "bench")
+            started.append(run_id)
             await waiter.wait(run_id, root.id)
+
+        async def settled() -> None:
+            """The warm-up's run recorded in the library by the worker (polled from here,
+            outside the measured worker, before its phase)."""
+            keys = [svc.store.keys.learned(run_id) for run_id in started]
+            deadline = time.monotonic() + 60
+            while await redis.exists(*keys) < len(keys):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the worker did not record the warm-up's run in 60 s")
+                await asyncio.sleep(0.05)
 
         split = ThreadSplit(worker.pid, _loop_tid(worker.output()))
         keeper = measured[1:]
@@ -350,6 +370,7 @@ async def celery(base_url: str, slots: int) -> None:
             lambda: one("Orchestrator"),
             cpu=cpu,
             rss=lambda: _proc_peak_mb(worker.pid),  # per worker process
+            settled=settled,
         )
         if sample:
             await asyncio.sleep(0.5)  # the sampler writes its file

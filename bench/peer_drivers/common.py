@@ -75,8 +75,13 @@ async def measure(
     *,
     cpu: Callable[[], float] = cpu_s,
     rss: Callable[[], float] = rss_mb,
+    settled: Callable[[], Awaitable[object]] | None = None,
 ) -> None:
     """Warm up with one agent (imports, connections), then run the phase and report.
+    ``settled``: awaited after the warm-up, before the phase: what the warm-up's run left
+    to do after it ended is done (Caramba: its run recorded in the agent library, whose
+    embedder loads on first use) — else that one-off work falls in the phase or not, by
+    timing, differently for each way a system runs.
 
     ``one(name)`` runs a single agent without children; ``cohort()`` runs the 13 agents
     from the orchestrator down. ``cpu`` and ``rss`` measure the process that does the work
@@ -84,6 +89,8 @@ async def measure(
     opts = args()
     os.environ.setdefault("BENCH_BASE_URL", opts.base_url)
     await one("Warmup 0")
+    if settled is not None:
+        await settled()
     gc.collect()
     walls: list[float] = []
     profile = None
