@@ -179,3 +179,17 @@ async def test_a_turn_that_raises_after_its_save_held_the_next_hands_that_one_ov
     # the broker.
     assert sorted(handed) == ["a:1", "a:2"]
     assert moves.log == [([], ["a:0"])]
+
+
+def test_a_ledger_entry_is_spelled_as_the_generic_json_would_spell_it() -> None:
+    """``TurnLedger.member`` spells a TurnJob by hand (no model dump per entry): the same
+    bytes as the JSON of its dump, and every field of TurnJob in it — a field added to
+    TurnJob fails here until the spelling has it too."""
+    assert set(TurnJob.model_fields) == {"run_id", "agent_id", "seq", "kind"}
+    for job in (
+        TurnJob(run_id="run-1", agent_id="a-1", seq=7),
+        TurnJob(run_id='r"ü\\n', agent_id="Ägent ✓", seq=0, kind="plan"),
+    ):
+        generic = TurnLedger.member("tâsk-9", job.model_dump(mode="json"))
+        assert TurnLedger.member("tâsk-9", job) == generic
+        assert TurnLedger.parse(generic) == ("tâsk-9", job)
