@@ -63,6 +63,9 @@ async def test_a_reply_reaches_the_top_agent_and_later_ones_get_one_hint(
 
         for i in range(2):
             await h.reply("Thanks!", event_id=f"EvLate{i}")
+        # Bolt answers Slack before its listener runs (process_before_response off): under
+        # load the replies' work may not be spawned yet when drain() looks.
+        await h.slack.wait_for(lambda: bool(h.slack.of("chat.postEphemeral")))
         await h.bot.drain()
         (hint,) = h.slack.of("chat.postEphemeral")
         assert hint["user"] == ANA and "mention me" in hint["text"].lower()
