@@ -27,14 +27,17 @@ OUTAGE_S = 5.0
 AGENTS = {"Orchestrator", "Lead A", "Scout A", "Lead B", "Judge"}
 
 
+# Who waits for whom: each parent finishes only once these reports came.
+REPORTS = {"Orchestrator": ("Lead A", "Lead B", "Judge"), "Lead A": ("Scout A",)}
+
+
 def patient(request: Any) -> Reply:
-    """As usual, but the orchestrator finishes once its three direct reports have (so
-    that the run has several milestones before its end)."""
+    """As usual, but a parent finishes once its reports have (so that the run has several
+    milestones before its end, and no member is cancelled by its lead finishing first)."""
     said = json.dumps([m.content for m in request.messages])
-    if request.agent_name == "Orchestrator" and not all(
-        f"{name} says" in said for name in ("Lead A", "Lead B", "Judge")
-    ):
-        return Reply(calls=(call("wait_for_messages", {}),))
+    reports = REPORTS.get(request.agent_name or "", ())
+    if not all(f"{name} says" in said for name in reports):
+        return Reply(calls=(call("wait_for_messages", {"all_children": True}),))
     return responder(request)
 
 
