@@ -150,6 +150,10 @@ class CelerySettings(_Section):
     # times and for at most chain_s seconds; 0 = every turn is its own message.
     chain_turns: int = Field(20, ge=0, le=1000)
     chain_s: float = Field(60, gt=0)
+    # The other turns a chained turn schedules in its run start on the same worker (held
+    # in the ledger like a chained turn) while fewer than this many of them run there and
+    # it has a free slot; the rest are published. 0 = publish them all.
+    local_turns: int = Field(32, ge=0, le=2000)
     # Celery's remote control (celery inspect / control: a PSUBSCRIBE on the worker's
     # pidbox channel, an extra ACL rule). Caramba needs none; benches and tests may.
     remote_control: bool = False

@@ -35,6 +35,7 @@ from tasks.broker import open_publishing
 from tasks.chain import run_chain
 from tasks.forever import every, forever, wait
 from tasks.ledger import sweep_interval_s
+from tasks.local_turns import LocalTurns
 from tasks.loop import LoopThread
 from tasks.scheduler import CeleryScheduler
 
@@ -106,6 +107,14 @@ class WorkerRuntime:
             await scheduler.aclose()
             raise
         scheduler.attach(svc)
+        scheduler.local = LocalTurns(
+            scheduler,
+            partial(handle, svc),
+            self._begin_local,
+            self._ended,
+            self.settings.celery.local_turns,
+            self.settings.celery.turn_timeout_s,
+        )
         self._scheduler = scheduler
         try:  # best effort: the first publish connects anyway
             warm = partial(open_publishing, self.app, scheduler.queue, scheduler.publishers)
@@ -198,6 +207,15 @@ class WorkerRuntime:
 
         future.add_done_callback(done)
 
+    def _begin_local(self) -> bool:
+        """One more turn in flight, started by this worker itself (:mod:`tasks.local_turns`),
+        if it runs and has a free slot."""
+        with self._lock:
+            if self._loop is None or self._inflight >= self.settings.celery.concurrency:
+                return False
+            self._inflight += 1
+            return True
+
     def _ended(self) -> None:
         with self._lock:
             self._inflight -= 1
@@ -209,6 +227,11 @@ class WorkerRuntime:
                 self._idle.call(loop.loop.call_soon_threadsafe)
             except RuntimeError:  # the loop closed meanwhile (stopping)
                 return
+
+    @property
+    def scheduler(self) -> CeleryScheduler | None:
+        """The scheduler of this process's turns (None when not running)."""
+        return self._scheduler
 
     def running(self) -> bool:
         """Whether a turn runs in this process (the background loop holds back the work
