@@ -200,6 +200,12 @@ async def _phase(
         approved_s = time.perf_counter() - t0
         ran_held = len(server.requests) - calls_before  # 0: the workers did hold off
         if hold:  # every agent's first turn is queued: all start now
+            # The CPU is counted from here too: the approvals (this process publishing
+            # 1,000 turn messages, Redis storing them) ran before the clock started and
+            # were counted as the fake's and Redis's CPU per turn (~0.4 ms of the 0.95
+            # "fake" and ~0.1 of Redis's 0.46 on 2026-11-28).
+            cpu_before = sum(cpu_s(p.pid) for p in procs)
+            others_before = others_cpu_s(_REDIS_PID)
             t0, t0_mono = time.perf_counter(), time.monotonic()
             await asyncio.to_thread(consume, app, queue, True, len(procs))
         wanted = calls_before + calls_per_run * len(proposed)
