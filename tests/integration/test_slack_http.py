@@ -143,7 +143,9 @@ class Harness:
             "event_time": int(time.time()),
             "event": {"user": ANA, "channel": CHANNEL, **event},
         }
-        return await self.post(json.dumps(body), "application/json", **kw)
+        answered = await self.post(json.dumps(body), "application/json", **kw)
+        await listeners_done()
+        return answered
 
     async def mention(self, text: str, *, event_id: str = "Ev1", **kw: Any) -> httpx.Response:
         mention = {"type": "app_mention", "text": f"<@UBOT> {text}", "ts": "1700000000.000100"}
@@ -171,6 +173,19 @@ class Harness:
         }
         body = "payload=" + urllib.parse.quote(json.dumps(payload))
         return await self.post(body, "application/x-www-form-urlencoded")
+
+
+async def listeners_done() -> None:
+    """Bolt acknowledges an event before its listener runs (the listener is a task of its
+    own): wait for those tasks, so that what a test does next (``bot.drain()``, a count of
+    calls) sees the work the event started."""
+    while pending := [
+        t
+        for t in asyncio.all_tasks()
+        if not t.done()
+        and "run_ack_function_asynchronously" in getattr(t.get_coro(), "__qualname__", "")
+    ]:
+        await asyncio.gather(*pending, return_exceptions=True)
 
 
 @contextlib.asynccontextmanager
