@@ -9,21 +9,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import signal
+import threading
+from collections import Counter
 from typing import Any
 
 import pytest
+from redis import Redis as SyncRedis
 
-from core.config import Settings
+from core.agent import faults
+from core.config import Settings, load_settings
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.process.wiring import build_services
 from core.runs.control import start_run
 from core.types import AgentSpec
-from core.types.events import RunFinished
+from core.types.events import LLMCalled, RunFinished
 from core.types.run import RunStatus
-from tasks.app import runtime_of
+from tasks.app import make_app, runtime_of
 from tasks.scheduler import CeleryScheduler
+from tests.conftest import REDIS_URL
+from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.helpers import collect
+from tests.integration.processes import Process, cleanup_all, unique_prefix, worker_env
 from tests.schedulers import celery_settings, celery_worker, worker_app
 
 pytestmark = pytest.mark.integration
@@ -112,3 +121,83 @@ async def test_a_local_turn_that_raises_goes_to_the_broker_and_is_retried(
     assert failed == ["M3"] and done["local"] == 3
     assert done["published"] >= 1, "the failed turn went to the broker"
     assert done["pending"] == 0
+
+
+# --- a worker killed while its local turns run -------------------------------------------
+
+
+class TeamOnTheWire:
+    """The team of :func:`team`, played by the HTTP fake from each request alone; the
+    first model call of ``M3`` arms the ``after_llm`` fault point (its worker kills
+    itself with its local turns in flight)."""
+
+    def __init__(self, arm: Any) -> None:
+        self._arm, self._lock, self.calls = arm, threading.Lock(), Counter[str]()
+
+    def __call__(self, body: dict[str, Any]) -> FakeReply:
+        match = re.match(r"You are (.+?),", body["messages"][0]["content"])
+        assert match, body["messages"][0]["content"][:200]
+        name = match.group(1)
+        with self._lock:
+            self.calls[name] += 1
+            if name == "M3" and self.calls[name] == 1:
+                self._arm()
+        if name != "Lead":
+            return FakeReply(tool_calls=[("finish", {"result": f"{name} found 3"})])
+        if "M4 found" not in json.dumps(body["messages"]):
+            made: list[tuple[str, dict[str, Any] | str]] = [
+                ("create_agent", {"name": m, "role": "member", "purpose": "look", "tools": TOOLS})
+                for m in MEMBERS
+            ]
+            return FakeReply(tool_calls=[*made, ("wait_for_messages", {"all_children": True})])
+        return FakeReply(tool_calls=[("finish", {"result": "all found"})])
+
+
+async def test_a_worker_killed_with_local_turns_in_flight_loses_none() -> None:
+    lease_s = 1.0
+    with ThreadedFakeLLMServer() as fake, unique_prefix() as prefix:
+        sync = SyncRedis.from_url(REDIS_URL)
+        script = TeamOnTheWire(arm=lambda: sync.set(faults.key(prefix, "after_llm"), 1))
+        fake.set_responder(script)
+        env = worker_env(
+            faults="1",
+            redis__url=REDIS_URL,
+            redis__key_prefix=prefix,
+            llm__model="openai/fake-model",
+            llm__api_base=fake.base_url,
+            llm__keeper="false",
+            celery__lease_s=str(lease_s),
+            celery__turn_timeout_s="30",
+        )
+        workers = [Process.worker(env, f"local{i}") for i in range(2)]
+        settings = load_settings(
+            redis={"url": REDIS_URL, "key_prefix": prefix}, celery={"lease_s": lease_s}
+        )
+        app = make_app(settings)
+        publisher = CeleryScheduler(app, settings)
+        svc = build_services(settings, publisher, llm=ScriptedModel())
+        try:
+            for worker in workers:
+                worker.wait_for(" ready.", timeout=120)
+            spec = AgentSpec(name="Lead", role="lead", tools=TOOLS)
+            run_id = await start_run(svc, "Find flights.", spec)
+            events = await collect(svc, run_id, timeout_s=60)
+            for _ in range(100):  # the survivor settles the last entries with a renewal
+                if await asyncio.to_thread(publisher.ledger.pending) == 0:
+                    break
+                await asyncio.sleep(0.1)
+            pending = await asyncio.to_thread(publisher.ledger.pending)
+            dead = [w.returncode for w in workers if w.returncode is not None]
+            tails = [w.tail() for w in workers]
+        finally:
+            await publisher.aclose()
+            await svc.aclose()
+            app.close()
+            sync.close()
+            cleanup_all(workers)
+    assert dead == [-signal.SIGKILL], tails
+    _ended_with_every_result(events)
+    saved = [(e.agent_id, e.seq) for e in events if isinstance(e, LLMCalled)]
+    assert len(saved) == len(set(saved)) == 2 + len(MEMBERS), saved  # each turn saved once
+    assert script.calls["M3"] == 2, "M3's turn ran again on the survivor"
+    assert pending == 0, "every entry settled"
