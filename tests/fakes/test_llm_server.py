@@ -213,6 +213,38 @@ async def test_raw_wire_format(server: FakeLLMServer) -> None:
     assert len(server.requests) == 3
 
 
+@pytest.mark.asyncio
+async def test_request_bodies_parse_as_the_standard_library_parses_them(
+    server: FakeLLMServer,
+) -> None:
+    """orjson reads the bodies; what it refuses is read as json.loads reads it (NaN, a
+    Latin-1 charset), and what neither reads is still a 400."""
+    url = f"{server.base_url}/chat/completions"
+    nan = b'{"model": "m1", "messages": [], "temperature": NaN}'
+    latin = '{"model": "m1", "messages": [{"role": "user", "content": "caf\u00e9"}]}'
+    async with aiohttp.ClientSession() as http:
+        async with http.post(url, data=nan, headers={"Content-Type": "application/json"}) as r:
+            assert r.status == 200
+        latin_type = {"Content-Type": "application/json; charset=latin-1"}
+        async with http.post(url, data=latin.encode("latin-1"), headers=latin_type) as r:
+            assert r.status == 200
+        async with http.post(url, data=b"{not json", headers={"Content-Type": "x"}) as r:
+            assert r.status == 400
+        async with http.post(url, data=b"[1, 2]") as r:
+            assert r.status == 400
+        async with http.post(url, data=b'{"id": "call_\xff"}') as r:
+            assert r.status == 400  # not UTF-8
+    nan_body, latin_body = server.requests
+    assert nan_body["temperature"] != nan_body["temperature"]  # NaN
+    assert latin_body["messages"][0]["content"] == "caf\u00e9"
+    ok = FakeReply(tool_calls=[("f", {"x": 1}), ("g", {})])
+    server.script(ok)
+    async with aiohttp.ClientSession() as http, http.post(url, json={"messages": []}) as r:
+        calls = (await r.json())["choices"][0]["message"]["tool_calls"]
+    assert [len(c["id"]) for c in calls] == [29, 29]  # "call_" and 24 hex digits
+    assert all(int(c["id"][5:], 16) >= 0 for c in calls)
+
+
 def test_threaded_server_from_sync_code() -> None:
     with ThreadedFakeLLMServer() as srv:
         srv.script(
