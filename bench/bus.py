@@ -18,7 +18,9 @@ recipient's model call that sees the message.
 ``--explain`` prints, for the deliveries at or above the p99 and for all of them, how many
 overlapped a tick of the background loop, its recording of ended runs in the agent library
 (part of a tick) or a pass of the garbage collector (all on the process's one loop), the
-mean latency with and without, and the collections by generation.
+mean latency with and without, and the collections by generation; and where the
+deliveries' time went (``bench/bus_explain.py``): the sender's side up to the recipient's
+turn scheduled, the scheduler's hop, the recipient's side up to its model call.
 
 Fair to both sides: the process is started and warmed up first (one pair, not
 measured), as a worker is before its turns; ``--latency-pairs`` pairs of 50 rounds give
@@ -31,19 +33,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import os
 import statistics
+import sys
 import time
 import uuid
-from typing import Any
+from pathlib import Path
 
 from redis.asyncio import Redis
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bus_explain import Pauses, pct
 from core.config import load_settings
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
-from core.process import background
 from core.process.embedded import embedded_services
 from core.runs.control import start_run
 from core.services import Services
@@ -51,11 +55,6 @@ from core.types import AgentSpec
 
 # BENCH_REDIS_URL: another Redis (a private redis-server, to read its commandstats alone).
 URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def raw_rtt(
@@ -75,87 +74,6 @@ async def raw_rtt(
             spans.append((t0, t1))
     await redis.delete(stream)
     return samples
-
-
-class Pauses:
-    """What else ran on the loop while deliveries were measured (``--explain``): the
-    background loop's ticks and the garbage collector's passes, as (start, end) spans."""
-
-    def __init__(self) -> None:
-        self.ticks: list[tuple[float, float]] = []
-        self.learning: list[tuple[float, float]] = []  # ended runs put in the library
-        self.gcs: list[tuple[float, float]] = []
-        self.gc_ms: dict[int, list[float]] = {0: [], 1: [], 2: []}  # by generation
-        self._gc_start = 0.0
-        inner = background.tick
-
-        async def tick(svc: Services, *rest: Any) -> tuple[bool, float | None]:
-            t0 = time.perf_counter()
-            try:
-                return await inner(svc, *rest)
-            finally:
-                self.ticks.append((t0, time.perf_counter()))
-
-        background.tick = tick  # type: ignore[assignment]
-        learn = background.learn_ended
-
-        async def learn_ended(svc: Services) -> int:
-            t0 = time.perf_counter()
-            try:
-                return await learn(svc)
-            finally:
-                self.learning.append((t0, time.perf_counter()))
-
-        background.learn_ended = learn_ended  # type: ignore[assignment]
-        gc.callbacks.append(self._gc)
-
-    def _gc(self, phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            self._gc_start = time.perf_counter()
-        else:
-            self.gcs.append((self._gc_start, time.perf_counter()))
-            self.gc_ms[info["generation"]].append((self.gcs[-1][1] - self._gc_start) * 1000)
-
-    def report(
-        self,
-        spans: list[tuple[float, float]],
-        latencies: list[float],
-        raw_spans: list[tuple[float, float]],
-    ) -> str:
-        """Of the deliveries at or above the p99, and of all: how many overlapped a tick
-        or a collection, and the mean latency with and without; and how many of the raw
-        round trips (the ratio's other side) overlapped each."""
-
-        def hit(span: tuple[float, float], pauses: list[tuple[float, float]]) -> bool:
-            return any(a < span[1] and b > span[0] for a, b in pauses)
-
-        p99 = pct(latencies, 0.99)
-        slow = [s for s, lat in zip(spans, latencies, strict=True) if lat >= p99]
-        parts = []
-        named = (("tick", self.ticks), ("learning", self.learning), ("gc", self.gcs))
-        for name, pauses in named:
-            with_it = [lat for s, lat in zip(spans, latencies, strict=True) if hit(s, pauses)]
-            without = [lat for s, lat in zip(spans, latencies, strict=True) if not hit(s, pauses)]
-            mean_ms = statistics.fmean([(b - a) * 1000 for a, b in pauses]) if pauses else 0.0
-            parts.append(
-                f"{name}: n={len(pauses)} mean_ms={mean_ms:.2f} slowest_hit="
-                f"{sum(hit(s, pauses) for s in slow)}/{len(slow)} all_hit={len(with_it)}/"
-                f"{len(spans)} mean_lat_with={statistics.fmean(with_it) if with_it else 0:.2f} "
-                f"without={statistics.fmean(without) if without else 0:.2f} "
-                f"raw_hit={sum(hit(r, pauses) for r in raw_spans)}/{len(raw_spans)}"
-            )
-        by_gen = " ".join(
-            f"gen{g}: n={len(v)} max_ms={max(v, default=0):.2f}" for g, v in self.gc_ms.items()
-        )
-        # The raw p99 of the round trips no tick overlapped (the loop's own work on them
-        # makes the ratio's other side slower: the ratio against these too).
-        clean = [(b - a) * 1000 for a, b in raw_spans if not hit((a, b), self.ticks)]
-        raw99 = pct(clean, 0.99) if clean else 0.0
-        untouched = (
-            f"raw_untouched_by_ticks: n={len(clean)} p99_ms={raw99:.3f} "
-            f"ratio_p99={p99 / raw99 if raw99 else 0:.1f}"
-        )
-        return "explain: " + "; ".join(parts) + f"; collections {by_gen}; {untouched}"
 
 
 class Brain:
