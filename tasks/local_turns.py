@@ -23,14 +23,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
+from core.process import jobs
 from core.scheduler.base import TurnJob, TurnOutcome
-from tasks.chain import run_chain
+from tasks.chain import Chain, run_chain
 
 if TYPE_CHECKING:
+    from core.services import Services
     from tasks.scheduler import CeleryScheduler
 
 log = logging.getLogger(__name__)
@@ -54,9 +58,39 @@ class LocalTurns:
     started: int = 0
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
+    @classmethod
+    def of(
+        cls,
+        scheduler: CeleryScheduler,
+        svc: Services,
+        begin: Callable[[], bool],
+        end: Callable[[], None],
+    ) -> LocalTurns:
+        """A worker runtime's, for the turns of ``svc`` (``celery.local_turns``)."""
+        limits = svc.settings.celery
+        handle = partial(jobs.handle, svc)
+        return cls(scheduler, handle, begin, end, limits.local_turns, limits.turn_timeout_s)
+
     def has_room(self, job: TurnJob) -> bool:
         """Whether ``job`` may start here (a turn, under the limit)."""
         return job.kind == "turn" and self.running < self.limit
+
+    async def start_here(self, chain: Chain, job: TurnJob) -> bool:
+        """Start ``job``, another turn ``chain``'s turn schedules, here if there is room:
+        held by this worker in the ledger first, the chain's ended turns settled in the
+        same script. False: no room (the caller publishes it)."""
+        if not self.has_room(job):
+            return False
+        task_id = str(uuid.uuid4())
+        member = self.scheduler.member(task_id, job)
+        await self.scheduler.move(settle=chain.done, hold=[member])
+        chain.done = []
+        # Counted again by its own chain's start (``start_hold``), which holds it from then
+        # on: once here, or it would stay held after it ended.
+        self.scheduler.holdings.discard(member)
+        if not self.start(task_id, job):  # no free slot after all, or the worker stops
+            await self.scheduler.hand_over(task_id, job)
+        return True
 
     def start(self, task_id: str, job: TurnJob) -> bool:
         """Start ``job``, already held in the ledger under ``task_id`` by this worker, on

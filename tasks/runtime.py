@@ -107,14 +107,7 @@ class WorkerRuntime:
             await scheduler.aclose()
             raise
         scheduler.attach(svc)
-        scheduler.local = LocalTurns(
-            scheduler,
-            partial(handle, svc),
-            self._begin_local,
-            self._ended,
-            self.settings.celery.local_turns,
-            self.settings.celery.turn_timeout_s,
-        )
+        scheduler.local = LocalTurns.of(scheduler, svc, self._begin_local, self._ended)
         self._scheduler = scheduler
         try:  # best effort: the first publish connects anyway
             warm = partial(open_publishing, self.app, scheduler.queue, scheduler.publishers)
@@ -208,13 +201,11 @@ class WorkerRuntime:
         future.add_done_callback(done)
 
     def _begin_local(self) -> bool:
-        """One more turn in flight, started by this worker itself (:mod:`tasks.local_turns`),
-        if it runs and has a free slot."""
+        """One more turn in flight (:mod:`tasks.local_turns`), if running with a free slot."""
         with self._lock:
-            if self._loop is None or self._inflight >= self.settings.celery.concurrency:
-                return False
-            self._inflight += 1
-            return True
+            room = self._loop is not None and self._inflight < self.settings.celery.concurrency
+            self._inflight += room
+            return room
 
     def _ended(self) -> None:
         with self._lock:
@@ -229,8 +220,7 @@ class WorkerRuntime:
                 return
 
     @property
-    def scheduler(self) -> CeleryScheduler | None:
-        """The scheduler of this process's turns (None when not running)."""
+    def scheduler(self) -> CeleryScheduler | None:  # None when not running
         return self._scheduler
 
     def running(self) -> bool:

@@ -12,9 +12,8 @@ first; what this process holds of it (turns running here) is in :attr:`holdings`
 leases the worker runtime renews. A worker's turns hold and settle their entries on its
 event loop, in their own scripts (:meth:`CeleryScheduler.attach`): a chain (``tasks.chain``)
 holds its first turn in that turn's start script, the others in their saves (the last
-settled with the next renewal): no round trip of its own, no hop to a thread. The other
-turns a chained turn schedules in its run start on the same worker while it has room
-(:mod:`tasks.local_turns`), held in the ledger the same way; only the rest are published."""
+settled with the next renewal): no round trip of its own, no hop to a thread. Its other
+turns start here while there is room (:mod:`tasks.local_turns`); the rest are published."""
 
 from __future__ import annotations
 
@@ -32,7 +31,7 @@ from core.state.client import broker_settings, sync_client
 from core.state.keys import Keys
 from core.state.ledger import SyncClient, broker_queue_length
 from core.state.ledger_moves import LedgerMoves, Ride, StartHold
-from tasks.chain import CURRENT, Chain
+from tasks.chain import CURRENT
 from tasks.ledger import Holdings, TurnLedger
 
 if TYPE_CHECKING:
@@ -80,8 +79,7 @@ class CeleryScheduler:
         self._unsettled: list[str] = []
         self._unsettled_lock = threading.Lock()
         self.published = 0
-        # The turns this worker starts itself (set by the worker runtime; None: publish).
-        self.local: LocalTurns | None = None
+        self.local: LocalTurns | None = None  # set by a worker's runtime (tasks.local_turns)
 
     def publish(self, job: TurnJob) -> str:
         """Publish synchronously (from a thread, never on an event loop); the task id."""
@@ -111,33 +109,13 @@ class CeleryScheduler:
             # The next turn of the task (see tasks.chain), its save did not hold it: held
             # by this worker from now on, so that it survives this worker; the chain's
             # ended turns settled with it.
-            await self._move(settle=chain.done, hold=[self.member(chain.task, job)])
+            await self.move(settle=chain.done, hold=[self.member(chain.task, job)])
             chain.done = []
             chain.take(job)
             return
-        elif chain is not None and await self._start_here(chain, job):
+        elif chain is not None and self.local and await self.local.start_here(chain, job):
             return
         await asyncio.get_running_loop().run_in_executor(self._executor, self.publish, job)
-
-    async def _start_here(self, chain: Chain, job: TurnJob) -> bool:
-        """Another turn a chained turn schedules, started on this worker if it has room
-        (:mod:`tasks.local_turns`): held by it in the ledger first, with the chain's ended
-        turns settled in the same script."""
-        local = self.local
-        if local is None or self._moves is None or not local.has_room(job):
-            return False
-        task_id = str(uuid.uuid4())
-        member = self.member(task_id, job)
-        await self._move(settle=chain.done, hold=[member])
-        chain.done = []
-        # Counted again by its own chain's start (``start_hold``), which holds it from then
-        # on: once here, or it would stay held after it ended.
-        self.holdings.discard(member)
-        if local.start(task_id, job):
-            return True
-        # No free slot after all (or the worker stops): the broker takes it.
-        await self.hand_over(task_id, job)
-        return True
 
     def attach(self, svc: Services) -> None:
         """The worker's Services (its event-loop client): chains hold and settle their
@@ -184,7 +162,7 @@ class CeleryScheduler:
         """This worker runs message ``task_id``'s turn: its entry is held under this
         process's lease. Best effort: the turn needs Redis too, and says so if it is gone."""
         try:
-            await self._move(hold=[self.member(task_id, job)])
+            await self.move(hold=[self.member(task_id, job)])
         except Exception as exc:
             log.warning("could not hold %s in the ledger (%r)", job, exc)
 
@@ -199,7 +177,7 @@ class CeleryScheduler:
         with self._unsettled_lock:
             self._unsettled.extend(members)
 
-    async def _move(self, *, settle: Sequence[str] = (), hold: Sequence[str] = ()) -> None:
+    async def move(self, *, settle: Sequence[str] = (), hold: Sequence[str] = ()) -> None:
         if not settle and not hold:
             return
         for member in hold:
