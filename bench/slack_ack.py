@@ -35,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import httpx
-from redis.asyncio import Redis
 from slack_sdk.signature import SignatureVerifier
 
 from bots.chat.startup import freeze_startup_objects
@@ -44,7 +43,7 @@ from bots.slack.secrets import SlackSecrets
 from bots.slack.server import EVENTS_PATH, served
 from core.config import load_settings
 from core.llm.scripted import ScriptedModel
-from core.process.wiring import build_services
+from core.process.wiring import build_services, connect_redis
 from tasks.app import make_app
 from tasks.scheduler import CeleryScheduler
 from tests.fakes.llm_server import FakeLLMServer, FakeReply
@@ -224,7 +223,7 @@ async def _measure(
         celery={"queue": queue},
         slack={"api_url": api_url},
     )
-    redis = Redis.from_url(URL, decode_responses=True)
+    redis = connect_redis(settings)  # the bot's production pool (blocking, bounded)
     publisher = CeleryScheduler(make_app(settings), settings)
     svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
     bot = SlackBot(svc, SlackSecrets(bot_token="xoxb-bench", signing_secret=SECRET))
