@@ -542,7 +542,9 @@ class FakeLLMServer:
             self.request_times.append(time.monotonic())
             # A scripted failure at the head of the queue fails this request too.
             head = self._queue[0] if self._queue else None
-            failure = self._queue.popleft() if isinstance(head, FakeFailure) else None
+            failure = head if isinstance(head, FakeFailure) else None
+            if failure is not None:
+                self._queue.popleft()
         if failure is not None:
             return _json_error(failure.status, failure.message)
         if self.latency_s > 0:
