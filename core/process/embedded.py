@@ -10,6 +10,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from core.agent.lease import LEASE_S
 from core.config import Settings
 from core.library import Library
 from core.llm.base import LLM
@@ -26,6 +27,7 @@ from core.runs.outcomes import Done, Refused
 from core.scheduler.inline import InlineScheduler
 from core.services import Services
 from core.state.event_hub import follow_events
+from core.state.turn_ahead_wake import WakeStarts
 from core.types.agent import AgentSpec
 from core.types.cohort import Cohort
 from core.types.events import RunEvent
@@ -52,7 +54,9 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
     await start_tools(svc)
     # The bus's and the roles' templates compiled here, not inside the first turns.
     svc.prompts.warm(settings.prompts.roles.values())
-    scheduler.start(lambda job: handle(svc, job))
+    # A save that wakes one agent starts its turn too, when a slot is free to run it.
+    starts = WakeStarts(scheduler.free, (int(LEASE_S * 1000), settings.bus.drain_max))
+    scheduler.start(lambda job: starts.run(job, lambda: handle(svc, job)))
     # What start-up made lives as long as the services: out of the collector's walks.
     freeze_startup_objects()
     stop = asyncio.Event()
@@ -66,6 +70,7 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
         stop.set()
         await background
         await scheduler.stop()
+        await starts.discard()
         await stop_tools(svc)
         if settings.redis.embedded:
             await _keep_library(settings, svc)

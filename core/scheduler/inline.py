@@ -52,6 +52,10 @@ class InlineScheduler:
         """Whether a turn is running or queued here (one waiting to be retried is not)."""
         return self._active > 0 or self._queue.qsize() > 0
 
+    def free(self) -> bool:
+        """Whether a turn submitted now would start at once (a worker idle, none queued)."""
+        return self._active + self._queue.qsize() < self._concurrency
+
     def watch_idle(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback`` each time the last running turn ended with none queued."""
         return self._idle.watch(callback)

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.state.records import TurnStart
+from core.state.turn_script import AfterSave, Commit
 from core.state.turn_start import parse_start, start_args
 from core.types.agent import AgentState
 
@@ -116,6 +117,26 @@ class AheadOffer:
         ahead, self.ahead = self.ahead, None
         if ahead is not None:
             await ahead.release()
+
+    def argv(
+        self, turns: Turns, state: AgentState, token: str, after: AfterSave | None, ride: Any
+    ) -> list[Any]:
+        """The save script's ``ahead`` list for a save on the chain (``ride``) that
+        schedules the agent's own next turn (none otherwise: ``[]``)."""
+        if ride is None or after is None or not (after.next_job and after.ahead):
+            return []
+        return ahead_argv(turns, state, token, after.ahead)
+
+    async def landed(
+        self, turns: Turns, state: AgentState, token: str, start: list[Any], at: float, reply: Any
+    ) -> None:
+        """The save script's ``reply`` for a save sent with ``start`` (:meth:`argv`)."""
+        if len(reply) > 3:
+            await keep_start(turns, self, state, token, start, at, reply[3])
+        elif int(reply[0]) == Commit.SAVED_BEFORE:
+            # Sent again after its reply was lost: its first run may have started the next
+            # turn, which then starts as usual.
+            await let_go(turns.redis, start[0], start[6], (start[2], start[8]))
 
 
 # The offer of the chain running in this context (``tasks.chain``), read by a turn's save

@@ -32,7 +32,7 @@ from enum import IntEnum
 from typing import Any, NamedTuple
 
 from core.state.ledger_moves import RIDE_LUA, Ride
-from core.state.turn_start import CLEAR_LUA, START_LUA
+from core.state.turn_start import CLEAR_LUA, START_LUA, WAKE_LUA
 
 
 class Commit(IntEnum):
@@ -106,6 +106,7 @@ COMMIT_SCRIPT = (
     CLEAR_LUA
     + RIDE_LUA
     + START_LUA
+    + WAKE_LUA
     + """
 local i = 3
 local function take() local v = ARGV[i]; i = i + 1; return v end
@@ -224,6 +225,8 @@ release()
 redis.call('HSET', KEYS[1], 'commit_token', ARGV[2])
 local held = ride_hold(ride, jobs[1])
 if err then return redis.error_reply(err) end
+-- The one agent this save woke, for the inline scheduler to run at once (``WakeOffer``).
+if ahead[1] == 'wake' then return {1, record, false, wake_start(ahead, jobs, wake, next_job)} end
 -- The agent's own next turn, the only turn this save schedules, held for this worker's
 -- chain to run next: started here (``Ahead``), its start script's round trip saved.
 if held and #ahead > 0 and #jobs == 1 and next_job[1] and jobs[1] == next_job[1] then

@@ -149,6 +149,21 @@ local function start_turn(K, A)
 end
 """
 
+# A save's start of the one agent it woke (``core.state.turn_ahead_wake``): ``W`` = {'wake',
+# lease key prefix, head, deliveries, usage, saved answers, token, ms, inbox prefix,
+# broadcast, team prefix, entries, agent prefix, held token}; false unless the save
+# schedules that wake-up alone (its agent and seq from the claim: ``jobs[1]``).
+WAKE_LUA = """
+local function wake_start(W, jobs, wake, next_job)
+  if #jobs ~= 1 or #wake ~= 1 or next_job[1] then return false end
+  local id, seq = string.match(jobs[1], '^(.*):(%d+)$')
+  if id ~= wake[1] then return false end
+  local K = {W[13] .. id, W[2] .. id .. ':' .. seq, W[3], W[4], W[5], W[6]}
+  return start_turn(K, {seq, W[7], W[8], id .. ':' .. seq, id, W[9] .. id, W[10], W[11],
+    W[12], W[13], '0', W[14]})
+end
+"""
+
 # KEYS: the agent's hash, the turn's lease, the run's head, its deliveries, its usage, its
 # saved answers. ARGV: seq, lease token, lease ms (0: no lease), "<agent>:<seq>", the
 # agent's id, its inbox, the broadcast stream, the team stream's prefix, how many entries

@@ -24,7 +24,7 @@ from core.state.leases import release_lease
 from core.state.ledger_moves import RIDER, Ride, start_hold_argv
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 from core.state.run_changes import RunChange
-from core.state.turn_ahead import AHEAD, ahead_argv, keep_start, let_go, started_by_save
+from core.state.turn_ahead import AHEAD, started_by_save
 from core.state.turn_cas import TotalsChange, commit_with_run_change
 from core.state.turn_script import (
     COMMIT_SCRIPT,
@@ -103,6 +103,11 @@ class Turns:
             self._hold(state, token)
         return _noted(saved, state, expected_seq)
 
+    def held(self, key: str, *, take: bool = False) -> tuple[str, AgentState] | None:
+        """The save token and state this process holds for agent ``key`` (taken out with
+        ``take``: its turn was started, ``core.state.turn_ahead_wake``)."""
+        return self._held.pop(key, None) if take else self._held.get(key)
+
     def _hold(self, state: AgentState, token: str) -> None:
         """Keep the state this save wrote: the agent's next turn, when it starts in this
         process (a chained or inline turn, most of them), is not sent it back nor parses
@@ -129,25 +134,18 @@ class Turns:
         # A worker's chain rides its ledger move on the save (``core.state.ledger_moves``).
         rider = RIDER.get()
         ride = rider.ride(state.run_id) if rider is not None else None
-        # ... and the start of the agent's next turn, should it run next (``turn_ahead``).
-        offer = AHEAD.get() if ride is not None else None
-        start: list[Any] = []
-        if offer is not None and after is not None and after.next_job and after.ahead:
-            start = ahead_argv(self, state, token, after.ahead)
+        # ... and the start of the turn it schedules, should it run next (``turn_ahead``).
+        offer = AHEAD.get()
+        start = offer.argv(self, state, token, after, ride) if offer is not None else []
         argv = self.script_argv(state, expected_seq, token, recorder, after, ride, start)
         akey = self.keys.agent(state.run_id, state.spec.id)
         at = time.monotonic()
         reply = await self._commit(keys=[akey, self.lease_key(after)], args=argv)
         if ride is not None and rider is not None and len(reply) > 2 and reply[2]:
             rider.landed(ride, str(reply[2]))
-        commit = Commit.of(reply)
-        if offer is not None and len(reply) > 3:
-            await keep_start(self, offer, state, token, start, at, reply[3])
-        elif start and commit is Commit.SAVED_BEFORE:
-            # Sent again after its reply was lost: its first run may have started the next
-            # turn, which then starts as usual.
-            await let_go(self.redis, start[0], start[6], (start[2], start[8]))
-        return Saved(commit, parse_jobs(reply[1], expected_seq))
+        if offer is not None and start:
+            await offer.landed(self, state, token, start, at, reply)
+        return Saved(Commit.of(reply), parse_jobs(reply[1], expected_seq))
 
     def script_argv(
         self,

@@ -1,0 +1,158 @@
+"""A recipient's turn started by the save that woke it, on the inline scheduler (embedded
+mode): a message to a waiting agent makes the sender's save claim its wake-up, and the
+inline scheduler runs that turn at once when it has a free slot. The save script then also
+runs the recipient's start script (``core.state.turn_start``: its lease taken, its delivery
+counted, its head, usage and mail read: ``WAKE_LUA``), so that its turn starts with no round
+trip of its own — as a worker's chain does for an agent's own next turn
+(``core.state.turn_ahead``).
+
+Only when the save schedules that wake-up alone (no new agent, no next turn of its own, no
+other recipient) and a slot is free (:class:`WakeStarts`' ``room``). The start is kept in
+the process (:class:`WakeStarts`) until the recipient's turn takes it
+(``core.agent.lease``, through the :data:`AHEAD` offer of the scheduler's slot it runs on).
+A start no turn takes is released (its lease goes, its delivery uncounted: ``let_go``):
+one made by a turn that raised after its save (its jobs may never be scheduled: the turn's
+retry finds the save and redoes the follow-ups never counted), one whose job ended without
+taking it, one that waited too long (:meth:`Ahead.fresh`), and all of them when the
+scheduler stops. A dying process leaves them to lapse (``LEASE_S``), counted as deliveries
+that died, as for any turn whose process died under it; mail read is pending for the
+recipient until a save acknowledges it.
+
+Part of the state room (``core.state``); may call the Redis client the turns are given,
+``core.state.turn_ahead``/``turn_script``/``records`` and the :class:`Turns` that saves."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from core.state.turn_ahead import AHEAD, Ahead, AheadOffer, let_go
+from core.state.turn_script import AfterSave, Commit, parse_jobs
+from core.state.turn_start import parse_start
+from core.types.agent import AgentState
+
+if TYPE_CHECKING:
+    from core.scheduler.base import TurnJob
+    from core.state.turns import Turns
+
+Key = tuple[str, str, int]
+
+
+class WakeStarts:
+    """The starts this process's saves made of the turns they woke, until taken.
+    ``room``: whether the scheduler would run a turn submitted now at once; ``lease``:
+    the lease's ms and how many entries a start reads (as ``core.agent.lease``)."""
+
+    def __init__(self, room: Callable[[], bool], lease: tuple[int, int]) -> None:
+        self.room, self.lease = room, lease
+        self.kept: dict[Key, Ahead] = {}
+
+    async def run(self, job: TurnJob, turn: Callable[[], Awaitable[Any]]) -> Any:
+        """Run ``job``'s turn (``turn``) with this process's offer (:data:`AHEAD`)."""
+        offer = WakeOffer(self)
+        reset = AHEAD.set(offer)
+        try:
+            return await turn()
+        except BaseException:
+            await offer.discard()
+            raise
+        finally:
+            AHEAD.reset(reset)
+            await self._tidy((job.run_id, job.agent_id, job.seq))
+
+    async def _tidy(self, done: Key) -> None:
+        """Let go the start of a job that ended without taking it, and the stale ones."""
+        left = self.kept.pop(done, None)
+        if left is not None:
+            await left.release()
+        now = time.monotonic()
+        for key, ahead in list(self.kept.items()):
+            if not ahead.fresh(now) and self.kept.pop(key, None) is ahead:
+                await ahead.release()
+
+    async def discard(self) -> None:
+        """The scheduler stopped: no start is taken any more."""
+        kept, self.kept = self.kept, {}
+        for ahead in kept.values():
+            await ahead.release()
+
+
+class WakeOffer(AheadOffer):
+    """One inline turn's offer: its save may start the turn it wakes (kept in
+    :class:`WakeStarts`); its own start is taken from there."""
+
+    def __init__(self, starts: WakeStarts) -> None:
+        super().__init__()
+        self.starts = starts
+        self.made: list[Ahead] = []
+        self.held: tuple[str, AgentState] | None = None
+
+    def take(self, run_id: str, agent_id: str, seq: int) -> Ahead | None:
+        return self.starts.kept.pop((run_id, agent_id, seq), None)
+
+    async def discard(self) -> None:
+        """The turn raised: the starts its save made and no turn took yet go."""
+        made, self.made = self.made, []
+        for ahead in made:
+            key = (ahead.run_id, ahead.agent_id, ahead.seq)
+            if self.starts.kept.get(key) is ahead:
+                del self.starts.kept[key]
+                await ahead.release()
+
+    def argv(
+        self, turns: Turns, state: AgentState, token: str, after: AfterSave | None, ride: Any
+    ) -> list[Any]:
+        """The save script's ``wake`` list (``WAKE_LUA``) for a save that wakes one agent
+        and schedules nothing else, when the scheduler would run it at once."""
+        if after is None or len(after.wake) != 1 or after.jobs or after.next_job:
+            return []
+        if not self.starts.room():
+            return []
+        keys, run_id, agent_id = turns.keys, state.run_id, after.wake[0]
+        self.held = turns.held(keys.agent(run_id, agent_id))
+        ms, entries = self.starts.lease
+        return [
+            "wake",
+            keys.turn_lease(run_id, "", 0)[: -len(":0")],
+            keys.run_head(run_id),
+            keys.deliveries(run_id),
+            keys.run_usage(run_id),
+            keys.responses(run_id),
+            os.urandom(16).hex(),
+            ms,
+            keys.inbox(run_id, ""),
+            keys.broadcast(run_id),
+            keys.team(run_id, ""),
+            entries,
+            keys.agent(run_id, ""),
+            self.held[0] if self.held is not None else "",
+            agent_id,  # (not read by the script: the agent the start is for)
+        ]
+
+    async def landed(
+        self, turns: Turns, state: AgentState, token: str, start: list[Any], at: float, reply: Any
+    ) -> None:
+        """Keep the start the save made (if it made one), or let go the one its first run
+        may have made when its reply was lost."""
+        held, self.held = self.held, None
+        record = str(reply[1]) if len(reply) > 1 and reply[1] else ""
+        jobs = parse_jobs(record, int(record.partition("|")[0] or -1))
+        if len(jobs) != 1 or jobs[0][0] != start[-1]:
+            return
+        run_id, (agent_id, seq) = state.run_id, jobs[0]
+        key, counted = turns.keys.turn_lease(run_id, agent_id, seq), (start[3], f"{agent_id}:{seq}")
+        if int(reply[0]) == Commit.SAVED_BEFORE:
+            await let_go(turns.redis, key, start[6], counted)
+            return
+        raw = parse_start(reply[3]) if len(reply) > 3 else None
+        if raw is None:  # not started here (its lease held by another delivery, or not woken)
+            return
+        turns.held(turns.keys.agent(run_id, agent_id), take=True)
+        started = await turns.started(run_id, raw, held)
+        ahead = Ahead(
+            run_id, agent_id, seq, key, start[6], int(start[7]), at, started, turns.redis, counted
+        )
+        self.starts.kept[(run_id, agent_id, seq)] = ahead
+        self.made.append(ahead)
