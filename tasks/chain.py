@@ -38,13 +38,14 @@ timeout, is an old turn and is dropped.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.config_sections import CelerySettings
 from core.scheduler.base import TurnJob, TurnOutcome
@@ -125,20 +126,37 @@ def chain_span_s(limits: CelerySettings) -> float:
     return min(limits.chain_s, limits.turn_timeout_s / 3, limits.visibility_timeout_s / 3)
 
 
+async def timed(work: Coroutine[Any, Any, TurnOutcome], limit_s: float) -> TurnOutcome:
+    """``work`` (a task's chain), cancelled after ``limit_s`` seconds (:class:`TimeoutError`).
+    Awaited in this task (``asyncio.timeout``), not in one more (``wait_for`` makes a task
+    of it): one task per turn in flight, not two."""
+    async with asyncio.timeout(limit_s):
+        return await work
+
+
 async def run_chain(
-    scheduler: CeleryScheduler, handle: Handle, job: TurnJob, task_id: str
+    scheduler: CeleryScheduler,
+    handle: Handle,
+    job: TurnJob,
+    task_id: str,
+    *,
+    already_held: bool = False,
 ) -> TurnOutcome:
     """Run message ``task_id``'s turn ``job``, then the turns it chains (see the module
     docstring), holding each in the ledger while it runs and settling it once it ran.
 
+    ``already_held``: ``job`` is held by this process already, in the ledger and in the
+    scheduler's holdings (a local turn: :mod:`tasks.local_turns`), so it is not held again.
     If ``job`` itself raises, its entry stays held: the task's retry (or give-up) moves it.
     """
     limits = scheduler.settings.celery
     # The task's turn is held by its own start script (the lease and the hold in one round
     # trip); a job that starts no turn, or a scheduler without a loop client, holds it now.
-    start_hold = scheduler.start_hold(task_id, job)
-    if start_hold is None:
-        await scheduler.hold(task_id, job)
+    start_hold = None
+    if not already_held:
+        start_hold = scheduler.start_hold(task_id, job)
+        if start_hold is None:
+            await scheduler.hold(task_id, job)
     holding = START_HOLD.set(start_hold)
     deadline = time.monotonic() + chain_span_s(limits)
     chain = Chain(job.run_id, job.agent_id, limits.chain_turns, deadline)

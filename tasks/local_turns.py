@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from core.process import jobs
 from core.scheduler.base import TurnJob, TurnOutcome
-from tasks.chain import Chain, run_chain
+from tasks.chain import Chain, run_chain, timed
 
 if TYPE_CHECKING:
     from core.services import Services
@@ -82,17 +82,13 @@ class LocalTurns:
         if not self.has_room(job):
             return False
         task_id = str(uuid.uuid4())
-        member = self.scheduler.member(task_id, job)
-        await self.scheduler.move(settle=chain.done, hold=[member])
+        await self.scheduler.move(settle=chain.done, hold=[self.scheduler.member(task_id, job)])
         chain.done = []
-        # Counted again by its own chain's start (``start_hold``), which holds it from then
-        # on: once here, or it would stay held after it ended.
-        self.scheduler.holdings.discard(member)
-        if not self.start(task_id, job):  # no free slot after all, or the worker stops
+        if not self._start(task_id, job):  # no free slot after all, or the worker stops
             await self.scheduler.hand_over(task_id, job)
         return True
 
-    def start(self, task_id: str, job: TurnJob) -> bool:
+    def _start(self, task_id: str, job: TurnJob) -> bool:
         """Start ``job``, already held in the ledger under ``task_id`` by this worker, on
         the running loop; False when the worker has no free slot (the caller publishes)."""
         if not self.has_room(job) or not self.begin():
@@ -108,8 +104,8 @@ class LocalTurns:
 
     async def _run(self, task_id: str, job: TurnJob) -> None:
         try:
-            async with asyncio.timeout(self.limit_s):
-                await run_chain(self.scheduler, self.handle, job, task_id)
+            chain = run_chain(self.scheduler, self.handle, job, task_id, already_held=True)
+            await timed(chain, self.limit_s)
         except BaseException as exc:
             # Its entry is still held (run_chain leaves a turn that raised to its task):
             # the broker takes it, with the usual retries.

@@ -20,9 +20,9 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from core.config import Settings
 from core.process.background import run_background
@@ -32,7 +32,7 @@ from core.process.wiring import build_services
 from core.scheduler.base import IdleWatchers, Scheduler, TurnJob, TurnOutcome
 from core.services import Services
 from tasks.broker import open_publishing
-from tasks.chain import run_chain
+from tasks.chain import run_chain, timed
 from tasks.forever import every, forever, wait
 from tasks.ledger import sweep_interval_s
 from tasks.local_turns import LocalTurns
@@ -184,7 +184,7 @@ class WorkerRuntime:
             self._inflight += 1
         work = run_chain(scheduler, partial(handle, svc), job, task_id)
         try:
-            future = loop.submit(_timed(work, self.settings.celery.turn_timeout_s))
+            future = loop.submit(timed(work, self.settings.celery.turn_timeout_s))
         except BaseException:
             work.close()
             self._ended()
@@ -290,11 +290,3 @@ class WorkerRuntime:
         if self._scheduler is not None:
             await self._scheduler.aclose()
             self._scheduler = None
-
-
-async def _timed(work: Coroutine[Any, Any, TurnOutcome], limit_s: float) -> TurnOutcome:
-    """``work``, cancelled after ``limit_s`` seconds (:class:`TimeoutError`). Awaited in
-    this task (``asyncio.timeout``), not in one more (``wait_for`` makes a task of it):
-    one task per turn in flight, not two."""
-    async with asyncio.timeout(limit_s):
-        return await work
