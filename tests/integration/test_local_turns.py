@@ -16,10 +16,8 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from redis import Redis as SyncRedis
 
-from core.agent import faults
-from core.config import Settings, load_settings
+from core.config import Settings
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
 from core.process.wiring import build_services
@@ -27,12 +25,17 @@ from core.runs.control import start_run
 from core.types import AgentSpec
 from core.types.events import LLMCalled, RunFinished
 from core.types.run import RunStatus
-from tasks.app import make_app, runtime_of
+from tasks.app import runtime_of
 from tasks.scheduler import CeleryScheduler
-from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.helpers import collect
-from tests.integration.processes import Process, cleanup_all, unique_prefix, worker_env
+from tests.integration.processes import unique_prefix
+from tests.integration.worker_procs import (
+    WorkerClient,
+    fault_arming,
+    fault_worker_env,
+    running_workers,
+)
 from tests.schedulers import celery_settings, celery_worker, worker_app
 
 pytestmark = pytest.mark.integration
@@ -155,46 +158,28 @@ class TeamOnTheWire:
 
 async def test_a_worker_killed_with_local_turns_in_flight_loses_none() -> None:
     lease_s = 1.0
-    with ThreadedFakeLLMServer() as fake, unique_prefix() as prefix:
-        sync = SyncRedis.from_url(REDIS_URL)
-        script = TeamOnTheWire(arm=lambda: sync.set(faults.key(prefix, "after_llm"), 1))
+    with ThreadedFakeLLMServer() as fake, unique_prefix() as prefix, fault_arming(prefix) as arm:
+        script = TeamOnTheWire(arm=lambda: arm("after_llm"))
         fake.set_responder(script)
-        env = worker_env(
-            faults="1",
-            redis__url=REDIS_URL,
-            redis__key_prefix=prefix,
-            llm__model="openai/fake-model",
-            llm__api_base=fake.base_url,
+        env = fault_worker_env(
+            prefix,
+            fake.base_url,
             llm__keeper="false",
             celery__lease_s=str(lease_s),
             celery__turn_timeout_s="30",
         )
-        workers = [Process.worker(env, f"local{i}") for i in range(2)]
-        settings = load_settings(
-            redis={"url": REDIS_URL, "key_prefix": prefix}, celery={"lease_s": lease_s}
-        )
-        app = make_app(settings)
-        publisher = CeleryScheduler(app, settings)
-        svc = build_services(settings, publisher, llm=ScriptedModel())
-        try:
-            for worker in workers:
-                worker.wait_for(" ready.", timeout=120)
-            spec = AgentSpec(name="Lead", role="lead", tools=TOOLS)
-            run_id = await start_run(svc, "Find flights.", spec)
-            events = await collect(svc, run_id, timeout_s=60)
-            for _ in range(100):  # the survivor settles the last entries with a renewal
-                if await asyncio.to_thread(publisher.ledger.pending) == 0:
-                    break
-                await asyncio.sleep(0.1)
-            pending = await asyncio.to_thread(publisher.ledger.pending)
-            dead = [w.returncode for w in workers if w.returncode is not None]
-            tails = [w.tail() for w in workers]
-        finally:
-            await publisher.aclose()
-            await svc.aclose()
-            app.close()
-            sync.close()
-            cleanup_all(workers)
+        with running_workers(env, 2, "local") as workers:
+            client = WorkerClient(prefix, celery={"lease_s": lease_s})
+            try:
+                spec = AgentSpec(name="Lead", role="lead", tools=TOOLS)
+                run_id = await start_run(client.svc, "Find flights.", spec)
+                events = await collect(client.svc, run_id, timeout_s=60)
+                # The survivor settles the last entries with a renewal.
+                pending = await client.settled(within_s=10)
+                dead = [w.returncode for w in workers if w.returncode is not None]
+                tails = [w.tail() for w in workers]
+            finally:
+                await client.close()
     assert dead == [-signal.SIGKILL], tails
     _ended_with_every_result(events)
     saved = [(e.agent_id, e.seq) for e in events if isinstance(e, LLMCalled)]

@@ -19,13 +19,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from redis import Redis as SyncRedis
-from redis.asyncio import Redis
 
 from core.agent import faults
-from core.config import Settings, load_settings
-from core.llm.scripted import ScriptedModel
-from core.process.wiring import build_services
 from core.runs.control import start_run
 from core.types import AgentSpec
 from core.types.events import (
@@ -37,12 +32,15 @@ from core.types.events import (
     RunFinished,
 )
 from core.types.run import RunStatus
-from tasks.app import make_app
-from tasks.scheduler import CeleryScheduler
-from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.helpers import collect
-from tests.integration.processes import Process, cleanup_all, unique_prefix, worker_env
+from tests.integration.processes import Process, unique_prefix
+from tests.integration.worker_procs import (
+    WorkerClient,
+    fault_arming,
+    fault_worker_env,
+    running_workers,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -141,12 +139,9 @@ def prefix() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def workers(fake_llm: ThreadedFakeLLMServer, prefix: str) -> Iterator[list[Process]]:
-    env = worker_env(
-        faults="1",
-        redis__url=REDIS_URL,
-        redis__key_prefix=prefix,
-        llm__model="openai/fake-model",
-        llm__api_base=fake_llm.base_url,
+    env = fault_worker_env(
+        prefix,
+        fake_llm.base_url,
         llm__backoff_initial_s="0.01",
         llm__backoff_max_s="0.05",
         celery__visibility_timeout_s=str(VISIBILITY_TIMEOUT_S),
@@ -155,18 +150,13 @@ def workers(fake_llm: ThreadedFakeLLMServer, prefix: str) -> Iterator[list[Proce
         scheduler__intent_claim_idle_s="2",
         scheduler__background_interval_s="0.1",
     )
-    procs = [Process.worker(env, f"worker{i}") for i in range(WORKERS)]
-    try:
-        for proc in procs:
-            proc.wait_for(" ready.", timeout=120)  # four imports of litellm on two cores
+    with running_workers(env, WORKERS) as procs:
         yield procs
-    finally:
-        cleanup_all(procs)
 
 
-def client_settings(prefix: str) -> Settings:
-    return load_settings(
-        redis={"url": REDIS_URL, "key_prefix": prefix},
+def client(prefix: str) -> WorkerClient:
+    return WorkerClient(
+        prefix,
         celery={"visibility_timeout_s": VISIBILITY_TIMEOUT_S},
         limits={"max_deliveries": MAX_DELIVERIES},
     )
@@ -205,41 +195,30 @@ async def test_a_worker_killed_mid_turn_loses_nothing(
 ) -> None:
     alive = [w for w in workers if w.returncode is None]
     assert len(alive) >= 2, "a previous case killed more than one worker"
-    sync = SyncRedis.from_url(REDIS_URL)
-    fake_llm.set_responder(
-        Society(arm=lambda: sync.set(faults.key(prefix, point), 1), on_turn=on_turn)
-    )
-    settings = client_settings(prefix)
-    app = make_app(settings)
-    publisher = CeleryScheduler(app, settings)
-    redis = Redis.from_url(REDIS_URL, decode_responses=True)
-    svc = build_services(settings, publisher, llm=ScriptedModel(), redis=redis)
     root = AgentSpec(name="Orchestrator", role="orchestrator", tools=ROOT_TOOLS)
-    try:
-        run_id = await start_run(svc, "Two products, reported by two agents", root)
-        await collect(svc, run_id, timeout_s=60)
-        events = await events_until(
-            svc, run_id, lambda ev: sum(isinstance(e, ChatPosted) for e in ev) >= 2, 10
-        )
-        done_markers = [k async for k in redis.scan_iter(match=f"{prefix}:intent-done:{run_id}:*")]
-        # Every message published was run to its end (a lost one was published again).
-        # The run may end before the dead worker's entries are: one it held for a turn
-        # that ended (settled with its next renewal, which never came) lapses with its
-        # lease, is claimed by a sweep, published, dropped as applied and settled with the
-        # survivor's next renewal — up to lease_s + two sweep intervals after the kill.
-        lease_s = settings.celery.lease_s
-        deadline = asyncio.get_running_loop().time() + 2 * lease_s + 10
-        while (unsettled := await asyncio.to_thread(publisher.ledger.pending)) != 0:
-            if asyncio.get_running_loop().time() > deadline:
-                break
-            await asyncio.sleep(0.1)
-        counts = await redis.hgetall(svc.store.keys.deliveries(run_id))
-        deliveries = {k: int(v) for k, v in counts.items()}
-    finally:
-        await publisher.aclose()
-        app.close()
-        await redis.aclose()
-        sync.close()
+    with fault_arming(prefix) as arm:
+        fake_llm.set_responder(Society(arm=lambda: arm(point), on_turn=on_turn))
+        crash = client(prefix)
+        svc, redis, settings = crash.svc, crash.redis, crash.settings
+        try:
+            run_id = await start_run(svc, "Two products, reported by two agents", root)
+            await collect(svc, run_id, timeout_s=60)
+            events = await events_until(
+                svc, run_id, lambda ev: sum(isinstance(e, ChatPosted) for e in ev) >= 2, 10
+            )
+            marked = f"{prefix}:intent-done:{run_id}:*"
+            done_markers = [k async for k in redis.scan_iter(match=marked)]
+            # Every message published was run to its end (a lost one was published again).
+            # The run may end before the dead worker's entries are: one it held for a turn
+            # that ended (settled with its next renewal, which never came) lapses with its
+            # lease, is claimed by a sweep, published, dropped as applied and settled with
+            # the survivor's next renewal — up to lease_s + two sweep intervals after the
+            # kill.
+            unsettled = await crash.settled(within_s=2 * settings.celery.lease_s + 10)
+            counts = await redis.hgetall(svc.store.keys.deliveries(run_id))
+            deliveries = {k: int(v) for k, v in counts.items()}
+        finally:
+            await crash.close()
 
     # Exactly one worker died, killed at the armed point; the others carried on.
     dead = [w for w in alive if w.returncode is not None]

@@ -18,25 +18,23 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from redis import Redis as SyncRedis
-from redis.asyncio import Redis
 
-from core.agent import faults
-from core.config import Settings, load_settings
-from core.llm.scripted import ScriptedModel
-from core.process.wiring import build_services
 from core.runs.control import start_run
 from core.scheduler.base import TurnJob
 from core.types import AgentSpec
 from core.types.events import LLMCalled, RunFinished
 from core.types.run import RunStatus
-from tasks.app import make_app
 from tasks.ledger import TurnLedger
 from tasks.scheduler import CeleryScheduler
-from tests.conftest import REDIS_URL
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.helpers import collect
-from tests.integration.processes import Process, cleanup_all, unique_prefix, worker_env
+from tests.integration.processes import Process, unique_prefix
+from tests.integration.worker_procs import (
+    WorkerClient,
+    fault_arming,
+    fault_worker_env,
+    running_workers,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -83,53 +81,25 @@ def prefix() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def workers(fake_llm: ThreadedFakeLLMServer, prefix: str) -> Iterator[list[Process]]:
-    env = worker_env(
-        faults="1",
-        redis__url=REDIS_URL,
-        redis__key_prefix=prefix,
-        llm__model="openai/fake-model",
-        llm__api_base=fake_llm.base_url,
-        celery__lease_s=str(LEASE_S),
-        celery__turn_timeout_s="30",
+    env = fault_worker_env(
+        prefix, fake_llm.base_url, celery__lease_s=str(LEASE_S), celery__turn_timeout_s="30"
     )
-    procs = [Process.worker(env, f"worker{i}") for i in range(2)]
-    try:
-        for proc in procs:
-            proc.wait_for(" ready.", timeout=120)
+    with running_workers(env, 2) as procs:
         yield procs
-    finally:
-        cleanup_all(procs)
 
 
-def client_settings(prefix: str) -> Settings:
-    settings = load_settings(
-        redis={"url": REDIS_URL, "key_prefix": prefix}, celery={"lease_s": LEASE_S}
-    )
-    assert settings.celery.visibility_timeout_s == 3600  # the default: no help from kombu
-    return settings
-
-
-class Client:
+class Client(WorkerClient):
     """What starts runs and reads them: services on a publisher of our own."""
 
     def __init__(self, prefix: str, publisher: type[CeleryScheduler] = CeleryScheduler) -> None:
-        self.settings = client_settings(prefix)
-        self.app = make_app(self.settings)
-        self.publisher = publisher(self.app, self.settings)
-        self.redis = Redis.from_url(REDIS_URL, decode_responses=True)
-        self.svc = build_services(
-            self.settings, self.publisher, llm=ScriptedModel(), redis=self.redis
-        )
+        super().__init__(prefix, publisher, celery={"lease_s": LEASE_S})
+        # The default: no help from kombu.
+        assert self.settings.celery.visibility_timeout_s == 3600
 
     async def run(self, name: str, timeout_s: float = 60) -> tuple[str, list[Any]]:
         spec = AgentSpec(name=name, tools=("calculate", "finish"))
         run_id = await start_run(self.svc, f"2 to the 10th ({name})", spec)
         return run_id, await collect(self.svc, run_id, timeout_s=timeout_s)
-
-    async def close(self) -> None:
-        await self.publisher.aclose()
-        self.app.close()
-        await self.redis.aclose()
 
 
 def completed_once(events: list[Any]) -> None:
@@ -163,10 +133,6 @@ async def test_a_long_turn_that_renews_its_lease_is_never_published_again(
 async def test_a_killed_workers_turn_runs_again_within_a_few_leases(
     workers: list[Process], fake_llm: ThreadedFakeLLMServer, prefix: str
 ) -> None:
-    sync = SyncRedis.from_url(REDIS_URL)
-    script = Script(arm=lambda: sync.set(faults.key(prefix, "after_llm"), 1))
-    fake_llm.set_responder(script)
-    client = Client(prefix)
     killed_at: list[float] = []
 
     async def watch() -> None:
@@ -175,19 +141,18 @@ async def test_a_killed_workers_turn_runs_again_within_a_few_leases(
                 killed_at.append(time.time())
             await asyncio.sleep(0.02)
 
-    watcher = asyncio.create_task(watch())
-    try:
-        _, events = await client.run("Victim", timeout_s=40)
-        await asyncio.wait_for(watcher, 5)
-        for _ in range(50):  # the new worker settles the entry as the run ends
-            if client.publisher.ledger.pending() == 0:
-                break
-            await asyncio.sleep(0.1)
-        pending = client.publisher.ledger.pending()
-    finally:
-        watcher.cancel()
-        await client.close()
-        sync.close()
+    with fault_arming(prefix) as arm:
+        script = Script(arm=lambda: arm("after_llm"))
+        fake_llm.set_responder(script)
+        client = Client(prefix)
+        watcher = asyncio.create_task(watch())
+        try:
+            _, events = await client.run("Victim", timeout_s=40)
+            await asyncio.wait_for(watcher, 5)
+            pending = await client.settled(within_s=5)  # the new worker settles the entry
+        finally:
+            watcher.cancel()
+            await client.close()
     dead = [w for w in workers if w.returncode is not None]
     assert [w.returncode for w in dead] == [-signal.SIGKILL], [w.tail() for w in dead]
     completed_once(events)
