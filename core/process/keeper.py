@@ -76,6 +76,9 @@ class Keeper:
         """Serve calls until ``stop`` is set, then wait for those under way (cancel the
         task to abandon them: another keeper takes them over)."""
         await self.channel.create_group()
+        # Ready means the workers hand their calls to it: its heartbeat is on before it
+        # says so (a call asked before the upkeep's first beat went to the model directly).
+        await self.channel.beat(self.name, _HEARTBEAT_TTL_MS)
         upkeep = asyncio.create_task(self._upkeep(stop), name="keeper-upkeep")
         log.info("call keeper %s ready.", self.name)
         try:

@@ -268,8 +268,14 @@ async def test_a_killed_keepers_call_is_taken_over_by_the_keeper_started_again(
 ) -> None:
     """``caramba worker``'s supervisor keeps a real keeper process beside its workers;
     killed (-9) while the model thinks, it is started again, and the new keeper takes
-    the call over once idle for llm.keeper_claim_idle_s (1 s here)."""
-    llm_server.latency_s = 1.0
+    the call over once idle for llm.keeper_claim_idle_s (1 s here). The first keeper's
+    model call is slow (30 s): whatever the load, it is killed before its answer, and
+    only the keeper started again can answer (in 1 s).
+
+    " ready." means the keeper's heartbeat is on: the call goes to it, not to the model
+    directly (its heartbeat once came with the upkeep's first beat, just after the line,
+    and a call asked in between, under load, was made here, with nothing to take over)."""
+    llm_server.latency_s = 30.0
     llm_server.set_responder(lambda _body: FakeReply(content="answered by the next keeper"))
     svc = worker_services()
     env = worker_env(
@@ -287,6 +293,7 @@ async def test_a_killed_keepers_call_is_taken_over_by_the_keeper_started_again(
         first = int(supervisor.output().split("call keeper started (pid ")[1].split(")")[0])
         call = asyncio.create_task(calls.complete(svc, turn_request(), 6, None))
         await until(lambda: len(llm_server.requests) == 1)
+        llm_server.latency_s = 1.0  # the next keeper's call
         os.kill(first, signal.SIGKILL)  # its answer is lost with it
         await asyncio.to_thread(supervisor.wait_for, "call keeper killed by SIGKILL", 10)
         response, reused = await asyncio.wait_for(call, 30)
