@@ -2,7 +2,9 @@
 (background ticks, the library's recording of ended runs, garbage collections), and where a
 delivery's time went: the sender's side (its tools, resolve and save script, up to the
 scheduling of the recipient's turn), the scheduler's hop (submit to the turn's start) and
-the recipient's side (its lease and start script, prepare, up to its model call)."""
+the recipient's side (its lease and start script, prepare, up to its model call). Since the
+save that wakes one agent starts its turn too (``core.state.turn_ahead_wake``), the start
+script's round trip is part of the sender's save, and the recipient's side mostly prepare."""
 
 from __future__ import annotations
 
