@@ -21,12 +21,20 @@ Every guarantee of the thread path is kept, in the same order:
   a message of a lost connection is left to the ledger);
 - a retry's countdown waits on Celery's timer, outside the prefetch count, as Celery's
   own strategy does.
+
+A message read (its task id, retries, due time and job taken out) keeps only what settling
+it needs, when its channel is kombu's Redis one (:func:`lighten`): that channel's QoS holds
+every unacknowledged message until it is settled, and puts one back on the queue from the
+copy it stored in Redis, by delivery tag — the message's own envelope, headers and decoded
+body (about 6 KB) are never read again. With up to ``celery.concurrency`` turns in flight
+that is ~6 MB of a worker's peak.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import logging
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -101,6 +109,7 @@ class LoopDispatch:
                 log.exception("turn message %s could not be read; dropped", task_id)
                 settle(message, False)
                 return
+            lighten(message)
             # Celery's own words ("Task name[id] received", then succeeded, retry, failed or
             # rejected): operators and bench/chaos_victims.py read a worker's turns from them.
             log.info("Task %s[%s] received", task.name, task_id)
@@ -168,6 +177,24 @@ class LoopDispatch:
             return
         settle(message, None)
         log.info("Task %s[%s] retry: in %.1f s", task.name, task_id, delay)
+
+
+def lighten(message: Any) -> None:
+    """Drop a read message's envelope, headers and body if its channel is kombu's Redis
+    one with acknowledgement emulation (its QoS settles and restores messages by delivery
+    tag, from the copy it stored in Redis): acknowledging or rejecting it reads only its
+    channel, delivery tag, delivery info and state. Any other channel's message is left
+    whole (kombu's in-memory QoS puts a rejected message back from the message itself)."""
+    kombu_redis = sys.modules.get("kombu.transport.redis")  # not imported: not Redis
+    if kombu_redis is None or not isinstance(
+        getattr(message.channel, "qos", None), kombu_redis.QoS
+    ):
+        return
+    message.body = None
+    message._decoded_cache = None
+    message.headers = {}
+    message.properties = {}
+    message.__dict__.pop("_raw", None)
 
 
 def _seconds_until(eta: Any) -> float:
