@@ -10,13 +10,18 @@ from __future__ import annotations
 import itertools
 import warnings
 from datetime import datetime
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from croniter import croniter
-from recurrent.event_parser import RecurringEvent
 
 from core.config_schedules import ScheduleSettings
 from core.types.schedules import NotUnderstood, Rule
+
+if TYPE_CHECKING:
+    from croniter import croniter
+
+# croniter and recurrent (with parsedatetime) are imported on first use, not with this
+# module: every Celery worker imports it at start-up (core.runs.firings) and most never
+# read a schedule: ~1 MB of each worker's memory.
 
 EXAMPLES = (
     "Try words like “every weekday at 9:00”, “every Monday at 8:30”, “every 2 hours”, "
@@ -61,13 +66,21 @@ def parse(words: str, tz: str | None, settings: ScheduleSettings) -> Rule | NotU
     return rule
 
 
+def _croniter() -> type[croniter]:
+    from croniter import croniter
+
+    return croniter
+
+
 def _is_cron(text: str) -> bool:
-    return len(text.split()) == 5 and bool(croniter.is_valid(text))
+    return len(text.split()) == 5 and bool(_croniter().is_valid(text))
 
 
 def _words_to_cron(text: str, default_time: str) -> str | None:
     """The cron expression of plain words, through ``recurrent``'s RRULE; None if the
     words are no recurrence, or one cron cannot say ("every 3 weeks")."""
+    from recurrent.event_parser import RecurringEvent
+
     try:
         with warnings.catch_warnings():
             # parsedatetime (under recurrent) warns about its own flag style on every use.
@@ -114,13 +127,13 @@ def next_after(rule: Rule, at: float) -> float:
     """The first slot of ``rule`` strictly after ``at`` (unix time)."""
     tz = zone(rule.tz) or ZoneInfo("UTC")
     start = datetime.fromtimestamp(at, tz)
-    return float(croniter(rule.cron, start).get_next(float))
+    return float(_croniter()(rule.cron, start).get_next(float))
 
 
 def shortest_gap(rule: Rule, at: float, samples: int = 50) -> float:
     """The shortest time between two slots of ``rule`` among the next ``samples``."""
     tz = zone(rule.tz) or ZoneInfo("UTC")
-    it = croniter(rule.cron, datetime.fromtimestamp(at, tz))
+    it = _croniter()(rule.cron, datetime.fromtimestamp(at, tz))
     slots = [float(it.get_next(float)) for _ in range(samples)]
     return min(b - a for a, b in itertools.pairwise(slots))
 
