@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import Any, NamedTuple
 
 from core.config import Settings
@@ -146,16 +147,46 @@ async def park(svc: Services, run_id: str, agent_id: str) -> bool:
 
 
 def prompt_chars(messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]]) -> int:
-    """The size of a request's prompt in characters (cheap enough for every turn: one
-    loop over the thread, no generator)."""
+    """The size of a request's prompt in characters. Its messages are counted once: the
+    agent's thread only grows, so the messages of its last request (all but the last one,
+    which may be a note for that request alone), found again in the same places, count
+    what they counted then."""
+    first = messages[0] if messages else None
+    known = _PROMPTS.get(id(first))
+    n = len(messages) - 1
+    if (
+        known is not None
+        and known[0] is first
+        and len(known[1]) <= n
+        and all(map(is_, known[1], messages))
+    ):
+        done, chars = len(known[1]), known[2]
+    else:
+        done, chars = 0, 0
+    chars += _messages_chars(messages[done:n])
+    if n > 0:
+        if len(_PROMPTS) >= _PROMPTS_MAX and id(first) not in _PROMPTS:
+            _PROMPTS.clear()
+        _PROMPTS[id(first)] = (first, messages[:n], chars)
+    if n >= 0:
+        chars += _messages_chars(messages[n:])
+    for t in tools:
+        chars += _tool_chars(t)
+    return chars
+
+
+# By the first message's identity (kept with it): the messages counted and their size.
+_PROMPTS: dict[int, tuple[object, Sequence[ChatMessage], int]] = {}
+_PROMPTS_MAX = 256
+
+
+def _messages_chars(messages: Sequence[ChatMessage]) -> int:
     chars = 0
     for m in messages:
         if m.content:
             chars += len(m.content)
         for c in m.tool_calls:
             chars += len(c.arguments or "") + len(c.name)
-    for t in tools:
-        chars += _tool_chars(t)
     return chars
 
 

@@ -9,12 +9,15 @@ transaction; nothing here sends a command by itself. May call ``core.state.keys`
 
 from __future__ import annotations
 
+from operator import is_
 from typing import Any, NamedTuple
+
+from pydantic import TypeAdapter
 
 from core.state.keys import Keys
 from core.state.turn_start import StartReply
 from core.types.agent import AgentSpec, AgentState
-from core.types.chat import Usage
+from core.types.chat import ChatMessage, Usage
 from core.types.run import RunHead, RunState, RunStatus
 
 
@@ -62,7 +65,6 @@ def parse_usage(raw: Any) -> Usage:
 # every save writes it twice, alone and inside the state.
 _SPECS: dict[int, tuple[AgentSpec, str]] = {}
 _SPECS_MAX = 256  # (as many as the agents whose state a process holds, Turns._held)
-_NOT_SPEC = {"spec"}
 
 
 def spec_json(spec: AgentSpec) -> str:
@@ -79,9 +81,53 @@ def spec_json(spec: AgentSpec) -> str:
 
 def state_json(state: AgentState, spec: str) -> str:
     """``state.model_dump_json()`` with the spec's JSON (``spec``) already made: the spec
-    is the state's first field."""
-    rest = state.model_dump_json(exclude=_NOT_SPEC)  # '{"run_id":…}'
-    return f'{{"spec":{spec},{rest[1:]}'
+    is the state's first field; the thread's JSON is made anew for its new messages only
+    (``thread_json``)."""
+    rest = state.model_dump_json(exclude=_NOT_STATE)  # '{"run_id":…,"seq":4,"usage":…}'
+    # The thread comes before ``usage``: a JSON string holds no bare '"', so the first
+    # ',"usage":' is the field's.
+    cut = rest.index(_USAGE)
+    return f'{{"spec":{spec},{rest[1:cut]},"thread":{thread_json(state.thread)}{rest[cut:]}'
+
+
+_NOT_STATE = {"spec", "thread"}
+_USAGE = ',"usage":'
+_THREAD = TypeAdapter(list[ChatMessage])
+# The JSON of threads this process saved, by the list's identity (the list kept with it):
+# the messages it was made of (all but the last) and their JSON, joined by commas. A
+# thread is only appended to; a message replaced (an approval's outcome, an empty reply)
+# is another object, which the check by identity sees. The last message is dumped anew
+# each time: the turn that appended it may have set its images since.
+_THREADS: dict[int, tuple[list[ChatMessage], list[ChatMessage], str]] = {}
+_THREADS_MAX = 256
+
+
+def thread_json(thread: list[ChatMessage]) -> str:
+    """``'[' + the thread's messages' JSON + ']'``, as the state's dump writes it."""
+    known = _THREADS.get(id(thread))
+    n = len(thread) - 1
+    if (
+        known is not None
+        and known[0] is thread
+        and 0 < len(known[1]) <= n
+        and all(map(is_, known[1], thread))
+    ):
+        done = len(known[1])
+        body = (
+            known[2] + "," + _THREAD.dump_json(thread[done:n]).decode()[1:-1]
+            if n > done
+            else known[2]
+        )
+    else:
+        body = _THREAD.dump_json(thread[:n]).decode()[1:-1] if n > 0 else ""
+    if n > 0:
+        if len(_THREADS) >= _THREADS_MAX and id(thread) not in _THREADS:
+            _THREADS.clear()
+        _THREADS[id(thread)] = (thread, thread[:n], body)
+    if n < 0:
+        return "[]"
+    last = thread[n].model_dump_json()
+    return f"[{body},{last}]" if body else f"[{last}]"
 
 
 def agent_fields(state: AgentState) -> dict[Any, Any]:

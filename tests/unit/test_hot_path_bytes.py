@@ -221,3 +221,48 @@ def test_a_prompts_size_counts_texts_calls_and_tools() -> None:
     expected += sum(len(json.dumps(t)) for t in tools)
     assert prompt_chars(thread, tools) == expected == prompt_chars(thread, tools)
     assert prompt_chars([], ()) == 0
+
+
+def test_a_saved_thread_is_dumped_as_the_state_dump_writes_it_however_it_changed() -> None:
+    state = _state()
+
+    def same() -> None:
+        assert agent_fields(state)["state"] == state.model_dump_json()
+
+    same()
+    same()
+    state.thread.append(ChatMessage(role="user", content='é "q" ,"usage":'))
+    same()
+    state.thread[-1].images = ("data:x",)  # set in place by the turn that appended it
+    same()
+    state.thread[2] = ChatMessage(role="user", content="replaced")  # an approval's outcome
+    same()
+    state.thread += [ChatMessage(role="assistant", content=t) for t in ("a", "b")]
+    same()
+    del state.thread[3:]
+    same()
+    state.thread.clear()
+    same()
+    state.thread.append(ChatMessage(role="user", content="1"))
+    same()
+    state.thread = [ChatMessage(role="user", content="z")]
+    same()
+
+
+def test_a_prompts_size_counts_a_grown_or_rewritten_thread_anew() -> None:
+    from core.agent.limits import prompt_chars
+
+    def size(messages: list[ChatMessage]) -> int:
+        return sum(len(m.content or "") for m in messages) + sum(
+            len(c.arguments or "") + len(c.name) for m in messages for c in m.tool_calls
+        )
+
+    thread = _state().thread
+    note = ChatMessage(role="user", content="files: a")
+    assert prompt_chars((*thread, note), ()) == size([*thread, note])
+    thread.append(ChatMessage(role="assistant", content="more"))
+    assert prompt_chars(thread, ()) == size(thread)
+    thread[1] = ChatMessage(role="user", content="a brief rewritten, longer")
+    assert prompt_chars((*thread, note), ()) == size([*thread, note])
+    del thread[2:]
+    assert prompt_chars(thread, ()) == size(thread)
