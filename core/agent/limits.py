@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import is_
 from typing import Any, NamedTuple
 
 from core.config import Settings
@@ -23,6 +22,7 @@ from core.types.agent import AgentState
 from core.types.chat import ChatMessage, ToolCall, Usage
 from core.types.events import BudgetReached, RunEvent, RunStatusChanged
 from core.types.figures import cost, number, tokens
+from core.types.grown import Grown
 from core.types.run import SYSTEM, RunHead, RunState, RunStatus
 
 
@@ -152,22 +152,12 @@ def prompt_chars(messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]
     which may be a note for that request alone), found again in the same places, count
     what they counted then."""
     first = messages[0] if messages else None
-    known = _PROMPTS.get(id(first))
     n = len(messages) - 1
-    if (
-        known is not None
-        and known[0] is first
-        and len(known[1]) <= n
-        and all(map(is_, known[1], messages))
-    ):
-        done, chars = len(known[1]), known[2]
-    else:
-        done, chars = 0, 0
+    seen = _PROMPTS.since(first, messages, n)
+    done, chars = seen if seen is not None else (0, 0)
     chars += _messages_chars(messages[done:n])
     if n > 0:
-        if len(_PROMPTS) >= _PROMPTS_MAX and id(first) not in _PROMPTS:
-            _PROMPTS.clear()
-        _PROMPTS[id(first)] = (first, messages[:n], chars)
+        _PROMPTS.keep(first, messages[:n], chars)
     if n >= 0:
         chars += _messages_chars(messages[n:])
     for t in tools:
@@ -175,9 +165,8 @@ def prompt_chars(messages: Sequence[ChatMessage], tools: Sequence[dict[str, Any]
     return chars
 
 
-# By the first message's identity (kept with it): the messages counted and their size.
-_PROMPTS: dict[int, tuple[object, Sequence[ChatMessage], int]] = {}
-_PROMPTS_MAX = 256
+# By the first message's identity: the messages counted and their size.
+_PROMPTS: Grown[int] = Grown()
 
 
 def _messages_chars(messages: Sequence[ChatMessage]) -> int:

@@ -9,7 +9,6 @@ transaction; nothing here sends a command by itself. May call ``core.state.keys`
 
 from __future__ import annotations
 
-from operator import is_
 from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
@@ -18,6 +17,7 @@ from core.state.keys import Keys
 from core.state.turn_start import StartReply
 from core.types.agent import AgentSpec, AgentState
 from core.types.chat import ChatMessage, Usage
+from core.types.grown import Grown
 from core.types.run import RunHead, RunState, RunStatus
 
 
@@ -93,37 +93,22 @@ def state_json(state: AgentState, spec: str) -> str:
 _NOT_STATE = {"spec", "thread"}
 _USAGE = ',"usage":'
 _THREAD = TypeAdapter(list[ChatMessage])
-# The JSON of threads this process saved, by the list's identity (the list kept with it):
-# the messages it was made of (all but the last) and their JSON, joined by commas. A
-# thread is only appended to; a message replaced (an approval's outcome, an empty reply)
-# is another object, which the check by identity sees. The last message is dumped anew
-# each time: the turn that appended it may have set its images since.
-_THREADS: dict[int, tuple[list[ChatMessage], list[ChatMessage], str]] = {}
-_THREADS_MAX = 256
+# The JSON of threads this process saved (all messages but the last, joined by commas), by
+# the list's identity. The last message is dumped anew each time: the turn that appended
+# it may have set its images since.
+_THREADS: Grown[str] = Grown()
 
 
 def thread_json(thread: list[ChatMessage]) -> str:
     """``'[' + the thread's messages' JSON + ']'``, as the state's dump writes it."""
-    known = _THREADS.get(id(thread))
     n = len(thread) - 1
-    if (
-        known is not None
-        and known[0] is thread
-        and 0 < len(known[1]) <= n
-        and all(map(is_, known[1], thread))
-    ):
-        done = len(known[1])
-        body = (
-            known[2] + "," + _THREAD.dump_json(thread[done:n]).decode()[1:-1]
-            if n > done
-            else known[2]
-        )
-    else:
-        body = _THREAD.dump_json(thread[:n]).decode()[1:-1] if n > 0 else ""
+    seen = _THREADS.since(thread, thread, n)
+    done, body = seen if seen is not None else (0, "")
+    if n > done:
+        more = _THREAD.dump_json(thread[done:n]).decode()[1:-1]
+        body = f"{body},{more}" if body else more
     if n > 0:
-        if len(_THREADS) >= _THREADS_MAX and id(thread) not in _THREADS:
-            _THREADS.clear()
-        _THREADS[id(thread)] = (thread, thread[:n], body)
+        _THREADS.keep(thread, thread[:n], body)
     if n < 0:
         return "[]"
     last = thread[n].model_dump_json()
