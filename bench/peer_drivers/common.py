@@ -94,7 +94,8 @@ async def measure(
     gc.collect()
     walls: list[float] = []
     profile = None
-    if os.environ.get("BENCH_CPROFILE"):  # where to write a cProfile of the phase
+    # BENCH_CPROFILE: where to write a cProfile of the phase ("{phase}" is replaced by its name)
+    if os.environ.get("BENCH_CPROFILE"):
         import cProfile
 
         profile = cProfile.Profile()
@@ -110,5 +111,5 @@ async def measure(
     spent = cpu() - cpu0
     if profile is not None:
         profile.disable()
-        profile.dump_stats(os.environ["BENCH_CPROFILE"])
+        profile.dump_stats(os.environ["BENCH_CPROFILE"].replace("{phase}", opts.phase))
     print("BENCH " + json.dumps({"cpu_s": spent, "walls": walls, "rss_mb": rss()}), flush=True)

@@ -118,6 +118,10 @@ class AheadOffer:
         if ahead is not None:
             await ahead.release()
 
+    def started(self, state: AgentState) -> bool:
+        """Whether the save of ``state`` started the agent's next turn here."""
+        return self.ahead is not None and self.ahead.start.state is state
+
     def argv(
         self, turns: Turns, state: AgentState, token: str, after: AfterSave | None, ride: Any
     ) -> list[Any]:
@@ -158,7 +162,7 @@ def started_by_save(state: AgentState) -> bool:
     """Whether the save of ``state`` started the agent's next turn (then held by that turn
     alone, not kept for the agent's next start)."""
     offer = AHEAD.get()
-    return offer is not None and offer.ahead is not None and offer.ahead.start.state is state
+    return offer is not None and offer.started(state)
 
 
 def ahead_argv(turns: Turns, state: AgentState, token: str, ahead: tuple[int, int]) -> list[Any]:

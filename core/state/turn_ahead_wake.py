@@ -4,10 +4,13 @@ inline scheduler runs that turn at once when it has a free slot. The save script
 runs the recipient's start script (``core.state.turn_start``: its lease taken, its delivery
 counted, its head, usage and mail read: ``WAKE_LUA``), so that its turn starts with no round
 trip of its own — as a worker's chain does for an agent's own next turn
-(``core.state.turn_ahead``).
+(``core.state.turn_ahead``). The agent's own next turn is started by its save the same
+way (the save script's ``ahead`` branch, with no ledger ride), when the save schedules
+nothing else.
 
 Only when the save schedules that wake-up alone (no new agent, no next turn of its own, no
-other recipient) and a slot is free (:class:`WakeStarts`' ``room``). The start is kept in
+other recipient), or its own next turn alone, and a slot is free (:class:`WakeStarts`'
+``room``). The start is kept in
 the process (:class:`WakeStarts`) until the recipient's turn takes it
 (``core.agent.lease``, through the :data:`AHEAD` offer of the scheduler's slot it runs on).
 A start no turn takes is released (its lease goes, its delivery uncounted: ``let_go``):
@@ -28,7 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from core.state.turn_ahead import AHEAD, Ahead, AheadOffer, let_go
+from core.state.turn_ahead import AHEAD, Ahead, AheadOffer, ahead_argv, let_go
 from core.state.turn_script import AfterSave, Commit, parse_jobs
 from core.state.turn_start import parse_start
 from core.types.agent import AgentState
@@ -101,14 +104,26 @@ class WakeOffer(AheadOffer):
                 del self.starts.kept[key]
                 await ahead.release()
 
+    def keep(self, ahead: Ahead) -> None:
+        """The agent's own next turn, started by its save (``turn_ahead.keep_start``)."""
+        self.starts.kept[(ahead.run_id, ahead.agent_id, ahead.seq)] = ahead
+        self.made.append(ahead)
+
+    def started(self, state: AgentState) -> bool:
+        return any(ahead.start.state is state for ahead in self.made)
+
     def argv(
         self, turns: Turns, state: AgentState, token: str, after: AfterSave | None, ride: Any
     ) -> list[Any]:
-        """The save script's ``wake`` list (``WAKE_LUA``) for a save that wakes one agent
-        and schedules nothing else, when the scheduler would run it at once."""
-        if after is None or len(after.wake) != 1 or after.jobs or after.next_job:
+        """The save script's ``ahead`` list for a save that schedules the agent's own next
+        turn (``turn_ahead.ahead_argv``: started if it schedules nothing else), or its
+        ``wake`` list (``WAKE_LUA``) for a save that wakes one agent and schedules nothing
+        else — when the scheduler would run the turn at once."""
+        if after is None or not self.starts.room():
             return []
-        if not self.starts.room():
+        if after.next_job and after.ahead:
+            return ahead_argv(turns, state, token, after.ahead)
+        if len(after.wake) != 1 or after.jobs or after.next_job:
             return []
         keys, run_id, agent_id = turns.keys, state.run_id, after.wake[0]
         self.held = turns.held(keys.agent(run_id, agent_id))
@@ -136,6 +151,9 @@ class WakeOffer(AheadOffer):
     ) -> None:
         """Keep the start the save made (if it made one), or let go the one its first run
         may have made when its reply was lost."""
+        if start[0] != "wake":  # the agent's own next turn (:meth:`keep`)
+            await super().landed(turns, state, token, start, at, reply)
+            return
         held, self.held = self.held, None
         record = str(reply[1]) if len(reply) > 1 and reply[1] else ""
         jobs = parse_jobs(record, int(record.partition("|")[0] or -1))

@@ -228,8 +228,9 @@ if err then return redis.error_reply(err) end
 -- The one agent this save woke, for the inline scheduler to run at once (``WakeOffer``).
 if ahead[1] == 'wake' then return {1, record, false, wake_start(ahead, jobs, wake, next_job)} end
 -- The agent's own next turn, the only turn this save schedules, held for this worker's
--- chain to run next: started here (``Ahead``), its start script's round trip saved.
-if held and #ahead > 0 and #jobs == 1 and next_job[1] and jobs[1] == next_job[1] then
+-- chain (or, no ride, the inline scheduler's) to run next: started here (``Ahead``).
+if (held or #ride == 0) and #ahead > 0 and #jobs == 1 and next_job[1]
+    and jobs[1] == next_job[1] then
   local keys = {KEYS[1], ahead[1], ahead[2], ahead[3], ahead[4], ahead[5]}
   local args = {unpack(ahead, 6)}
   args[#args + 1] = '0'

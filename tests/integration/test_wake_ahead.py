@@ -1,9 +1,10 @@
 """On the inline scheduler (embedded mode), a save that wakes one agent, and schedules
 nothing else, starts that agent's turn too (core/state/turn_ahead_wake.py): its lease
 taken, its delivery counted and its mail read in that save's script, so that the woken turn
-makes no start round trip. Against real Redis, the scripted model: a root creates a member
-and waits; the member writes to it and waits; the root answers and waits; the member
-finishes, its result waking the root, which finishes."""
+makes no start round trip. So does a save that schedules the agent's own next turn alone.
+Against real Redis, the scripted model: a root creates a member and waits; the member
+writes to it and waits; the root answers and waits; the member finishes, its result waking
+the root, which finishes."""
 
 from __future__ import annotations
 
@@ -106,3 +107,37 @@ async def test_a_turn_that_raises_after_its_save_lets_the_woken_turns_start_go(
         f"{m}:1": 1,
         f"{o}:2": 1,
     }
+
+
+async def _solo(real_redis: Any) -> tuple[str, str, list[str], dict[str, int]]:
+    """An agent that calculates twice, going straight on, then finishes."""
+    settings = make_settings(redis={"url": REDIS_URL, "key_prefix": real_redis.test_prefix})
+    model = ScriptedModel().script(
+        "S",
+        Reply(calls=(call("calculate", {"expression": "1 + 1"}),)),
+        Reply(calls=(call("calculate", {"expression": "2 + 2"}),)),
+        Reply(calls=(call("finish", {"result": "4"}),)),
+    )
+    async with embedded_services(settings, llm=model) as svc:
+        started = _started_by_script(svc)
+        root = AgentSpec(name="S", role="solo", tools=("calculate", "finish"))
+        run_id = await start_run(svc, "sums", root)
+        await svc.scheduler.join()  # type: ignore[attr-defined]
+        assert (await svc.store.run_head(run_id)).status is RunStatus.COMPLETED
+        leases = await _leases(svc, run_id)
+        return run_id, root.id, [*started, *leases], await _deliveries(svc, run_id)
+
+
+async def test_an_agents_next_turn_starts_with_its_own_save(real_redis: Any) -> None:
+    _run, s, started, counts = await _solo(real_redis)
+    assert started == [f"{s}:0"]  # turns 1 and 2 started by the saves before them
+    assert counts == {f"{s}:0": 1, f"{s}:1": 1, f"{s}:2": 1}
+
+
+async def test_an_own_start_that_waited_too_long_is_let_go_and_made_again(
+    real_redis: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(turn_ahead.Ahead, "fresh", lambda _self, now=None: False)
+    _run, s, started, counts = await _solo(real_redis)
+    assert started == [f"{s}:0", f"{s}:1", f"{s}:2"]
+    assert counts == {f"{s}:0": 1, f"{s}:1": 1, f"{s}:2": 1}
