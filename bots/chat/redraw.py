@@ -96,6 +96,8 @@ class Redraws:
     async def _courier(self, queue: str, place: Place) -> bool:
         """Run a courier over ``queue`` until it is empty; whether it got there (not
         stopped by :meth:`aclose`)."""
+        if self.closed:  # closed while this process claimed the queue: it stays queued
+            return False
         ended = asyncio.Event()
         ended.set()  # deliver what is queued, then stop
         courier = Courier(self.outbox, self.adapter, queue, place)

@@ -62,6 +62,31 @@ async def test_a_stopping_bot_leaves_the_redraw_queued() -> None:
     assert thread.messages["card"] == "Approve / Edit / Reject"
 
 
+async def test_a_bot_stopping_while_it_claims_the_queue_starts_no_courier() -> None:
+    """The bot stops between the redraw queued and its queue claimed (the click's work
+    still under way): no courier starts after the stop, none is left trying forever, and
+    the redraw stays queued for the next process."""
+    redraws, thread, outbox, failing = _parts()
+    failing.extend([Transient("down")] * 1000)
+    claim, claiming = redraws.store.claim, asyncio.Event()
+
+    async def slow_claim(*args: object) -> object:
+        claiming.set()
+        await asyncio.sleep(0.05)  # aclose runs meanwhile
+        return await claim(*args)  # type: ignore[arg-type]
+
+    redraws.store.claim = slow_claim  # type: ignore[method-assign]
+    drawing = asyncio.create_task(
+        redraws.redraw("run_1", PLACE, "card", Rendered("Approved by Ana."), "decided card")
+    )
+    await claiming.wait()
+    await redraws.aclose()
+    await asyncio.wait_for(drawing, 2)
+    assert not redraws.tasks and thread.calls == []
+    head = await outbox.head(queue_of("run_1"))
+    assert head.entry is not None and head.entry.message == "card"
+
+
 async def test_a_redraw_left_queued_is_delivered_once_by_the_next_processes() -> None:
     """A bot stops mid-outage with a redraw queued; two processes start: whichever takes
     the queue's lease delivers it, once, and nothing is left noted or queued."""
