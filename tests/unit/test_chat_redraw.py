@@ -75,7 +75,7 @@ async def test_a_bot_stopping_while_it_claims_the_queue_starts_no_courier() -> N
         await asyncio.sleep(0.05)  # aclose runs meanwhile
         return await claim(*args)  # type: ignore[arg-type]
 
-    redraws.store.claim = slow_claim  # type: ignore[method-assign]
+    redraws.store.claim = slow_claim  # type: ignore[method-assign,assignment]
     drawing = asyncio.create_task(
         redraws.redraw("run_1", PLACE, "card", Rendered("Approved by Ana."), "decided card")
     )
