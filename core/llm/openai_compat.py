@@ -6,7 +6,10 @@ Retries, Retry-After, setup errors and messages are the litellm gateway's
 A missing key is said before any call (:func:`core.llm.setup.missing_key`). A request that
 asks for it is streamed (:mod:`core.llm.sse`). Cost from :mod:`core.llm.pricing`.
 
-Owns the HTTP call and the parsing of its answer; calls aiohttp and core.llm.
+The messages' JSON is kept from one request to the next (an agent's thread only grows):
+a request with many encodes only the messages its agent's last request did not have.
+
+Owns the HTTP call and the parsing of its answer; calls aiohttp, core.llm and core.types.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from core.llm.policy import chat_body, with_retries
 from core.llm.pricing import price_of, shipped, warn_unpriced
 from core.llm.routes import PREFIXES, base_url, wire_model
 from core.llm.setup import call_error, key_variables, missing_key
-from core.types.chat import ToolCall, Usage
+from core.llm.vision import sees_images
+from core.types.chat import ChatMessage, ToolCall, Usage
+from core.types.grown import Grown
 
 __all__ = ["PREFIXES", "OpenAICompatClient", "wire_model"]
 
@@ -78,12 +83,26 @@ class OpenAICompatClient:
             "model": wire_model(request.model),
         }
 
-    async def _attempt(self, target: _Target, payload: dict[str, Any]) -> dict[str, Any]:
+    def _body(self, request: LLMRequest) -> bytes:
+        """``to_json(self._payload(request))`` (in pydantic-core's JSON: a quarter of the
+        stdlib's CPU), the messages' part made anew only for those the agent's last
+        request did not have (``messages_json``)."""
+        messages = request.messages
+        if len(messages) < _KEPT_FROM or (
+            any(m.images for m in messages) and sees_images(request.model)
+        ):  # (short: encoding it whole costs less; images: shown after tool results)
+            return to_json(self._payload(request))
+        rest = to_json(self._payload(request.model_copy(update={"messages": ()})))
+        # '{"model":"…","messages":[],…}': the model comes first, a JSON string (a '"'
+        # in it is escaped), so the first ',"messages":[]' is the field's.
+        head, tail = rest.split(_NO_MESSAGES, 1)
+        return b'%s,"messages":[%s]%s' % (head, messages_json(messages), tail)
+
+    async def _attempt(self, target: _Target, sent: bytes) -> dict[str, Any]:
         try:
             async with asyncio.timeout(self.settings.timeout_s + 5):
-                # The body in pydantic-core's JSON: a quarter of the stdlib's CPU per call.
                 async with self._client().post(
-                    target.url, data=to_json(payload), headers=target.post_headers
+                    target.url, data=sent, headers=target.post_headers
                 ) as answer:
                     if answer.status < 400 and answer.content_type == "text/event-stream":
                         return await sse.read(answer.content.iter_any())
@@ -102,11 +121,9 @@ class OpenAICompatClient:
         target = self.target(request.model)
         if target.problem is not None:
             raise target.problem
-        payload = self._payload(request)
+        sent = self._body(request)
         try:
-            body, attempts = await with_retries(
-                self.settings, lambda: self._attempt(target, payload)
-            )
+            body, attempts = await with_retries(self.settings, lambda: self._attempt(target, sent))
         except CallFailure as failure:
             raise call_error(
                 self.settings, request.model, failure, failure.attempts, keyed=bool(target.key)
@@ -144,3 +161,32 @@ class OpenAICompatClient:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
+
+
+_NO_MESSAGES = b',"messages":[]'
+# From how many messages a request's are encoded from what was kept (below, splicing costs
+# more than it saves: about 6 messages here).
+_KEPT_FROM = 8
+# The wire JSON of the messages of requests this client sent (all but the last, joined by
+# commas), by the first message's identity: an agent's thread only grows, so its next
+# request has the same messages in the same places (``core.types.grown``). The last is
+# made anew each time: it may be a note for that request alone.
+_SENT: Grown[bytes] = Grown()
+
+
+def messages_json(messages: tuple[ChatMessage, ...]) -> bytes:
+    """The messages' wire shapes (``ChatMessage.to_openai``) in JSON, joined by commas
+    (no brackets); with no images to show (``core.llm.vision.wire_messages``)."""
+    first = messages[0] if messages else None
+    n = len(messages) - 1
+    seen = _SENT.since(first, messages, n)
+    done, body = seen if seen is not None else (0, b"")
+    if n > done:
+        more = to_json([m.to_openai() for m in messages[done:n]])[1:-1]
+        body = body + b"," + more if body else more
+    if n > 0:
+        _SENT.keep(first, messages[:n], body)
+    if n < 0:
+        return b""
+    last = to_json(messages[n].to_openai())
+    return body + b"," + last if body else last
