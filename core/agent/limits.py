@@ -212,9 +212,15 @@ def note_call(recent: list[str], call: ToolCall, repeats: int) -> bool:
     stuck); the turn forgets the calls whenever messages arrive, so waiting again after
     each message, or looking at the roster again once something changed, is progress."""
     try:
-        args = json.dumps(json.loads(call.arguments or "{}"), sort_keys=True)
+        args = _SORTED.encode(_DECODER.decode(call.arguments or "{}"))
     except json.JSONDecodeError:
         args = call.arguments
     recent.append(f"{call.name}({args})")
     tail = recent[-repeats:]
     return len(tail) == repeats and len(set(tail)) == 1
+
+
+# ``json.dumps(json.loads(text), sort_keys=True)``, the coder made once (``json.dumps``
+# makes one per call when given options).
+_SORTED = json.JSONEncoder(sort_keys=True)
+_DECODER = json.JSONDecoder()

@@ -48,7 +48,7 @@ async def run(turn: Turn, ready: Ready, called: Called) -> Ran:
     stalled = False
     for one in calls:
         stalled = limits.note_call(state.recent_calls, one, repeats) or stalled
-        state.recent_calls = state.recent_calls[-repeats:]
+        del state.recent_calls[:-repeats]  # (the last ``repeats`` kept)
     text = called.response.content or ""
     results = await _execute_all(turn, ready, calls, text)
     for one, outcome in zip(calls, results, strict=True):
