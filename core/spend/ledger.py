@@ -61,10 +61,9 @@ def ended_at(run: RunState) -> float:
 async def by_model(svc: Services, run: RunState) -> dict[str, float]:
     """What ``run`` cost per model (planning and image calls included)."""
     costs: dict[str, float] = defaultdict(float)
-    agents = await listing.run_agents(svc.store, run.id)
-    for agent in agents:
-        if agent.usage.cost_usd:
-            costs[agent.spec.model or svc.settings.llm.model] += agent.usage.cost_usd
+    for model, usd in await listing.run_agent_costs(svc.store, run.id):
+        if usd:
+            costs[model or svc.settings.llm.model] += usd
     counted = (await svc.store.run_usage(run.id)).cost_usd
     rest = counted - sum(costs.values())
     if rest > _EPSILON:
