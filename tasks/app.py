@@ -194,6 +194,8 @@ def _add_runtime_step(app: Celery, runtime: WorkerRuntime, dispatch: LoopDispatc
 
         def start(self, parent: Any) -> None:
             runtime.start()
+            if dispatch is not None:
+                runtime.spawn(dispatch.intake.run())
 
         def stop(self, parent: Any) -> None:
             runtime.stop()

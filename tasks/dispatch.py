@@ -5,7 +5,8 @@ the threads pool and Celery's request bookkeeping for the whole chain it runs. W
 ``"loop"`` the ``caramba.turn`` task's strategy — what Celery's consumer calls for each
 message it receives, on its own thread — hands the turn to the process's event loop at
 once and keeps only the message; kombu's prefetch limit (``celery.concurrency`` with
-``acks_late``) caps how many messages a worker holds.
+``acks_late``) caps how many messages a worker holds, lowered while the loop is behind
+(:mod:`tasks.intake`).
 
 Every guarantee of the thread path is kept, in the same order:
 
@@ -40,6 +41,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from core.scheduler.base import TurnJob, TurnOutcome
+from tasks.intake import Intake
 from tasks.runtime import WorkerRuntime, WorkerStopped
 from tasks.scheduler import TURN_TASK
 
@@ -60,6 +62,8 @@ class LoopDispatch:
         self.retry_delay_s = retry_delay_s
         self.retry_cap_s = retry_cap_s
         self._acks = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="caramba-acks")
+        # The consumer's prefetch limit, steered by the turns' loop's lag (tasks.intake).
+        self.intake = Intake()
 
     def drain(self) -> None:
         """Wait for the acknowledgements and retries still queued (the worker stops)."""
@@ -68,8 +72,11 @@ class LoopDispatch:
     def strategy(self, task: Task, app: Celery, consumer: Any, **_: Any) -> Callable[..., None]:
         """Celery's task strategy for ``caramba.turn`` (see the module docstring)."""
         errors = consumer.connection_errors
+        intake = self.intake
+        intake.attach(consumer)
 
         def settle(message: Any, requeue: bool | None) -> None:
+            intake.settled()
             # None: acknowledge; True/False: reject (back on the queue or not).
             if requeue is None:
                 consumer.call_soon_ack(message.ack_log_error, log, errors)
@@ -99,6 +106,7 @@ class LoopDispatch:
             start(message, job, task_id, retries)
 
         def handler(message: Any, body: Any, ack: Any, reject: Any, callbacks: Any) -> None:
+            intake.took()
             headers = message.headers or {}
             task_id = str(headers.get("id", ""))
             retries = int(headers.get("retries") or 0)

@@ -20,9 +20,9 @@ import concurrent.futures
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.config import Settings
 from core.process.background import run_background
@@ -199,6 +199,11 @@ class WorkerRuntime:
                 self._ended()
 
         future.add_done_callback(done)
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` on the turns' loop until it ends or the runtime stops."""
+        if self._loop is not None:
+            self._loop.submit(work)
 
     def _begin_local(self) -> bool:
         """One more turn in flight (:mod:`tasks.local_turns`), if running with a free slot."""

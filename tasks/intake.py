@@ -1,0 +1,91 @@
+"""How many turn messages a worker takes from the broker: no more than its loop keeps up with.
+
+With the ``loop`` dispatch (:mod:`tasks.dispatch`) a message taken starts its turn at once,
+so kombu's prefetch limit (``celery.concurrency``) is the number of turns in flight. While
+the turns wait on the model that is what it should be; but a worker whose event loop is
+behind (its CPU saturated: more turns ready to run than it runs) gains nothing from taking
+more — its rate is its CPU's — and each one it takes holds its state, its coroutines and
+its message in memory (~50 KB a turn: at 1,000 turns in flight half the worker's peak),
+and is kept from the workers with time to spare.
+
+:class:`Intake` watches the loop's lag (how late a short sleep wakes up) and steers the
+consumer's prefetch limit, TCP-like: while the lag stays above :data:`HIGH_S` the limit
+stops at what the worker already holds and then shrinks by a sixteenth a tick (never below
+:data:`FLOOR`); while it stays below :data:`LOW_S` it grows by a sixteenth a tick back to
+``celery.concurrency``. A loop that is behind has a backlog of ready turns by definition,
+so the limit never starves it. Only the prefetch limit moves: what was taken is run and
+acknowledged as before, and what was not stays in the broker's queue (no acknowledgement,
+redelivery or visibility timeout changes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+# The loop's lag above which the worker takes no more turns, and below which it takes more.
+HIGH_S = 0.2
+LOW_S = 0.05
+TICK_S = 0.05
+# Never fewer turns in flight than this (a loop behind because of one slow step).
+FLOOR = 32
+
+
+class Intake:
+    """The prefetch limit of one worker process's consumer, steered by its loop's lag."""
+
+    def __init__(self) -> None:
+        self.limit = 0  # the prefetch limit Celery sets (concurrency × multiplier)
+        self.target = 0
+        self.taken = 0  # messages taken and not yet settled
+        self._lock = threading.Lock()
+        self._consumer: Any = None  # Celery's consumer
+        self._qos: Any = None  # its qos when last steered (a new one on each reconnect)
+
+    def attach(self, consumer: Any) -> None:
+        """Steer ``consumer``'s prefetch limit (Celery's, built before its strategies)."""
+        self._consumer = consumer
+        self.limit = int(getattr(consumer, "max_prefetch_count", 0) or 0)
+
+    def took(self) -> None:
+        with self._lock:
+            self.taken += 1
+
+    def settled(self) -> None:
+        with self._lock:
+            self.taken -= 1
+
+    async def run(self) -> None:
+        """Steer until cancelled (the turns' loop stops)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            start = loop.time()
+            await asyncio.sleep(TICK_S)
+            self.steer(loop.time() - start - TICK_S)
+
+    def steer(self, lag_s: float) -> None:
+        """One tick: the loop woke ``lag_s`` late."""
+        qos = getattr(self._consumer, "qos", None)
+        if qos is None or not self.limit:
+            return  # not consuming yet, or no prefetch limit (Celery's 0: unlimited)
+        if qos is not self._qos:  # a new connection's qos: start from where Celery set it
+            self._qos, self.target = qos, min(self.limit, int(qos.value))
+        target = self.target
+        if lag_s > HIGH_S:
+            target = max(FLOOR, min(target, self.taken) - target // 16)
+        elif lag_s < LOW_S and target < self.limit:
+            target = min(self.limit, target + max(4, target // 16))
+        delta = target - self.target
+        if delta > 0:
+            qos.increment_eventually(delta)
+            # The consumer applies a new limit in its next round: wake it now (it may be
+            # asleep, holding all it may hold).
+            self._consumer.call_soon(_nothing)
+        elif delta < 0:
+            qos.decrement_eventually(-delta)
+        self.target = target
+
+
+def _nothing() -> None:
+    pass

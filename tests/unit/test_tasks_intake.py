@@ -1,0 +1,67 @@
+"""tasks.intake: the prefetch limit follows the turns' loop's lag, within its bounds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kombu.common import QoS
+
+from tasks.intake import FLOOR, HIGH_S, LOW_S, Intake
+
+
+class _Consumer:
+    def __init__(self, limit: int) -> None:
+        self.max_prefetch_count = limit
+        self.qos = QoS(lambda **_: None, limit)
+        self.woken = 0
+
+    def call_soon(self, p: Any) -> None:
+        self.woken += 1
+
+
+def _intake(limit: int, taken: int) -> tuple[Intake, _Consumer]:
+    consumer = _Consumer(limit)
+    intake = Intake()
+    intake.attach(consumer)
+    for _ in range(taken):
+        intake.took()
+    return intake, consumer
+
+
+def test_a_loop_behind_takes_no_more_than_it_holds_then_less() -> None:
+    intake, consumer = _intake(1000, 300)
+    intake.steer(HIGH_S * 2)
+    assert consumer.qos.value == intake.target == 300 - 1000 // 16
+    intake.steer(HIGH_S * 2)
+    assert consumer.qos.value == 300 - 1000 // 16 - (300 - 1000 // 16) // 16
+    for _ in range(200):
+        intake.steer(HIGH_S * 2)
+    assert consumer.qos.value == FLOOR
+
+
+def test_a_loop_keeping_up_takes_more_again_up_to_celerys_limit() -> None:
+    intake, consumer = _intake(1000, 300)
+    intake.steer(HIGH_S * 2)
+    intake.steer((LOW_S + HIGH_S) / 2)  # in between: the limit stays
+    assert consumer.qos.value == 300 - 1000 // 16
+    for _ in range(200):
+        intake.steer(0.0)
+    assert consumer.qos.value == intake.target == 1000
+    assert consumer.woken > 0  # the consumer is woken to take more
+
+
+def test_a_new_connection_starts_from_celerys_limit() -> None:
+    intake, consumer = _intake(500, 100)
+    intake.steer(HIGH_S * 2)
+    consumer.qos = QoS(lambda **_: None, 500)  # reconnected
+    intake.steer(0.0)
+    assert consumer.qos.value == intake.target == 500
+
+
+def test_messages_settled_are_no_longer_counted() -> None:
+    intake, consumer = _intake(100, 50)
+    for _ in range(50):
+        intake.settled()
+    assert intake.taken == 0
+    intake.steer(HIGH_S * 2)
+    assert consumer.qos.value == FLOOR
