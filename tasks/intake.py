@@ -12,7 +12,10 @@ and is kept from the workers with time to spare.
 consumer's prefetch limit, TCP-like: while the lag stays above :data:`HIGH_S` the limit
 stops at what the worker already holds and then shrinks by a sixteenth a tick (never below
 :data:`FLOOR`); while it stays below :data:`LOW_S` it grows by a sixteenth a tick back to
-``celery.concurrency``. A loop that is behind has a backlog of ready turns by definition,
+``celery.concurrency``. While the worker holds fewer turns than the floor and the limit is
+Celery's there is nothing to steer: the ticks stop until the turns held reach the floor
+(the consumer's thread wakes them), so a worker with a few turns pays nothing for them.
+A loop that is behind has a backlog of ready turns by definition,
 so the limit never starves it. Only the prefetch limit moves: what was taken is run and
 acknowledged as before, and what was not stays in the broker's queue (no acknowledgement,
 redelivery or visibility timeout changes).
@@ -42,6 +45,8 @@ class Intake:
         self._lock = threading.Lock()
         self._consumer: Any = None  # Celery's consumer
         self._qos: Any = None  # its qos when last steered (a new one on each reconnect)
+        self._loop: asyncio.AbstractEventLoop | None = None  # the turns' loop, once run
+        self._due = asyncio.Event()
 
     def attach(self, consumer: Any) -> None:
         """Steer ``consumer``'s prefetch limit (Celery's, built before its strategies)."""
@@ -51,15 +56,26 @@ class Intake:
     def took(self) -> None:
         with self._lock:
             self.taken += 1
+            crossed = self.taken == FLOOR
+        if crossed and self._loop is not None:  # (the consumer's thread) steering is due
+            self._loop.call_soon_threadsafe(self._due.set)
 
     def settled(self) -> None:
         with self._lock:
             self.taken -= 1
 
+    def resting(self) -> bool:
+        """Nothing to steer: fewer turns held than the floor, the limit where Celery set
+        it (the ticks stop: a worker with a few turns, or none, pays nothing for them)."""
+        return self.taken < FLOOR and (self.target == 0 or self.target >= self.limit)
+
     async def run(self) -> None:
         """Steer until cancelled (the turns' loop stops)."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         while True:
+            self._due.clear()
+            if self.resting():
+                await self._due.wait()  # set when the turns held reach the floor
             start = loop.time()
             await asyncio.sleep(TICK_S)
             self.steer(loop.time() - start - TICK_S)

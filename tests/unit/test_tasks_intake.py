@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from typing import Any
 
 from kombu.common import QoS
@@ -65,3 +67,20 @@ def test_messages_settled_are_no_longer_counted() -> None:
     assert intake.taken == 0
     intake.steer(HIGH_S * 2)
     assert consumer.qos.value == FLOOR
+
+
+async def test_a_worker_holding_fewer_turns_than_the_floor_does_not_tick() -> None:
+    intake, _consumer = _intake(1000, FLOOR - 1)
+    steered: list[float] = []
+    intake.steer = steered.append  # type: ignore[method-assign,assignment]
+    task = asyncio.create_task(intake.run())
+    try:
+        await asyncio.sleep(0.2)
+        assert steered == []  # resting: no tick while it holds fewer than the floor
+        taker = threading.Thread(target=intake.took)  # (the consumer's thread)
+        taker.start()
+        taker.join()
+        await asyncio.sleep(0.2)
+        assert len(steered) >= 2  # the floor reached: it steers every tick
+    finally:
+        task.cancel()
