@@ -247,6 +247,8 @@ def run_child(
             result["client"] = line.split(" ", 1)[1]
         if line.startswith("BENCH_THREADS "):  # the Celery worker's CPU by thread
             result["threads"] = json.loads(line.split(" ", 1)[1])
+        if line.startswith("BENCH_CPU_CLOCK "):  # its clock: ns (schedstat) or 10 ms ticks
+            result["clock"] = line.split(" ", 1)[1]
         if line.startswith("BENCH_LITELLM_IMPORTED True") and result.get("client") != "litellm":
             result["client"] = result.get("client", "?") + " (litellm imported)"
     bodies = server.requests[before:]
@@ -269,6 +271,8 @@ def measure(server: ThreadedFakeLLMServer, system: System, n: int, runs: int) ->
             "ratio_n": flat["calls"] / flat["walls"][0] / (n / (FLAT_MS / 1000)),
             "rss_mb": max(cohort["rss_mb"], flat["rss_mb"]),
         }
+        if "clock" in cohort:
+            best["clock"] = cohort["clock"]
         for part, seconds in cohort.get("threads", {}).items():  # main_s, loop_s, other_s
             figures[f"cpu_ms_{part[:-2]}"] = seconds * 1000 / max(1, cohort["calls"])
         if system.name == "caramba_inline":  # (not @before)
@@ -378,7 +382,8 @@ def print_table(results: dict[str, dict[str, Any]], n: int) -> None:
             print(
                 f"{name} worker cpu_ms/call by thread: main (Celery's consumer) "
                 f"{r['cpu_ms_main']:.2f}, turns' loop {r['cpu_ms_loop']:.2f}, "
-                f"others (pool, publishing) {r['cpu_ms_other']:.2f}"
+                f"others (pool, publishing) {r['cpu_ms_other']:.2f} "
+                f"(clock: {r.get('clock', 'ticks')})"
             )
     for name, r in results.items():
         client = f" client={r['client'].replace(' ', '_')}" if r.get("client") else ""

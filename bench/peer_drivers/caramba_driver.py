@@ -242,16 +242,37 @@ def _proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
-def _thread_cpu_s(pid: int, tid: int) -> float:
-    try:
-        return _proc_cpu_s_at(f"/proc/{pid}/task/{tid}/stat")
-    except OSError:
-        return 0.0
+def _tasks_ns(pid: int) -> dict[str, int]:
+    """Each live thread of ``pid`` and its time on a CPU in ns (``schedstat``: not the
+    10 ms ticks of ``stat``, which are ±1 tick of a phase's 20–30)."""
+    out: dict[str, int] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out[task.name] = int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
 
 
-def _proc_cpu_s_at(path: str) -> float:
-    fields = Path(path).read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK
+class ProcessCpu:
+    """A process's CPU seconds between reads: in ns from its threads' ``schedstat`` when
+    the same threads lived at both reads, else (a thread came or went, its time unknown)
+    from ``stat``'s ticks. ``exact`` says which the last read could use."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.first: tuple[dict[str, int], float] | None = None
+        self.exact = False
+
+    def __call__(self) -> float:
+        threads, ticks = _tasks_ns(self.pid), _proc_cpu_s(self.pid)
+        if self.first is None:
+            self.first = (threads, ticks)
+            return ticks
+        (threads0, ticks0), self.exact = self.first, threads.keys() == self.first[0].keys()
+        if not self.exact:
+            return ticks
+        return ticks0 + sum(threads.values()) / 1e9 - sum(threads0.values()) / 1e9
 
 
 class ThreadSplit:
@@ -264,18 +285,27 @@ class ThreadSplit:
     def __init__(self, pid: int, loop_tid: int) -> None:
         self.pid, self.loop_tid = pid, loop_tid
         self.reads: list[tuple[float, float, float]] = []
+        self.cpu = ProcessCpu(pid)
 
     def total(self) -> float:
-        total = _proc_cpu_s(self.pid)
-        self.reads.append(
-            (total, _thread_cpu_s(self.pid, self.pid), _thread_cpu_s(self.pid, self.loop_tid))
-        )
+        total = self.cpu()
+        main, loop = _thread_s(self.pid, self.pid), _thread_s(self.pid, self.loop_tid)
+        self.reads.append((total, main, loop))
         return total
 
     def report(self) -> str:
         (t0, m0, l0), (t1, m1, l1) = self.reads[0], self.reads[-1]
         main, loop = m1 - m0, l1 - l0
-        return json.dumps({"main_s": main, "loop_s": loop, "other_s": t1 - t0 - main - loop})
+        other = t1 - t0 - main - loop
+        return json.dumps({"main_s": main, "loop_s": loop, "other_s": other})
+
+
+def _thread_s(pid: int, tid: int) -> float:
+    """One thread's CPU seconds, in ns (``schedstat``), 0 once it is gone."""
+    try:
+        return int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _loop_tid(output: str) -> int:
@@ -376,6 +406,7 @@ async def celery(base_url: str, slots: int) -> None:
             await asyncio.sleep(0.5)  # the sampler writes its file
         if split.loop_tid:
             print(f"BENCH_THREADS {split.report()}", flush=True)
+            print(f"BENCH_CPU_CLOCK {'ns' if split.cpu.exact else 'ticks'}", flush=True)
         if KEEPER and "turns' calls go to the call keeper" not in worker.output():
             raise RuntimeError("CARAMBA_BENCH_KEEPER=on, but the worker saw no keeper")
     finally:
