@@ -130,6 +130,53 @@ async def test_the_tasks_own_turn_that_raises_stays_held_for_the_tasks_retry(sch
     assert TurnLedger.member("task-0", job) in sched.holdings.snapshot()
 
 
+def _not_held_again(monkeypatch: pytest.MonkeyPatch, sched: CeleryScheduler) -> list[str]:
+    """The scheduler's ways to hold a task's own turn, recorded instead (none should run)."""
+    calls: list[str] = []
+
+    def start_hold(task_id: str, job: TurnJob) -> None:
+        calls.append(f"start_hold {job.agent_id}:{job.seq}")
+
+    async def hold(task_id: str, job: TurnJob) -> None:
+        calls.append(f"hold {job.agent_id}:{job.seq}")
+
+    monkeypatch.setattr(sched, "start_hold", start_hold)
+    monkeypatch.setattr(sched, "hold", hold)
+    return calls
+
+
+async def test_a_turn_already_held_is_not_held_again_and_is_settled_as_usual(
+    scheduler, monkeypatch
+) -> None:
+    sched, moves, handed = scheduler
+    job = TurnJob(run_id="r1", agent_id="a", seq=0)
+    sched.holdings.add(TurnLedger.member("task-0", job))  # held already (tasks.local_turns)
+    calls = _not_held_again(monkeypatch, sched)
+    turns = _turns(sched, set())
+    assert await run_chain(sched, turns, job, "task-0", already_held=True) is TurnOutcome.ENDED
+    assert calls == []
+    # No hold of a:0 (its start holds nothing either); the chain goes on as usual.
+    assert moves.log == [([], ["a:1"]), (["a:0"], ["a:2"])]
+    assert [_task(m) for m in sched._unsettled] == ["a:1", "a:2"]
+    assert handed == [] and sched.holdings.snapshot() == []
+
+
+async def test_a_turn_already_held_hands_its_chained_turns_over_as_usual(
+    scheduler, monkeypatch
+) -> None:
+    sched, moves, handed = scheduler
+    job = TurnJob(run_id="r1", agent_id="a", seq=0)
+    calls = _not_held_again(monkeypatch, sched)
+    turns = _turns(sched, {1})
+    assert await run_chain(sched, turns, job, "task-0", already_held=True) is (
+        TurnOutcome.CONTINUED
+    )
+    assert calls == []
+    # Turn 1 scheduled turn 2 then raised: both go back to the broker; turn 0 is settled.
+    assert sorted(handed) == ["a:1", "a:2"]
+    assert moves.log == [([], ["a:1"]), (["a:0"], ["a:2"])]
+
+
 # --- the chain's moves riding on its turns' saves (core.state.ledger_moves.Ride) ---------
 
 
