@@ -34,7 +34,7 @@ from core.types.events import (
 from core.types.run import RunStatus
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.helpers import collect
-from tests.integration.processes import Process, unique_prefix
+from tests.integration.processes import Process
 from tests.integration.worker_procs import (
     WorkerClient,
     fault_arming,
@@ -123,18 +123,6 @@ def child(name: str) -> dict[str, Any]:
         "purpose": "Compute your product and report it.",
         "tools": ["calculate", "post_to_chat"],
     }
-
-
-@pytest.fixture(scope="module")
-def fake_llm() -> Iterator[ThreadedFakeLLMServer]:
-    with ThreadedFakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def prefix() -> Iterator[str]:
-    with unique_prefix() as name:
-        yield name
 
 
 @pytest.fixture(scope="module")

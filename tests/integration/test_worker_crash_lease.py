@@ -28,7 +28,7 @@ from tasks.ledger import TurnLedger
 from tasks.scheduler import CeleryScheduler
 from tests.fakes.llm_server import FakeReply, ThreadedFakeLLMServer
 from tests.helpers import collect
-from tests.integration.processes import Process, unique_prefix
+from tests.integration.processes import Process
 from tests.integration.worker_procs import (
     WorkerClient,
     fault_arming,
@@ -65,18 +65,6 @@ class Script:
             if name == "Victim" and len(calls) == 1:
                 self._arm()
         return FakeReply(tool_calls=[("calculate", {"expression": "2**10"})])
-
-
-@pytest.fixture(scope="module")
-def fake_llm() -> Iterator[ThreadedFakeLLMServer]:
-    with ThreadedFakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def prefix() -> Iterator[str]:
-    with unique_prefix() as name:
-        yield name
 
 
 @pytest.fixture(scope="module")
