@@ -132,7 +132,13 @@ def require_known_tools(svc: Parts, spec: AgentSpec) -> None:
 
 
 async def spawn_cohort(
-    svc: Services, run_id: str, cohort: Cohort, task: str, requester: str
+    svc: Services,
+    run_id: str,
+    cohort: Cohort,
+    task: str,
+    requester: str,
+    *,
+    files: Sequence[AttachedFile] | None = None,
 ) -> list[AgentState]:
     """Create a designed cohort's whole tree (root first) and start every agent.
 
@@ -140,9 +146,11 @@ async def spawn_cohort(
     root, its description from its parent for the others) and, for a team's lead, its
     team's playbook with the members already named (a judge apart from them). Every
     agent's first message lists the files attached to the request. The agents are created
-    in one transaction: all of them, or none.
+    in one transaction: all of them, or none. ``files``: the run's, when the caller has
+    the run at hand (else they are read from its record).
     """
-    files = (await svc.store.get_run(run_id)).files
+    if files is None:
+        files = (await svc.store.get_run(run_id)).files
     for spec in cohort.agents:
         require_known_tools(svc, spec)
     tree = _Tree.of(cohort)

@@ -41,11 +41,26 @@ async def propose_run(
     ``budget`` if given, else the budget every proposal gets
     (``core.runs.budget.proposal_budget``: a cohort's as its planner designed it).
     ``place``: where it was asked (its cost is counted there: ``core.runs.spend``)."""
+    run = _proposal(svc, task, root, requested_by, budget, place)
+    await svc.store.create_run(run)
+    await spend.open_run(svc, run)  # counted in the spend ledger once it ends
+    await schedule_expiry(svc, run)
+    return run.id
+
+
+def _proposal(
+    svc: Services,
+    task: str,
+    root: AgentSpec | Cohort,
+    requested_by: str,
+    budget: RunBudget | None,
+    place: Place | None,
+) -> RunState:
     cohort = root if isinstance(root, Cohort) else None
     top = root.root if isinstance(root, Cohort) else root
     for spec in cohort.agents if cohort else (top,):
         require_known_tools(svc, spec)
-    run = RunState(
+    return RunState(
         id=new_id("run"),
         task=task,
         requested_by=requested_by,
@@ -56,10 +71,6 @@ async def propose_run(
         expires_at=time.time() + svc.settings.approval.expire_s,
         place=place,
     )
-    await svc.store.create_run(run)
-    await spend.open_run(svc, run)  # counted in the spend ledger once it ends
-    await schedule_expiry(svc, run)
-    return run.id
 
 
 def _expiry(run_id: str) -> ExpireProposal:
@@ -128,18 +139,11 @@ async def approve_run(
             reason = f"{_EXPIRED}; ask again for a fresh proposal"
             outcome[:] = [TransitionResult(False, new, reason)]
             return new, events
-        approved = transition(run, RunStatus.APPROVED, by=by)
-        started = transition(approved.run, RunStatus.RUNNING, by=by) if approved.ok else approved
+        started = _start(svc, run, by, now)
+        outcome[:] = [started]
         if not started.ok:
-            outcome[:] = [started]
             return None, []
-        new = started.run
-        budget = run.budget or default_budget(svc)
-        new.budget = budget
-        new.started_at = now
-        new.deadline_at = now + budget.wall_clock_s
-        outcome[:] = [TransitionResult(True, new)]
-        return new, [RunStarted(run_id=run.id, task=run.task)]
+        return started.run, [RunStarted(run_id=run.id, task=run.task)]
 
     # A person's decision: on the replicas wanted before the run starts (a failover
     # must not lose it: redis.replicas_to_ack).
@@ -149,12 +153,30 @@ async def approve_run(
         await _decided(svc, run_id)
     if not result.ok:
         return result
-    started = result.run
+    await _spawn(svc, result.run)
+    return result
+
+
+def _start(svc: Services, run: RunState, by: str, now: float) -> TransitionResult:
+    """A proposal approved by ``by`` and started at ``now`` (in memory), or why not."""
+    approved = transition(run, RunStatus.APPROVED, by=by)
+    started = transition(approved.run, RunStatus.RUNNING, by=by) if approved.ok else approved
+    if started.ok:
+        new = started.run
+        new.budget = budget = run.budget or default_budget(svc)
+        new.started_at = now
+        new.deadline_at = now + budget.wall_clock_s
+    return started
+
+
+async def _spawn(svc: Services, started: RunState) -> None:
+    """Create and start the agents of a run just started."""
     assert started.root is not None, "a proposed run keeps its root agent"
     # A single top agent is a cohort of one.
     cohort = started.cohort or Cohort(task=started.task, agents=(started.root,))
-    await spawn_cohort(svc, run_id, cohort, started.task, started.requested_by)
-    return result
+    await spawn_cohort(
+        svc, started.id, cohort, started.task, started.requested_by, files=started.files
+    )
 
 
 async def reject_run(
@@ -223,10 +245,17 @@ async def start_run(
 ) -> str:
     """Create a run for ``task`` with ``root`` as its top agent and start it.
 
-    Without a planner in front, the requester's own request counts as the approval.
+    Without a planner in front, the requester's own request counts as the approval: the
+    run is recorded already approved and running (its history and events as a proposal
+    approved at once would have them), with no proposal to expire nor decision to wait
+    for — one write, on the replicas wanted (``redis.replicas_to_ack``) like a decision.
     """
-    run_id = await propose_run(svc, task, root, requested_by=requested_by)
-    step = await approve_run(svc, run_id, approved_by or requested_by)
+    run = _proposal(svc, task, root, requested_by, None, None)
+    step = _start(svc, run, approved_by or requested_by, time.time())
     if not step.ok:
         raise RunError(step.reason)
-    return run_id
+    started = [RunStarted(run_id=run.id, task=run.task)]
+    await svc.store.create_run(step.run, started, durable=True)
+    await spend.open_run(svc, step.run)  # counted in the spend ledger once it ends
+    await _spawn(svc, step.run)
+    return run.id

@@ -28,8 +28,10 @@ def transition(run: RunState, to: RunStatus, by: str, note: str = "") -> Transit
         return TransitionResult(
             False, run, f"this run {run.status.words}; it cannot be {to.value} now"
         )
-    new = run.model_copy(deep=True)
-    new.history.append(Transition(from_status=run.status, to_status=to, by=by, note=note))
+    # A shallow copy: every nested value of a run is immutable (frozen models, tuples)
+    # but its two lists, copied here so the old and the new run share neither.
+    step = Transition(from_status=run.status, to_status=to, by=by, note=note)
+    new = run.model_copy(update={"history": [*run.history, step], "files": list(run.files)})
     new.status = to
     return TransitionResult(True, new)
 

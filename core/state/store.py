@@ -32,6 +32,7 @@ from core.state.records import TurnStart, agent_fields, parse_head, parse_usage,
 
 # Re-exported: callers import the run-change helpers from the store they apply to.
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
+from core.state.run_create import RunCreator
 from core.state.timers import TimerSet
 from core.state.turn_cas import TotalsChange
 from core.state.turn_script import AfterSave
@@ -58,15 +59,6 @@ _MAX_CAS_ATTEMPTS = 20
 _TOKEN_S = 600  # how long a run change's token is kept: longer than any retry takes
 
 
-# A new run's record (if it is new), its head and its place in the index, at once.
-_CREATE_RUN = """
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
-redis.call('SET', KEYS[2], ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-return 1
-"""
-
-
 class Store:
     """Typed access to the runs and agents a deployment keeps in Redis."""
 
@@ -80,7 +72,7 @@ class Store:
         self.intents = IntentQueue(redis, keys, self.events)
         self.watchdog = WatchdogState(redis, keys)
         self.keeper = KeeperChannel(redis, keys)
-        self._create = redis.register_script(_CREATE_RUN)
+        self._create = RunCreator(redis, keys, events_maxlen)
 
     async def aclose(self) -> None:
         """Close the Redis client (the process's, shared by every state object)."""
@@ -112,13 +104,16 @@ class Store:
 
     # --- runs ---------------------------------------------------------------------------
 
-    async def create_run(self, run: RunState) -> None:
+    async def create_run(
+        self, run: RunState, events: Sequence[RunEvent] = (), *, durable: bool = False
+    ) -> None:
+        """Record a new run with its first ``events`` (``core.state.run_create``; never
+        its ``RunFinished``); ``durable`` as in ``update_run``."""
         run.traceparent = run.traceparent or telemetry.new_traceparent()
-        keys = [self.keys.run(run.id), self.keys.run_head(run.id), self.keys.runs_index()]
-        args: list[Any] = [run.model_dump_json(), run.head().model_dump_json()]
-        args += [run.created_at, run.id]
-        if not await self._create(keys=keys, args=args):
+        if not await self._create(run, events):
             raise UsageError(f"run {run.id} already exists", hint="use a new run id")
+        if durable:
+            await replicated(self.redis, self.keys)
 
     async def get_run(self, run_id: str) -> RunState:
         raw = await self.redis.get(self.keys.run(run_id))
