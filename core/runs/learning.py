@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from core.library import EntryNotFoundError, Library
 from core.library.records import rated_down
+from core.state import listing
 from core.state.learning_marks import LearningMarks
 from core.types import AgentSpec
 from core.types.agent import AgentStatus
@@ -102,12 +103,8 @@ async def after_run(
 
 async def _run_agents(svc: Services, run: RunState) -> list[tuple[AgentSpec, bool]] | None:
     """Every agent the run had and whether it finished its work (None: none stored)."""
-    agents = []
-    for agent_id in await svc.store.agent_ids(run.id):
-        loaded = await svc.store.load_spec(run.id, agent_id)
-        if loaded is not None:
-            agents.append((loaded[0], loaded[1] is AgentStatus.FINISHED))
-    return agents or None
+    found = await listing.run_agent_specs(svc.store, run.id)  # one round trip
+    return [(spec, status is AgentStatus.FINISHED) for spec, status in found] or None
 
 
 async def feedback(

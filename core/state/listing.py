@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from core.state.store import Store
-from core.types.agent import AgentState
+from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
 from core.types.run import RunState
 
@@ -41,6 +41,21 @@ async def run_agents(store: Store, run_id: str) -> list[AgentState]:
             pipe.hget(store.keys.agent(run_id, agent_id), "state")
         raws: list[Any] = await pipe.execute()
     return [AgentState.model_validate_json(raw) for raw in raws if raw is not None]
+
+
+async def run_agent_specs(store: Store, run_id: str) -> list[tuple[AgentSpec, AgentStatus]]:
+    """Every agent of the run as its spec and status, without its thread, in one round
+    trip (after the list of its agents)."""
+    ids = await store.agent_ids(run_id)
+    async with store.redis.pipeline(transaction=False) as pipe:
+        for agent_id in ids:
+            pipe.hmget(store.keys.agent(run_id, agent_id), ["spec", "status"])
+        replies: list[Any] = await pipe.execute()
+    return [
+        (AgentSpec.model_validate_json(spec), AgentStatus(str(status)))
+        for spec, status in replies
+        if spec is not None
+    ]
 
 
 class _Model(BaseModel):
