@@ -35,25 +35,16 @@ async def newest_runs(store: Store, limit: int) -> list[tuple[RunState, Usage]]:
 
 async def run_agents(store: Store, run_id: str) -> list[AgentState]:
     """Every agent of the run, in one round trip (after the list of its agents)."""
-    ids = await store.agent_ids(run_id)
-    async with store.redis.pipeline(transaction=False) as pipe:
-        for agent_id in ids:
-            pipe.hget(store.keys.agent(run_id, agent_id), "state")
-        raws: list[Any] = await pipe.execute()
-    return [AgentState.model_validate_json(raw) for raw in raws if raw is not None]
+    raws = await _agent_fields(store, run_id, "state")
+    return [AgentState.model_validate_json(state) for (state,) in raws if state is not None]
 
 
 async def run_agent_specs(store: Store, run_id: str) -> list[tuple[AgentSpec, AgentStatus]]:
     """Every agent of the run as its spec and status, without its thread, in one round
     trip (after the list of its agents)."""
-    ids = await store.agent_ids(run_id)
-    async with store.redis.pipeline(transaction=False) as pipe:
-        for agent_id in ids:
-            pipe.hmget(store.keys.agent(run_id, agent_id), ["spec", "status"])
-        replies: list[Any] = await pipe.execute()
     return [
         (AgentSpec.model_validate_json(spec), AgentStatus(str(status)))
-        for spec, status in replies
+        for spec, status in await _agent_fields(store, run_id, "spec", "status")
         if spec is not None
     ]
 
@@ -73,13 +64,19 @@ class _Cost(BaseModel):
 async def run_agent_costs(store: Store, run_id: str) -> list[tuple[str | None, float]]:
     """Every agent of the run as its model (None: the default) and what it cost, in one
     round trip (after the list of its agents), without building the agents' states."""
+    raws = await _agent_fields(store, run_id, "state")
+    costs = [_Cost.model_validate_json(state) for (state,) in raws if state is not None]
+    return [(cost.spec.model, cost.usage.cost_usd) for cost in costs]
+
+
+async def _agent_fields(store: Store, run_id: str, *fields: str) -> list[list[Any]]:
+    """``fields`` of every agent of the run's hash, in one round trip (after the list of
+    its agents)."""
     ids = await store.agent_ids(run_id)
     async with store.redis.pipeline(transaction=False) as pipe:
         for agent_id in ids:
-            pipe.hget(store.keys.agent(run_id, agent_id), "state")
-        raws: list[Any] = await pipe.execute()
-    costs = [_Cost.model_validate_json(raw) for raw in raws if raw is not None]
-    return [(cost.spec.model, cost.usage.cost_usd) for cost in costs]
+            pipe.hmget(store.keys.agent(run_id, agent_id), list(fields))
+        return list(await pipe.execute())
 
 
 def _usage(raw: dict[str, str]) -> Usage:
