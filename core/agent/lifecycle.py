@@ -56,7 +56,7 @@ async def end_agent(
             else f"{state.spec.name} stopped without a result: {detail}",
         )
     events = [*events, *io.events()]
-    # The run's totals (its usage with this turn's) are read in the save's round trip.
+    # The run's totals: its usage as read (the root's turn start read it) with this turn's.
     change = None if state.spec.parent_id else TotalsChange(_finish_run_with(state, reason))
     # Saved by this call (its reply lost or not): the caller does the follow-ups.
     return await svc.store.commit_turn(

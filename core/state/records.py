@@ -1,7 +1,7 @@
 """How runs and agents are laid out in Redis: a run is its record (JSON) plus its head
 (status, pause, budget, deadline: what every turn reads, cheap to parse), always written
-together; an agent is one hash ``{seq, status, spec, state}``; usage is a hash of
-counters.
+together (the head with a new ``rev``); an agent is one hash ``{seq, status, spec,
+state}``; usage is a hash of counters.
 
 Part of the state room (``core.state``): the write helpers queue commands on the caller's
 transaction; nothing here sends a command by itself. May call ``core.state.keys`` and
@@ -9,6 +9,7 @@ transaction; nothing here sends a command by itself. May call ``core.state.keys`
 
 from __future__ import annotations
 
+import os
 from typing import Any, NamedTuple
 
 from pydantic import TypeAdapter
@@ -25,7 +26,9 @@ def set_run(pipe: Any, keys: Keys, run: RunState) -> None:
     """Write the run's record and its head (in the caller's transaction), and keep it in
     the set of runs under way while it is (the watchdog's list)."""
     pipe.set(keys.run(run.id), run.model_dump_json())
-    pipe.set(keys.run_head(run.id), run.head().model_dump_json())
+    # (a new rev each time: the head changes with any change of the record, run_guard)
+    head = run.head().model_copy(update={"rev": os.urandom(8).hex()})
+    pipe.set(keys.run_head(run.id), head.model_dump_json())
     if run.status in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
         pipe.sadd(keys.active_runs(), run.id)
     elif run.status.terminal:

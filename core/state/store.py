@@ -285,4 +285,7 @@ class Store:
     async def count_delivery(
         self, run_id: str, agent_id: str, seq: int, *, failed: bool = False
     ) -> int:
-        return await self.turns.count_delivery(run_id, agent_id, seq, failed=failed)
+        """How many times this turn has been started, this time included (``failed``: how
+        many of its deliveries raised)."""
+        field = f"{agent_id}:{seq}" + (":failed" if failed else "")
+        return int(await self.redis.hincrby(self.keys.deliveries(run_id), field, 1))

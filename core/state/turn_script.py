@@ -32,7 +32,9 @@ from enum import IntEnum
 from typing import Any, NamedTuple
 
 from core.state.ledger_moves import RIDE_LUA, Ride
+from core.state.run_guard import GUARD_LUA
 from core.state.turn_start import CLEAR_LUA, START_LUA, WAKE_LUA
+from core.state.unread import UNREAD_LUA
 
 
 class Commit(IntEnum):
@@ -44,10 +46,13 @@ class Commit(IntEnum):
     # Applied by this very attempt, whose reply was lost: redis-py sent it again (a Redis
     # restart, a time-out) and the second run found its own save. Counts as saved.
     SAVED_BEFORE = 2
+    # Not applied: the run's record (or usage) moved since the change was computed from it
+    # (``core.state.run_guard``); ``core.state.turn_cas`` reads it again. Never returned.
+    MOVED = 3
 
     @property
     def saved(self) -> bool:
-        return self is not Commit.STALE
+        return self in (Commit.SAVED, Commit.SAVED_BEFORE)
 
     @classmethod
     def of(cls, reply: Any) -> Commit:
@@ -98,7 +103,8 @@ Clears = list[tuple[str, int]]
 # KEYS[1] the agent's hash, KEYS[2] the turn's lease. ARGV: seq, token, then the after-save
 # part (lease token, wake TTL, agent key prefix, wake key prefix, own id, counted lists:
 # jobs, wake, next job, unread streams, children waited for, clears, the ledger's ride:
-# ``core.state.ledger_moves.Ride``, the next turn's start: :class:`Ahead`), then each recorded
+# ``core.state.ledger_moves.Ride``, the next turn's start: :class:`Ahead`, the run's guard:
+# ``core.state.run_guard``), then each recorded
 # command as its word count and words. Like MULTI/EXEC, a command that fails does not stop
 # the others; the first error is returned. (The keys are not all declared: a single Redis,
 # not a cluster.)
@@ -107,6 +113,8 @@ COMMIT_SCRIPT = (
     + RIDE_LUA
     + START_LUA
     + WAKE_LUA
+    + GUARD_LUA
+    + UNREAD_LUA
     + """
 local i = 3
 local function take() local v = ARGV[i]; i = i + 1; return v end
@@ -130,6 +138,7 @@ i = clear_done(i)
 local ride = list()
 ride_settle(ride)
 local ahead = list()
+local guard = list()
 
 local function release()
   if KEYS[2] and lease_token ~= '' and redis.call('GET', KEYS[2]) == lease_token then
@@ -144,6 +153,7 @@ if (not seq) or tonumber(seq) ~= tonumber(ARGV[1]) then
   release()
   return {0, false}
 end
+if run_moved(guard) then return {3, false} end
 local err = nil
 local n = #ARGV
 while i <= n do
@@ -180,38 +190,9 @@ local function claim(id)
     jobs[#jobs + 1] = id .. ':' .. f[2]
   end
 end
-local function newer(a, b)
-  local am, as = string.match(a, '(%d+)-(%d+)')
-  local bm, bs = string.match(b, '(%d+)-(%d+)')
-  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
-  return am > bm or (am == bm and as > bs)
-end
-local function has_unread()
-  for _, stream in ipairs(unread) do
-    local groups = redis.pcall('XINFO', 'GROUPS', stream)
-    if type(groups) == 'table' and not groups.err then
-      for _, g in ipairs(groups) do
-        local info = {}
-        for k = 1, #g, 2 do info[g[k]] = g[k + 1] end
-        if info['name'] == self_id then
-          if tonumber(info['pending']) > 0 then return true end
-          local lag = info['lag']
-          if lag then
-            if tonumber(lag) > 0 then return true end
-          else
-            local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
-            if #last > 0 and newer(last[1][1], info['last-delivered-id']) then return true end
-          end
-        end
-      end
-    end
-  end
-  return false
-end
-
 for _, id in ipairs(wake) do claim(id) end
 if next_job[1] then jobs[#jobs + 1] = next_job[1] end
-if #unread > 0 and has_unread() then claim(self_id) end
+if #unread > 0 and has_unread(unread, self_id) then claim(self_id) end
 local record = false
 if #jobs > 0 then
   record = ARGV[1] .. '|' .. table.concat(jobs, ' ')
@@ -263,11 +244,12 @@ def script_args(
     clears: Clears | None = None,
     ride: Ride | None = None,
     ahead: Sequence[Any] = (),
+    guard: Sequence[str] = (),
 ) -> list[Any]:
     """ARGV for :data:`COMMIT_SCRIPT`: the seq, the attempt's token, what follows the save
     (``prefixes``: the agent key's and the wake key's for the run, and the agent's id;
-    ``ahead``: the start of the agent's next turn, ``turn_ahead.ahead_args``), then each
-    recorded command as its word count and words."""
+    ``ahead``: the start of the agent's next turn, ``turn_ahead.ahead_args``; ``guard``:
+    ``run_guard.guard_args``), then each recorded command as its word count and words."""
     after = after or AfterSave()
     lease_token = after.lease[1] if after.lease is not None else ""
     argv: list[Any] = [expected_seq, token, lease_token, after.wake_ttl_s, *prefixes]
@@ -276,7 +258,7 @@ def script_args(
         argv += [len(items), *items]
     argv += clear_args(clears or [])
     argv += ride.argv() if ride is not None else [0]
-    argv += [len(ahead), *ahead]
+    argv += [len(ahead), *ahead, len(guard), *guard]
     for args, _options in command_stack:
         # redis-py names some commands in one string ("XGROUP CREATE"); Redis wants words.
         command = [*str(args[0]).split(), *args[1:]]

@@ -8,8 +8,10 @@ turn — reads its mail (``XREADGROUP`` over its streams: its pending entries, t
 unless an answer was saved, whose request was made for the pending ones only — but for a
 waiting agent with none pending) with the specs of the agents that sent it. A job that is
 not the agent's current turn releases the lease at once and gets the follow-ups of the
-turn it is a late copy of that were never started (``core.agent.wake``). Done follow-up
-records are cleared on the way (``turn_script.Clears``).
+turn it is a late copy of that were never started (``core.agent.wake``). A turn of the
+run's root (the head names it) reads the run's record too: the save that ends the run
+then reads nothing (``core.state.turn_cas``). Done follow-up records are cleared on the
+way (``turn_script.Clears``).
 
 Nothing read is acknowledged here: the turn acknowledges what it read in its save.
 
@@ -144,8 +146,14 @@ local function start_turn(K, A)
   -- The state as this process saved it (the same save's token): not sent back.
   local state = f[1]
   if state and A[12] ~= '' and f[8] == A[12] then state = '=' end
+  -- The root's turn reads the run's record too (the head names it; the record's key is
+  -- the head's without ':head'): the save that ends the run needs no read of its own.
+  local run = false
+  if current and head and string.find(head, '"root_agent_id":"' .. A[5] .. '"', 1, true) then
+    run = redis.call('GET', string.sub(K[3], 1, #K[3] - 5))
+  end
   return {1, state, head, deliveries, failed, usage, saved, pending, fresh, senders, redo,
-    current and 1 or 0, legacy, waited}
+    current and 1 or 0, legacy, waited, run}
 end
 """
 
@@ -208,6 +216,8 @@ class StartReply(NamedTuple):
     # Of the earlier deliveries, how many ended waiting on purpose: woken by mail while a
     # call waits for a person's approval (``agents.release_waiting``), not deaths.
     waits: int = 0
+    # The run's record (JSON), read with a turn of its root agent (``core.state.turn_cas``).
+    run: str | None = None
 
 
 def start_args(
@@ -264,4 +274,5 @@ def parse_start(reply: Any) -> StartReply | None:
         current=bool(int(reply[11])),
         legacy=reply[12] if len(reply) > 12 else None,
         waits=int(reply[13] or 0) if len(reply) > 13 else 0,
+        run=reply[14] or None if len(reply) > 14 else None,
     )

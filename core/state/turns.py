@@ -3,8 +3,8 @@ the run's head, the delivery count, the usage, a saved model answer and the agen
 ``core.state.turn_start``) and its save (one script: the agent's state and seq, usage,
 events, bus writes, then the wake-up claims, the follow-ups' record and the lease's
 release, ``core.state.turn_script``, and on a worker's chain the turn ledger's move,
-``core.state.ledger_moves.Ride``; with a run change, that script in a WATCHed
-transaction, ``core.state.turn_cas``, without the ledger's move).
+``core.state.ledger_moves.Ride``; with a run change, that script guarded by the run's
+record as read, ``core.state.turn_cas``, without the ledger's move).
 
 Part of the state room, the only room that speaks Redis commands (``core.state``); it may
 call the Redis client, ``core.state.keys``/``records``/``turn_script``/``turn_start``/
@@ -25,7 +25,7 @@ from core.state.ledger_moves import RIDER, Ride, start_hold_argv
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 from core.state.run_changes import RunChange
 from core.state.turn_ahead import AHEAD, started_by_save
-from core.state.turn_cas import TotalsChange, commit_with_run_change
+from core.state.turn_cas import READ_SCRIPT, RunRead, TotalsChange, commit_with_run_change
 from core.state.turn_script import (
     COMMIT_SCRIPT,
     AfterSave,
@@ -62,12 +62,16 @@ class Turns:
         self.store = store
         self.redis = store.redis
         self.keys = store.keys
-        self._commit = store.redis.register_script(COMMIT_SCRIPT)
+        self.commit_script = store.redis.register_script(COMMIT_SCRIPT)
+        self.read_for_change = store.redis.register_script(READ_SCRIPT)  # (turn_cas)
         self._start = store.redis.register_script(START_SCRIPT)
         # Follow-up records done by this process, cleared by its next script.
         self._clears: Clears = []
         # Agent key → (save token, the state that save wrote), for the agent's next start.
         self._held: dict[str, tuple[str, AgentState]] = {}
+        # Run id → its record, head and usage as its root's last turn start here read them,
+        # for the save that ends the run (``core.state.turn_cas``).
+        self._runs: dict[str, RunRead] = {}
 
     async def commit(
         self,
@@ -86,8 +90,9 @@ class Turns:
         longer ``expected_seq``, nothing written. The save keeps its token in the agent's
         hash, so one sent again after a lost reply (redis-py's retry, the CAS after a
         broken WATCH) answers ``SAVED_BEFORE`` with the turns to schedule. Without a run
-        change: one script, one round trip; with one, three (``core.state.turn_cas``: a
-        :class:`TotalsChange` is given the run's usage with this turn's)."""
+        change: one script, one round trip; with one, the same when the root's turn start read
+        the run, else two (``core.state.turn_cas``: a :class:`TotalsChange` is given the
+        run's usage with this turn's)."""
         token = uuid.uuid4().hex
         if run_change is None:
             saved = await self._commit_scripted(
@@ -140,7 +145,7 @@ class Turns:
         argv = self.script_argv(state, expected_seq, token, recorder, after, ride, start)
         akey = self.keys.agent(state.run_id, state.spec.id)
         at = time.monotonic()
-        reply = await self._commit(keys=[akey, self.lease_key(after)], args=argv)
+        reply = await self.commit_script(keys=[akey, self.lease_key(after)], args=argv)
         if ride is not None and rider is not None and len(reply) > 2 and reply[2]:
             rider.landed(ride, str(reply[2]))
         if offer is not None and start:
@@ -156,11 +161,12 @@ class Turns:
         after: AfterSave | None,
         ride: Ride | None = None,
         ahead: Sequence[Any] = (),
+        guard: Sequence[str] = (),
     ) -> list[Any]:
         run_id, clears = state.run_id, self._take_clears()
         prefixes = (self.keys.agent(run_id, ""), self.keys.wake(run_id, ""), state.spec.id)
         stack = recorder.command_stack
-        argv = script_args(seq, token, stack, after, prefixes, clears, ride, ahead)
+        argv = script_args(seq, token, stack, after, prefixes, clears, ride, ahead, guard)
         recorder.command_stack.clear()
         return argv
 
@@ -265,7 +271,16 @@ class Turns:
         else:
             state = None if reply.state is None else AgentState.model_validate_json(reply.state)
         usage = parse_usage(reply.usage)
+        if reply.run is not None:
+            if len(self._runs) >= _MAX_HELD:
+                del self._runs[next(iter(self._runs))]
+            self._runs[run_id] = RunRead(reply.run, reply.head, reply.usage)
         return TurnStart(state, head, reply.deliveries, reply.failures, usage, reply.saved, reply)
+
+    def run_read(self, run_id: str) -> RunRead | None:
+        """The run's record and usage as its root's last turn start here read them (taken
+        out: a save changing the run checks them still as read, ``core.state.run_guard``)."""
+        return self._runs.pop(run_id, None)
 
     def done(self, run_id: str, agent_id: str, seq: int) -> None:
         """The follow-ups of turn ``seq`` were scheduled: its record goes with this
@@ -275,14 +290,6 @@ class Turns:
     def _take_clears(self) -> Clears:
         clears, self._clears = self._clears[:_MAX_CLEARS], self._clears[_MAX_CLEARS:]
         return clears
-
-    async def count_delivery(
-        self, run_id: str, agent_id: str, seq: int, *, failed: bool = False
-    ) -> int:
-        """How many times this turn has been started, this time included (``failed``: how
-        many of its deliveries raised)."""
-        field = f"{agent_id}:{seq}" + (":failed" if failed else "")
-        return int(await self.redis.hincrby(self.keys.deliveries(run_id), field, 1))
 
 
 def _noted(saved: Saved, state: AgentState, seq: int) -> Saved:

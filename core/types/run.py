@@ -103,6 +103,12 @@ class RunHead(Frozen):
     deadline_at: float | None = None
     # The run's trace context (W3C traceparent) when tracing is on (core.telemetry).
     traceparent: str | None = None
+    # The top agent's id: its turns' starts read the run's record too, for the save that
+    # ends the run (``core.state.turn_start``, ``core.state.turn_cas``).
+    root_agent_id: str | None = None
+    # New with every write of the run's record (``core.state.records.set_run``): the head
+    # as read stands for the record as read (``core.state.run_guard``).
+    rev: str = ""
 
 
 class RunState(BaseModel):
@@ -146,4 +152,5 @@ class RunState(BaseModel):
             budget=self.budget,
             deadline_at=self.deadline_at,
             traceparent=self.traceparent,
+            root_agent_id=self.root_agent_id,
         )

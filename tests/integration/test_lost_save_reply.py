@@ -216,3 +216,23 @@ async def test_a_run_change_whose_reply_was_lost_is_applied_once_and_reported_do
     assert (await svc.store.get_run(run_id)).status is RunStatus.CANCELLED
     finished = [e for e in await _events(svc, run_id) if isinstance(e, RunFinished)]
     assert len(finished) == 1, "applied once"
+
+
+async def test_a_runs_end_whose_reply_was_lost_ends_it_once(
+    make_services, proxied, monkeypatch
+) -> None:
+    proxy, client = proxied
+    model = ScriptedModel().script("S", Reply(calls=(call("finish", {"result": "done"}),)))
+    svc = make_services(make_settings(), model, redis=client, start=False)
+    svc.scheduler = recorder = RecordingScheduler()
+    run_id = await start_run(svc, "t", AgentSpec(name="S", role="solo", tools=("finish",)))
+
+    # The root's end: one guarded script (its start read the run), whose reply is lost.
+    _arm_at_after_tools(monkeypatch, proxy, _SCRIPT_SHA)
+    outcome = await run_turn(svc, recorder.jobs[0])
+
+    assert proxy.dropped == 1
+    assert outcome is TurnOutcome.ENDED
+    assert (await svc.store.get_run(run_id)).status is RunStatus.COMPLETED
+    finished = [e for e in await _events(svc, run_id) if isinstance(e, RunFinished)]
+    assert len(finished) == 1, "ended once"
