@@ -82,7 +82,7 @@ def install() -> None:
     wrap_async(commit, "commit", "commit")
     wrap_async(openai_compat.OpenAICompatClient, "complete", "http")
     wrap_async(scheduler.CeleryScheduler, "submit", "submit")
-    wrap_async(scheduler.CeleryScheduler, "_move", "move")
+    wrap_async(scheduler.CeleryScheduler, "move", "move")
     wrap_sync(scheduler.CeleryScheduler, "publish", "publish")
     wrap_sync(runtime.WorkerRuntime, "submit_turn", "submit_turn")
     wrap_async(chain, "run_chain", "chain", sets_turn=True)
