@@ -118,16 +118,20 @@ def thread_json(thread: list[ChatMessage]) -> str:
     return f"[{body},{last}]" if body else f"[{last}]"
 
 
-def agent_fields(state: AgentState) -> dict[Any, Any]:
+def agent_fields(state: AgentState, *, created: bool = False) -> dict[Any, Any]:
+    """The agent hash's fields for a save of ``state``; with ``created``, those its
+    creation writes too: its spec (read without the state by the bus, the watchdog, the
+    listings) and team (read by the turn's start script, which streams to drain). A spec
+    never changes (frozen): a turn's save does not write them again."""
     spec = spec_json(state.spec)
-    return {
+    fields: dict[Any, Any] = {
         "seq": state.seq,
         "status": state.status.value,
-        "spec": spec,
-        # Read by the turn's start script (which streams to drain) without the spec.
-        "team": state.spec.team_id or "",
         "state": state_json(state, spec),
     }
+    if created:
+        fields["spec"], fields["team"] = spec, state.spec.team_id or ""
+    return fields
 
 
 class TurnStart(NamedTuple):

@@ -190,7 +190,7 @@ class Store:
     def agent_create_write(self, state: AgentState) -> PipelineWrite:
         """The commands that create an agent, for a caller's transaction."""
         run_id, agent_id = state.run_id, state.spec.id
-        fields = agent_fields(state)
+        fields = agent_fields(state, created=True)
 
         def write(pipe: Any) -> None:
             pipe.hset(self.keys.agent(run_id, agent_id), mapping=fields)

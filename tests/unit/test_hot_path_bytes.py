@@ -78,17 +78,20 @@ def _state(**changes: Any) -> AgentState:
 def test_an_agents_hash_is_the_states_and_specs_json() -> None:
     state = _state()
     for _ in range(2):  # the second time from the spec's kept JSON
-        fields = agent_fields(state)
+        fields = agent_fields(state, created=True)
         assert fields["spec"] == state.spec.model_dump_json()
         assert fields["state"] == state.model_dump_json()
         assert fields["seq"] == 4 and fields["status"] == "waiting" and fields["team"] == "team_1"
     # The state changes between saves (its spec does not): the next save says so.
     state.thread.append(ChatMessage(role="user", content="more"))
     state.status, state.seq, state.result = AgentStatus.RUNNING, 5, None
-    assert agent_fields(state)["state"] == state.model_dump_json()
+    saved = agent_fields(state)
+    assert saved["state"] == state.model_dump_json()
+    # A turn's save leaves the spec and team its creation wrote (a spec never changes).
+    assert set(saved) == {"seq", "status", "state"}
     # Another spec (a copy, or a child's) is dumped for itself.
     other = _state(spec=state.spec.model_copy(update={"name": "Lead 2", "team_id": None}))
-    fields = agent_fields(other)
+    fields = agent_fields(other, created=True)
     assert fields["spec"] == other.spec.model_dump_json() and '"Lead 2"' in fields["spec"]
     assert fields["state"] == other.model_dump_json() and fields["team"] == ""
 
