@@ -14,8 +14,8 @@ call the Redis client, ``core.state.keys``/``records``/``turn_script``/``turn_st
 from __future__ import annotations
 
 import logging
+import os
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +93,7 @@ class Turns:
         change: one script, one round trip; with one, the same when the root's turn start read
         the run, else two (``core.state.turn_cas``: a :class:`TotalsChange` is given the
         run's usage with this turn's)."""
-        token = uuid.uuid4().hex
+        token = os.urandom(16).hex()  # (as uuid4().hex, without its object)
         if run_change is None:
             saved = await self._commit_scripted(
                 state, expected_seq, token, events, usage, writes, after
