@@ -1,5 +1,6 @@
 """What bench/throughput.py measures with and waits on: processes' CPU and memory from
-/proc, the end of runs (without taking the workers' CPU or Redis's), the workers held off
+/proc, the end of runs (without taking the workers' CPU or Redis's; one run's end read as
+Redis records it), the workers held off
 while runs are approved (Celery's remote control), and bounded gathering."""
 
 from __future__ import annotations
@@ -53,8 +54,12 @@ async def wait_all(
     first waits for the fake to have served them (no Redis at all), then reads the runs'
     heads every 5 ms until they have ended (their last turns' saves come a moment after
     their last calls). Before, it read all 1,000 heads every 0.5 s: about ten GETs per
-    turn in Redis and their parsing in this process, beside the fake."""
+    turn in Redis and their parsing in this process, beside the fake. One run (the
+    cohort) is waited for on its event log (:func:`_wait_one`)."""
     deadline = time.monotonic() + timeout_s
+    if len(run_ids) == 1 and calls is None:
+        await _wait_one(redis, prefix, run_ids[0], timeout_s)
+        return
     if calls is not None:
         server, wanted = calls
         for _ in range(int(timeout_s * 100)):  # a list's length: nothing else is read
@@ -75,6 +80,20 @@ async def wait_all(
         if time.monotonic() > deadline:
             raise TimeoutError(f"{len(pending)} runs unfinished after {timeout_s} s")
         await asyncio.sleep(0.005)
+
+
+async def _wait_one(redis: Redis, prefix: str, run_id: str, timeout_s: float) -> None:
+    """Until the run's event log says it ended: a blocking read of its stream (no polling:
+    the bench sees the end when Redis has it, not up to a poll's interval later)."""
+    key, last = f"{prefix}:run:{run_id}:events", "0-0"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for _stream, entries in await redis.xread({key: last}, block=1000, count=500) or []:
+            for entry_id, fields in entries:
+                last = entry_id
+                if '"kind":"run_finished"' in next(iter(fields.values()), ""):
+                    return
+    raise TimeoutError(f"run {run_id} unfinished after {timeout_s} s")
 
 
 def consume(app: Any, queue: str, on: bool, workers: int) -> None:
