@@ -88,7 +88,8 @@ async def _wait_one(redis: Redis, prefix: str, run_id: str, timeout_s: float) ->
     key, last = f"{prefix}:run:{run_id}:events", "0-0"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        for _stream, entries in await redis.xread({key: last}, block=1000, count=500) or []:
+        reply: Any = await redis.xread({key: last}, block=1000, count=500)
+        for _stream, entries in reply or []:
             for entry_id, fields in entries:
                 last = entry_id
                 if '"kind":"run_finished"' in next(iter(fields.values()), ""):
