@@ -6,8 +6,9 @@ Retries, Retry-After, setup errors and messages are the litellm gateway's
 A missing key is said before any call (:func:`core.llm.setup.missing_key`). A request that
 asks for it is streamed (:mod:`core.llm.sse`). Cost from :mod:`core.llm.pricing`.
 
-The messages' JSON is kept from one request to the next (an agent's thread only grows):
-a request with many encodes only the messages its agent's last request did not have.
+The request's JSON is kept from one request to the next: the messages' (an agent's thread
+only grows: a request encodes only the messages its agent's last request did not have), and
+the fields around them (the tools' schemas, by the model, tools and settings that make them).
 
 Owns the HTTP call and the parsing of its answer; calls aiohttp, core.llm and core.types.
 """
@@ -59,6 +60,8 @@ class OpenAICompatClient:
         self.settings = settings
         self._session: aiohttp.ClientSession | None = None
         self._targets: dict[str, _Target] = {}
+        # _frame's: (the objects of its key, kept; the JSON before and after the messages).
+        self._frames: dict[tuple[Any, ...], tuple[object, tuple[bytes, bytes]]] = {}
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -85,18 +88,41 @@ class OpenAICompatClient:
 
     def _body(self, request: LLMRequest) -> bytes:
         """``to_json(self._payload(request))`` (in pydantic-core's JSON: a quarter of the
-        stdlib's CPU), the messages' part made anew only for those the agent's last
-        request did not have (``messages_json``)."""
+        stdlib's CPU): the fields around the messages kept from the last request like it
+        (``_frame``), the messages' part made anew only for those the agent's last request
+        did not have (``messages_json``)."""
         messages = request.messages
-        if len(messages) < _KEPT_FROM or (
-            any(m.images for m in messages) and sees_images(request.model)
-        ):  # (short: encoding it whole costs less; images: shown after tool results)
-            return to_json(self._payload(request))
+        if any(m.images for m in messages) and sees_images(request.model):
+            return to_json(self._payload(request))  # images: shown after tool results
+        head, tail = self._frame(request)
+        return b'%s,"messages":[%s]%s' % (head, messages_json(messages), tail)
+
+    def _frame(self, request: LLMRequest) -> tuple[bytes, bytes]:
+        """The request's JSON before and after its messages, kept by what makes it: the
+        model, the token cap, streaming and its tools' ``function`` parts by identity
+        (``Tool.openai_schema``: built once, never changed; a request's validation copies
+        each tool's outer dict, not that part), kept with it so that their ids are not
+        others' later. Encoding the tools was most of a short request's JSON. A request
+        with a response format, or tools of another shape, is encoded anew."""
+        tools = request.tools
+        functions = tuple(t.get("function") for t in tools)
+        key = None
+        if request.response_format is None and all(
+            len(t) == 2 and t.get("type") == "function" for t in tools
+        ):
+            key = (request.model, request.max_tokens, request.stream, *map(id, functions))
+            kept = self._frames.get(key)
+            if kept is not None:
+                return kept[1]
         rest = to_json(self._payload(request.model_copy(update={"messages": ()})))
         # '{"model":"…","messages":[],…}': the model comes first, a JSON string (a '"'
         # in it is escaped), so the first ',"messages":[]' is the field's.
         head, tail = rest.split(_NO_MESSAGES, 1)
-        return b'%s,"messages":[%s]%s' % (head, messages_json(messages), tail)
+        if key is not None:
+            if len(self._frames) >= _FRAMES:
+                self._frames.clear()
+            self._frames[key] = (functions, (head, tail))
+        return head, tail
 
     async def _attempt(self, target: _Target, sent: bytes) -> dict[str, Any]:
         try:
@@ -164,9 +190,8 @@ class OpenAICompatClient:
 
 
 _NO_MESSAGES = b',"messages":[]'
-# From how many messages a request's are encoded from what was kept (below, splicing costs
-# more than it saves: about 6 messages here).
-_KEPT_FROM = 8
+# Frames a client keeps (all forgotten when full): a process's models × tool sets.
+_FRAMES = 256
 # The wire JSON of the messages of requests this client sent (all but the last, joined by
 # commas), by the first message's identity: an agent's thread only grows, so its next
 # request has the same messages in the same places (``core.types.grown``). The last is

@@ -4,6 +4,7 @@ next: byte for byte the JSON of the whole payload, however the thread changes.""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from pydantic_core import to_json
 
@@ -13,6 +14,18 @@ from core.llm.openai_compat import OpenAICompatClient
 from core.types.chat import ChatMessage, ToolCall
 
 _TOOLS = ({"type": "function", "function": {"name": "f", "parameters": {}}},)
+_OTHER = {"type": "function", "function": {"name": "g", "parameters": {"type": "object"}}}
+# Tool sets: none, shared, the same functions in other outer dicts (a request's validation
+# copies them), another, a tool of another shape, and the first again with the same name.
+_TOOL_SETS: tuple[tuple[dict[str, Any], ...], ...] = (
+    (),
+    _TOOLS,
+    ({"type": "function", "function": _TOOLS[0]["function"]},),
+    (_OTHER, *_TOOLS),
+    ({"function": _TOOLS[0]["function"], "type": "function", "strict": True},),
+    ({"type": "function", "function": {"name": "f", "parameters": {"x": 1}}},),
+)
+_FORMATS = (None, None, {"type": "json_object"}, {"type": "json_schema", "json_schema": {}})
 
 
 def _message(rng: random.Random, step: int) -> ChatMessage:
@@ -30,7 +43,8 @@ def _message(rng: random.Random, step: int) -> ChatMessage:
 def test_the_body_is_the_payloads_json_as_the_thread_grows_and_changes() -> None:
     client = OpenAICompatClient(LLMSettings())
     rng = random.Random(25)
-    for model in ("hosted_vllm/blind-model", "openai/gpt-4o"):  # the second sees images
+    # The second sees images; the third's name has a '"' (escaped in the JSON).
+    for model in ("hosted_vllm/blind-model", "openai/gpt-4o", 'openai/o"quoted'):
         thread: list[ChatMessage] = []
         for step in range(400):
             r = rng.random()
@@ -49,7 +63,8 @@ def test_the_body_is_the_payloads_json_as_the_thread_grows_and_changes() -> None
             request = LLMRequest(
                 model=model,
                 messages=(*thread, *note),
-                tools=_TOOLS if rng.random() < 0.5 else (),
+                tools=rng.choice(_TOOL_SETS),
+                response_format=rng.choice(_FORMATS),
                 stream=rng.random() < 0.2,
                 max_tokens=rng.choice([None, 7]),
             )
