@@ -61,20 +61,21 @@ def from_exception(exc: BaseException) -> CallFailure:
     )
 
 
-def from_body(text: str) -> dict[str, Any] | CallFailure:
-    """A 200 answer's body: the completion, or what it was instead."""
+def from_body(raw: bytes | str) -> dict[str, Any] | CallFailure:
+    """A 200 answer's body (its bytes, read as UTF-8 as JSON is): the completion, or what
+    it was instead."""
     try:
-        body = parse_json(text)
+        body = parse_json(raw)
     except ValueError:
-        return failures.unusable_body(text, json_ok=False)
+        return failures.unusable_body(as_text(raw), json_ok=False)
     if not isinstance(body, dict):
-        return failures.unusable_body(text, json_ok=True)
+        return failures.unusable_body(as_text(raw), json_ok=True)
     if not isinstance(body.get("choices"), list):
         return failures.no_choices_list()
     return body if body["choices"] else failures.empty_choices()
 
 
-def parse_json(text: str) -> Any:
+def parse_json(text: bytes | str) -> Any:
     """``json.loads(text)``, parsed by pydantic-core (in Rust, a third of the CPU); what
     it refuses (a lone surrogate escape, say) is read by ``json.loads``, so the outcome,
     a value or a ``ValueError``, is the stdlib's."""
@@ -82,6 +83,11 @@ def parse_json(text: str) -> Any:
         return from_json(text)
     except ValueError:
         return json.loads(text)
+
+
+def as_text(raw: bytes | str) -> str:
+    """An answer's body as text for a message (what is not UTF-8 replaced, not refused)."""
+    return raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
 
 
 class _HTTPError(Exception):

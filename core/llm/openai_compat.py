@@ -68,10 +68,9 @@ class OpenAICompatClient:
             # aiohttp's default pool (100 connections) would cap a worker's turns in flight
             # at 100 model calls: the rest wait for a connection (llm.max_connections).
             connector = aiohttp.TCPConnector(limit=self.settings.max_connections)
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s),
-            )
+            # No timeout of aiohttp's (it would time each request and each read a second
+            # time): ``_attempt`` times the whole exchange.
+            self._session = aiohttp.ClientSession(connector=connector, timeout=_NO_TIMEOUT)
         return self._session
 
     def target(self, model: str) -> _Target:
@@ -125,20 +124,23 @@ class OpenAICompatClient:
         return head, tail
 
     async def _attempt(self, target: _Target, sent: bytes) -> dict[str, Any]:
+        # The one timeout of the whole exchange (connecting, sending, the answer and its
+        # body or stream): the session has none of its own (``_client``).
         try:
-            async with asyncio.timeout(self.settings.timeout_s + 5):
+            async with asyncio.timeout(self.settings.timeout_s):
                 async with self._client().post(
                     target.url, data=sent, headers=target.post_headers
                 ) as answer:
                     if answer.status < 400 and answer.content_type == "text/event-stream":
                         return await sse.read(answer.content.iter_any())
-                    text = await answer.text()
+                    raw = await answer.read()
                     status, headers = answer.status, answer.headers
         except Exception as exc:
             raise http_failures.from_exception(exc) from exc
         if status >= 400:
+            text = http_failures.as_text(raw)
             raise http_failures.from_status(status, text, headers, self.settings.retry_after_max_s)
-        body = http_failures.from_body(text)
+        body = http_failures.from_body(raw)
         if isinstance(body, CallFailure):
             raise body
         return body
@@ -190,6 +192,7 @@ class OpenAICompatClient:
 
 
 _NO_MESSAGES = b',"messages":[]'
+_NO_TIMEOUT = aiohttp.ClientTimeout()
 # Frames a client keeps (all forgotten when full): a process's models × tool sets.
 _FRAMES = 256
 # The wire JSON of the messages of requests this client sent (all but the last, joined by

@@ -4,15 +4,20 @@ client; litellm never imported for an openai/… model, and still there for othe
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from core.config import PROJECT_ROOT, LLMSettings
 from core.errors import LLMError, LLMSetupError
@@ -136,6 +141,46 @@ async def test_unknown_model_is_a_setup_error_not_retried() -> None:
         await client.aclose()
     assert caught.value.kind == "unknown_model" and caught.value.attempts == 1
     assert "does not know the model openai/nope" in str(caught.value)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_llm_timeout_s_times_the_whole_exchange(stream: bool) -> None:
+    """No answer in time, or an answer whose body (a JSON body, or a stream) stops coming:
+    a Timeout after ``llm.timeout_s``, retried as a transient failure."""
+    stalled = web.Application()
+
+    async def stall(request: web.Request) -> web.StreamResponse:
+        kind = "text/event-stream" if stream else "application/json"
+        answer = web.StreamResponse(headers={"Content-Type": kind, "Content-Length": "500"})
+        await answer.prepare(request)
+        await answer.write(b'data: {"choices": [{"index": 0, "delta": {}}]}\n\n')
+        await asyncio.sleep(30)
+        return answer
+
+    stalled.router.add_post("/v1/chat/completions", stall)
+    async with FakeLLMServer(latency_s=30) as slow, _serving(stalled) as base:
+        for where in (slow.base_url, base):
+            client = OpenAICompatClient(_settings(where, timeout_s=0.3, max_attempts=2))
+            started = time.monotonic()
+            with pytest.raises(LLMError) as caught:
+                await client.complete(_request(stream=stream))
+            await client.aclose()
+            assert time.monotonic() - started < 3, where
+            assert "Timeout" in str(caught.value), where
+            assert caught.value.attempts == 2 and caught.value.retryable, where
+
+
+@contextlib.asynccontextmanager
+async def _serving(app: web.Application) -> AsyncIterator[str]:
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        await runner.cleanup()
 
 
 async def test_connection_refused_is_no_server() -> None:
