@@ -5,7 +5,8 @@ none.
 
 Owns those fields and writes (the agent's hash itself and its save belong to
 :class:`core.state.store.Store`); called by ``core.agent``. May call only the Redis
-client it is given through the store, and the store's own write builders."""
+client it is given through the store, the store's own write builders and
+``core.state.recorded``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import RunError, UsageError
+from core.state.recorded import CREATE_SCRIPT, recorded_args
 from core.state.store import Store
 from core.state.turns import PipelineWrite
 from core.types.agent import AgentState, AgentStatus
@@ -76,22 +78,22 @@ class NewAgent:
 
 
 async def create_all(store: Store, run_id: str, agents: Sequence[NewAgent]) -> None:
-    """Create the agents, each with a reserved slot (named after it), in one transaction:
-    all of them or, when one of them exists already, none (``UsageError``)."""
+    """Create the agents, each with a reserved slot (named after it), in one script (one
+    round trip, ``core.state.recorded``): all of them or, when one of them exists
+    already, none (``UsageError``)."""
     keys = [store.keys.agent(run_id, a.state.spec.id) for a in agents]
-    async with store.redis.pipeline(transaction=True) as pipe:
-        await pipe.watch(*keys)
-        if await pipe.exists(*keys):
-            await pipe.unwatch()
-            raise UsageError(f"run {run_id} has some of these agents already: none created")
-        pipe.multi()
-        for a in agents:
-            pipe.sadd(store.keys.agent_slots(run_id), a.state.spec.id)
-            store.agent_create_write(a.state)(pipe)
-            for write in a.writes:
-                write(pipe)
-            store.events.add(pipe, run_id, a.events)
-        await pipe.execute()
+    pipe = store.redis.pipeline(transaction=False)  # (records: sent by one script)
+    for a in agents:
+        pipe.sadd(store.keys.agent_slots(run_id), a.state.spec.id)
+        store.agent_create_write(a.state)(pipe)
+        for write in a.writes:
+            write(pipe)
+        store.events.add(pipe, run_id, a.events)
+    script = _CREATE_SCRIPTS.get(store)
+    if script is None:
+        script = _CREATE_SCRIPTS[store] = store.redis.register_script(CREATE_SCRIPT)
+    if not int(await script(keys=keys, args=recorded_args(pipe.command_stack))):
+        raise UsageError(f"run {run_id} has some of these agents already: none created")
 
 
 # KEYS: the run's agents, their names, the run's record, its agent slots. ARGV: the new
@@ -112,6 +114,7 @@ return {0, run, 1}
 
 
 _ROOM_SCRIPTS: weakref.WeakKeyDictionary[Store, Any] = weakref.WeakKeyDictionary()
+_CREATE_SCRIPTS: weakref.WeakKeyDictionary[Store, Any] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)

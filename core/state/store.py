@@ -1,6 +1,6 @@
 """Runs and agents in Redis: a run's record, head and usage; an agent's hash, its name and
-its slot; a turn's start (one read) and its save (one script, or WATCH/MULTI with a run
-change).
+its slot; a turn's start (one read) and its save (one script); a run's change (a read and
+one script, ``core.state.run_update``).
 
 An agent's state and its turn sequence number are one hash, saved in one transaction with
 the turn's events and usage, so a turn delivered twice is applied once. Every multi-key
@@ -13,12 +13,10 @@ front door: it owns ``events`` (``core.state.event_log``), ``turns``, ``timers``
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.exceptions import WatchError
 
 from core import telemetry
 from core.errors import RunError, UsageError
@@ -28,11 +26,12 @@ from core.state.event_log import EventLog
 from core.state.intents import IntentQueue
 from core.state.keeper_channel import KeeperChannel
 from core.state.keys import Keys
-from core.state.records import TurnStart, agent_fields, parse_head, parse_usage, set_run
+from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 
 # Re-exported: callers import the run-change helpers from the store they apply to.
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
 from core.state.run_create import RunCreator
+from core.state.run_update import RunUpdater
 from core.state.timers import TimerSet
 from core.state.turn_cas import TotalsChange
 from core.state.turn_script import AfterSave
@@ -55,9 +54,6 @@ __all__ = [
     "transition",
 ]
 
-_MAX_CAS_ATTEMPTS = 20
-_TOKEN_S = 600  # how long a run change's token is kept: longer than any retry takes
-
 
 class Store:
     """Typed access to the runs and agents a deployment keeps in Redis."""
@@ -73,6 +69,7 @@ class Store:
         self.watchdog = WatchdogState(redis, keys)
         self.keeper = KeeperChannel(redis, keys)
         self._create = RunCreator(redis, keys, events_maxlen)
+        self._update = RunUpdater(redis, keys, self.add_events)
 
     async def aclose(self) -> None:
         """Close the Redis client (the process's, shared by every state object)."""
@@ -128,35 +125,7 @@ class Store:
         saved with it tells a retry after a lost reply that it was applied: not again.
         ``durable`` (a person's decision): once applied, on ``redis.replicas_to_ack``
         replicas before it returns (``core.state.durable_writes``; nothing when 0)."""
-        key, mark, token = self.keys.run(run_id), self.keys.run_commit(run_id), uuid.uuid4().hex
-        new: RunState | None = None
-        for _ in range(_MAX_CAS_ATTEMPTS):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                try:
-                    await pipe.watch(key)
-                    raw, saved_by = await pipe.mget(key, mark)
-                    if saved_by == token:  # applied already: the EXEC's reply was lost
-                        if durable:
-                            await replicated(self.redis, self.keys)
-                        return new
-                    if raw is None:
-                        raise RunError(f"unknown run {run_id}")
-                    new, events = change(RunState.model_validate_json(raw))
-                    if new is None and not events:
-                        await pipe.unwatch()
-                        return None
-                    pipe.multi()
-                    if new is not None:
-                        set_run(pipe, self.keys, new)
-                    self.add_events(pipe, run_id, events)
-                    pipe.set(mark, token, ex=_TOKEN_S)
-                    await pipe.execute()
-                    if durable:
-                        await replicated(self.redis, self.keys)
-                    return new
-                except WatchError:
-                    continue
-        raise RunError(f"run {run_id}: too much contention updating its state")
+        return await self._update(run_id, change, durable)
 
     async def transition_run(
         self,

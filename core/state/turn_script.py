@@ -32,6 +32,7 @@ from enum import IntEnum
 from typing import Any, NamedTuple
 
 from core.state.ledger_moves import RIDE_LUA, Ride
+from core.state.recorded import recorded_args
 from core.state.run_guard import GUARD_LUA
 from core.state.turn_start import CLEAR_LUA, START_LUA, WAKE_LUA
 from core.state.unread import UNREAD_LUA
@@ -259,11 +260,7 @@ def script_args(
     argv += clear_args(clears or [])
     argv += ride.argv() if ride is not None else [0]
     argv += [len(ahead), *ahead, len(guard), *guard]
-    for args, _options in command_stack:
-        # redis-py names some commands in one string ("XGROUP CREATE"); Redis wants words.
-        command = [*str(args[0]).split(), *args[1:]]
-        argv.append(len(command))
-        argv.extend(command)
+    argv += recorded_args(command_stack)
     return argv
 
 

@@ -3,7 +3,8 @@
 Real Redis behind a TCP proxy that lets one save reach Redis, then swallows Redis's reply
 and cuts the client's connection — what a Redis restart or a network blip does. The
 client is the production one (``connect_redis``: redis-py retries a command on a new
-connection; a transaction that was WATCHing raises WatchError and the store's CAS retries).
+connection; a run change's script, sent again, finds the run's head moved by its own write
+and reads its token).
 The retry finds seq moved by its own save: it must count as saved, not as a duplicate.
 A run change (approve, cancel, end) retried so must find itself applied, not refused.
 """
@@ -26,6 +27,7 @@ from core.process.wiring import connect_redis
 from core.runs.control import start_run
 from core.scheduler import RecordingScheduler
 from core.scheduler.base import TurnJob, TurnOutcome
+from core.state.recorded import UPDATE_SCRIPT
 from core.state.turn_script import COMMIT_SCRIPT
 from core.types import AgentSpec
 from core.types.events import AgentFinished, RunFinished, TurnStarted
@@ -36,7 +38,7 @@ pytestmark = pytest.mark.integration
 
 TOOLS = ("create_agent", "wait_for_messages", "finish")
 _SCRIPT_SHA = hashlib.sha1(COMMIT_SCRIPT.encode()).hexdigest().encode()
-_EXEC = b"$4\r\nEXEC\r\n"
+_UPDATE_SHA = hashlib.sha1(UPDATE_SCRIPT.encode()).hexdigest().encode()
 
 
 class ReplyDropper:
@@ -105,6 +107,7 @@ async def proxied(real_redis: Any) -> AsyncIterator[tuple[ReplyDropper, Any]]:
     client.test_prefix = real_redis.test_prefix  # type: ignore[attr-defined]
     # Loaded beforehand: the marked EVALSHA must run the script, not get NOSCRIPT.
     await real_redis.script_load(COMMIT_SCRIPT)
+    await real_redis.script_load(UPDATE_SCRIPT)
     yield proxy, client
     await client.aclose()
     await proxy.close()
@@ -205,7 +208,7 @@ async def test_a_run_change_whose_reply_was_lost_is_applied_once_and_reported_do
     svc.scheduler = RecordingScheduler()
     run_id = await start_run(svc, "t", AgentSpec(name="O", role="orchestrator", tools=TOOLS))
 
-    proxy.arm(_EXEC)
+    proxy.arm(_UPDATE_SHA)
     done = RunFinished(run_id=run_id, status=RunStatus.CANCELLED, error="stopped")
     step = await svc.store.transition_run(run_id, RunStatus.CANCELLED, by="ana", events=[done])
 
