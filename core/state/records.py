@@ -67,7 +67,7 @@ def parse_usage(raw: Any) -> Usage:
 # it, so that its id is never another's): an agent's spec never changes (frozen), and
 # every save writes it twice, alone and inside the state.
 _SPECS: dict[int, tuple[AgentSpec, str]] = {}
-_SPECS_MAX = 256  # (as many as the agents whose state a process holds, Turns._held)
+_SPECS_MAX = 256  # (as many as the agents whose state a process holds, core.state.kept)
 
 
 def spec_json(spec: AgentSpec) -> str:

@@ -251,6 +251,10 @@ class Store:
             state, expected_seq, events, usage, run_change, writes, after
         )
 
+    def hold_created(self, states: Sequence[AgentState]) -> None:
+        """A save created these agents: their first turns here need not read their states."""
+        self.turns.hold_created(states)
+
     async def count_delivery(
         self, run_id: str, agent_id: str, seq: int, *, failed: bool = False
     ) -> int:

@@ -14,9 +14,10 @@ Redis client, ``core.state.records``, ``core.state.run_guard`` and
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from core.errors import RunError
+from core.state.kept import RunRead
 from core.state.records import parse_usage, set_run
 from core.state.run_changes import RunChange
 from core.state.run_guard import guard_args
@@ -46,14 +47,6 @@ class TotalsChange:
         self.make = make
 
 
-class RunRead(NamedTuple):
-    """The run's record, head and usage as read (by the root's turn start or :data:`READ`)."""
-
-    record: str | None
-    head: str | None
-    usage: dict[str, str]
-
-
 # KEYS: the agent's hash, the run's record, its head, its usage.
 READ_SCRIPT = f"""
 local a = redis.call('HMGET', KEYS[1], 'seq', '{TOKEN_FIELD}', 'followup_jobs')
@@ -79,7 +72,7 @@ async def commit_with_run_change(
         keys.run_head(run_id),
         keys.run_usage(run_id),
     )
-    read = turns.run_read(run_id)
+    read = turns.kept.run_read(run_id)
     for _ in range(_MAX_CAS_ATTEMPTS):
         if read is None:
             reply: Any = await turns.read_for_change(keys=[akey, keys.run(run_id), hkey, ukey])

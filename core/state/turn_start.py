@@ -143,9 +143,12 @@ local function start_turn(K, A)
       end
     end
   end
-  -- The state as this process saved it (the same save's token): not sent back.
+  -- The state as this process saved it (the same save's token), or created it (no save
+  -- since: no token; the caller's is '-'): not sent back.
   local state = f[1]
-  if state and A[12] ~= '' and f[8] == A[12] then state = '=' end
+  if state and A[12] ~= '' and (f[8] == A[12] or (A[12] == '-' and not f[8])) then
+    state = '='
+  end
   -- The root's turn reads the run's record too (the head names it; the record's key is
   -- the head's without ':head'): the save that ends the run needs no read of its own.
   local run = false
@@ -188,6 +191,9 @@ START_SCRIPT = (
 
 # ``StartReply.state`` when the agent's state is the one the caller saved last (``held``).
 HELD = "="
+# The token held with the state of an agent the caller created (its hash has none until
+# its first save).
+CREATED = "-"
 
 
 class StartReply(NamedTuple):

@@ -20,12 +20,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from core.state.durable_writes import replicated
+from core.state.kept import Kept, RunRead
 from core.state.leases import release_lease
 from core.state.ledger_moves import RIDER, Ride, start_hold_argv
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 from core.state.run_changes import RunChange
 from core.state.turn_ahead import AHEAD, started_by_save
-from core.state.turn_cas import READ_SCRIPT, RunRead, TotalsChange, commit_with_run_change
+from core.state.turn_cas import READ_SCRIPT, TotalsChange, commit_with_run_change
 from core.state.turn_script import (
     COMMIT_SCRIPT,
     AfterSave,
@@ -36,7 +37,14 @@ from core.state.turn_script import (
     parse_jobs,
     script_args,
 )
-from core.state.turn_start import HELD, START_SCRIPT, StartReply, parse_start, start_args
+from core.state.turn_start import (
+    CREATED,
+    HELD,
+    START_SCRIPT,
+    StartReply,
+    parse_start,
+    start_args,
+)
 from core.types.agent import AgentState
 from core.types.chat import Usage
 from core.types.events import RunEvent
@@ -48,8 +56,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 # At most this many done follow-up records ride on one script.
 _MAX_CLEARS = 64
-# At most this many agents' last saved states are held by a process (see ``Turns.start``).
-_MAX_HELD = 256
 
 # A command for a caller's transaction (bus messages, acks, new agents, intents).
 PipelineWrite = Callable[[Any], None]
@@ -67,11 +73,8 @@ class Turns:
         self._start = store.redis.register_script(START_SCRIPT)
         # Follow-up records done by this process, cleared by its next script.
         self._clears: Clears = []
-        # Agent key → (save token, the state that save wrote), for the agent's next start.
-        self._held: dict[str, tuple[str, AgentState]] = {}
-        # Run id → its record, head and usage as its root's last turn start here read them,
-        # for the save that ends the run (``core.state.turn_cas``).
-        self._runs: dict[str, RunRead] = {}
+        # The states its saves wrote and runs' records its starts read (``core.state.kept``).
+        self.kept = Kept()
 
     async def commit(
         self,
@@ -111,17 +114,17 @@ class Turns:
     def held(self, key: str, *, take: bool = False) -> tuple[str, AgentState] | None:
         """The save token and state this process holds for agent ``key`` (taken out with
         ``take``: its turn was started, ``core.state.turn_ahead_wake``)."""
-        return self._held.pop(key, None) if take else self._held.get(key)
+        return self.kept.held(key, take=take)
+
+    def hold_created(self, states: Sequence[AgentState]) -> None:
+        """Keep the states of the agents a save just created, for their first turns (those
+        that start here are not sent them back: ``turn_start.CREATED``)."""
+        for state in states:
+            self._hold(state, CREATED)
 
     def _hold(self, state: AgentState, token: str) -> None:
-        """Keep the state this save wrote: the agent's next turn, when it starts in this
-        process (a chained or inline turn, most of them), is not sent it back nor parses
-        it (what grows with the agent's thread). The start script sends it only if a save
-        other than this one came since (the agent hash's ``commit_token``: every save of
-        an agent's state goes through the save script, which writes it)."""
-        if len(self._held) >= _MAX_HELD:
-            del self._held[next(iter(self._held))]
-        self._held[self.keys.agent(state.run_id, state.spec.id)] = (token, state)
+        """Keep the state this save wrote, for the agent's next start (``core.state.kept``)."""
+        self.kept.hold(self.keys.agent(state.run_id, state.spec.id), token, state)
 
     async def _commit_scripted(
         self,
@@ -217,7 +220,7 @@ class Turns:
         keys, clears = self.keys, self._take_clears()
         field = keys.response_field(agent_id, seq)
         # Taken out: the turn changes it from now on (held again when it is saved).
-        held = self._held.pop(keys.agent(run_id, agent_id), None)
+        held = self.kept.held(keys.agent(run_id, agent_id), take=True)
         streams = (keys.inbox(run_id, agent_id), keys.broadcast(run_id), keys.team(run_id, ""))
         argv = start_args(
             seq,
@@ -272,15 +275,8 @@ class Turns:
             state = None if reply.state is None else AgentState.model_validate_json(reply.state)
         usage = parse_usage(reply.usage)
         if reply.run is not None:
-            if len(self._runs) >= _MAX_HELD:
-                del self._runs[next(iter(self._runs))]
-            self._runs[run_id] = RunRead(reply.run, reply.head, reply.usage)
+            self.kept.keep_run(run_id, RunRead(reply.run, reply.head, reply.usage))
         return TurnStart(state, head, reply.deliveries, reply.failures, usage, reply.saved, reply)
-
-    def run_read(self, run_id: str) -> RunRead | None:
-        """The run's record and usage as its root's last turn start here read them (taken
-        out: a save changing the run checks them still as read, ``core.state.run_guard``)."""
-        return self._runs.pop(run_id, None)
 
     def done(self, run_id: str, agent_id: str, seq: int) -> None:
         """The follow-ups of turn ``seq`` were scheduled: its record goes with this

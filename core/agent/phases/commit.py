@@ -79,6 +79,7 @@ async def _save(turn: Turn, step: RunAgain | Wait) -> TurnOutcome:
     _released(turn)
     if not saved.saved:
         return TurnOutcome.DROPPED
+    turn.svc.store.hold_created(turn.io.ctx.spawned)
     outcome = TurnOutcome.WAITING if isinstance(step, Wait) else TurnOutcome.CONTINUED
     return await _followed(turn, outcome, saved.jobs)
 
