@@ -1,5 +1,6 @@
 """The direct model path for OpenAI-compatible endpoints (OpenAI, vLLM, llama.cpp, Ollama, …):
-one aiohttp session per client, ``POST {base}/chat/completions``, no litellm.
+one aiohttp session per client, ``POST {base}/chat/completions`` on its connection pool
+(:mod:`core.llm.http_post`: without the session's per-request machinery), no litellm.
 
 Retries, Retry-After, setup errors and messages are the litellm gateway's
 (:mod:`core.llm.gateway`), classified from HTTP statuses in :mod:`core.llm.http_failures`.
@@ -21,12 +22,14 @@ from typing import Any
 
 import aiohttp
 from pydantic_core import to_json
+from yarl import URL
 
 from core.config import LLMSettings
 from core.errors import LLMSetupError
 from core.llm import http_failures, sse
 from core.llm.base import LLMRequest, LLMResponse
 from core.llm.failures import CallFailure
+from core.llm.http_post import Poster
 from core.llm.policy import chat_body, with_retries
 from core.llm.pricing import price_of, shipped, warn_unpriced
 from core.llm.routes import PREFIXES, base_url, wire_model
@@ -39,7 +42,8 @@ __all__ = ["PREFIXES", "OpenAICompatClient", "wire_model"]
 
 
 class _Target:
-    """Where one model's calls go: the URL, its headers (the key), or why it cannot be called."""
+    """Where one model's calls go: the URL, its headers (the key) and the request made of
+    them (``poster``), or why it cannot be called."""
 
     def __init__(self, settings: LLMSettings, model: str) -> None:
         self.url = base_url(settings, model).rstrip("/") + "/chat/completions"
@@ -47,6 +51,7 @@ class _Target:
         self.key = next((k for k in keys if k), "")
         self.headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
         self.post_headers = {**self.headers, "Content-Type": "application/json"}
+        self.poster = Poster(URL(self.url), self.post_headers)
         self.problem: LLMSetupError | None = missing_key(settings, model)
         # Its price (``core.llm.pricing.cost_usd``'s lookup, made once): [llm.prices],
         # then the shipped table; None: unpriced, its calls count $0.
@@ -128,9 +133,7 @@ class OpenAICompatClient:
         # body or stream): the session has none of its own (``_client``).
         try:
             async with asyncio.timeout(self.settings.timeout_s):
-                async with self._client().post(
-                    target.url, data=sent, headers=target.post_headers
-                ) as answer:
+                async with target.poster.post(self._client(), sent) as answer:
                     if answer.status < 400 and answer.content_type == "text/event-stream":
                         return await sse.read(answer.content.iter_any())
                     raw = await answer.read()
