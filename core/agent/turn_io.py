@@ -218,8 +218,9 @@ class TurnIO:
             unread=tuple(streams),
             waits_for=tuple(self.ctx.wait_for) if state.status is AgentStatus.WAITING else (),
             wake_ttl_s=self.svc.settings.bus.wake_ttl_s,
-            # (its start, should the save start it: ``core.state.turn_ahead``)
-            ahead=(int(LEASE_S * 1000), self.svc.settings.bus.drain_max) if running else None,
+            # (the start of the turn it schedules, should the save start it:
+            # ``core.state.turn_ahead``)
+            ahead=(int(LEASE_S * 1000), self.svc.settings.bus.drain_max),
         )
 
     async def after_commit(self, jobs: list[tuple[str, int]]) -> None:

@@ -6,7 +6,9 @@ for the chain (``core.state.ledger_moves.Ride``), then also runs its start scrip
 mail read), so that the turn starts with no round trip of its own.
 
 Only on offer (:data:`AHEAD`, set by the chain) and only when the save schedules nothing
-but the agent's own next turn. Its lease is taken by the save: the turn that takes the
+but the agent's own next turn — or nothing but the turn of the one agent it woke (a
+member's end waking its parent: ``WAKE_LUA``), which the chain runs next when the save
+held it. Its lease is taken by the save: the turn that takes the
 start (``core.agent.lease``) holds it from there and renews it as any other; one that
 waited too long (:meth:`Ahead.fresh`) lets it go and starts as usual. A start never taken
 (the chain stopped, the turn that saved raised before scheduling it) has its lease
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.state.records import TurnStart
-from core.state.turn_script import AfterSave, Commit
+from core.state.turn_script import AfterSave, Commit, parse_jobs
 from core.state.turn_start import parse_start, start_args
 from core.types.agent import AgentState
 
@@ -99,6 +101,8 @@ class AheadOffer:
 
     def __init__(self) -> None:
         self.ahead: Ahead | None = None
+        # The woken agent's state this process held, for the start a save makes of its turn.
+        self.held: tuple[str, AgentState] | None = None
 
     def take(self, run_id: str, agent_id: str, seq: int) -> Ahead | None:
         """The start made for this turn (none for any other: that one is let go by
@@ -126,21 +130,79 @@ class AheadOffer:
         self, turns: Turns, state: AgentState, token: str, after: AfterSave | None, ride: Any
     ) -> list[Any]:
         """The save script's ``ahead`` list for a save on the chain (``ride``) that
-        schedules the agent's own next turn (none otherwise: ``[]``)."""
-        if ride is None or after is None or not (after.next_job and after.ahead):
+        schedules the agent's own next turn, or that wakes one agent and schedules nothing
+        else (its turn held for the chain: ``WAKE_LUA``); none otherwise: ``[]``."""
+        if ride is None or after is None or after.ahead is None:
             return []
-        return ahead_argv(turns, state, token, after.ahead)
+        if after.next_job:
+            return ahead_argv(turns, state, token, after.ahead)
+        return self.wake_argv(turns, state.run_id, after, after.ahead)
+
+    def wake_argv(
+        self, turns: Turns, run_id: str, after: AfterSave, lease: tuple[int, int]
+    ) -> list[Any]:
+        """The save script's ``wake`` list (``WAKE_LUA``) for a save that wakes one agent and
+        schedules nothing else (``lease``: the lease's ms and the mail's cap); ``[]`` for
+        any other save."""
+        if len(after.wake) != 1 or after.jobs or after.next_job:
+            return []
+        keys, agent_id = turns.keys, after.wake[0]
+        self.held = turns.held(keys.agent(run_id, agent_id))
+        return [
+            "wake",
+            keys.turn_lease(run_id, "", 0)[: -len(":0")],
+            keys.run_head(run_id),
+            keys.deliveries(run_id),
+            keys.run_usage(run_id),
+            keys.responses(run_id),
+            os.urandom(16).hex(),
+            lease[0],
+            keys.inbox(run_id, ""),
+            keys.broadcast(run_id),
+            keys.team(run_id, ""),
+            lease[1],
+            keys.agent(run_id, ""),
+            self.held[0] if self.held is not None else "",
+            agent_id,  # (not read by the script: the agent the start is for)
+        ]
 
     async def landed(
         self, turns: Turns, state: AgentState, token: str, start: list[Any], at: float, reply: Any
     ) -> None:
         """The save script's ``reply`` for a save sent with ``start`` (:meth:`argv`)."""
-        if len(reply) > 3:
+        if start[0] == "wake":
+            await self._woke(turns, state, start, at, reply)
+        elif len(reply) > 3:
             await keep_start(turns, self, state, token, start, at, reply[3])
         elif int(reply[0]) == Commit.SAVED_BEFORE:
             # Sent again after its reply was lost: its first run may have started the next
             # turn, which then starts as usual.
             await let_go(turns.redis, start[0], start[6], (start[2], start[8]))
+
+    async def _woke(
+        self, turns: Turns, state: AgentState, start: list[Any], at: float, reply: Any
+    ) -> None:
+        """Keep the start the save made of the turn it woke (if it made one), or let go the
+        one its first run may have made when its reply was lost."""
+        held, self.held = self.held, None
+        record = str(reply[1]) if len(reply) > 1 and reply[1] else ""
+        jobs = parse_jobs(record, int(record.partition("|")[0] or -1))
+        if len(jobs) != 1 or jobs[0][0] != start[-1]:
+            return
+        run_id, (agent_id, seq) = state.run_id, jobs[0]
+        key, counted = turns.keys.turn_lease(run_id, agent_id, seq), (start[3], f"{agent_id}:{seq}")
+        if int(reply[0]) == Commit.SAVED_BEFORE:
+            await let_go(turns.redis, key, start[6], counted)
+            return
+        raw = parse_start(reply[3]) if len(reply) > 3 and reply[3] else None
+        if raw is None:  # not started here (its lease held by another delivery, or not woken)
+            return
+        turns.held(turns.keys.agent(run_id, agent_id), take=True)
+        started = await turns.started(run_id, raw, held)
+        ahead = Ahead(
+            run_id, agent_id, seq, key, start[6], int(start[7]), at, started, turns.redis, counted
+        )
+        self.keep(ahead)
 
 
 # The offer of the chain running in this context (``tasks.chain``), read by a turn's save

@@ -26,14 +26,12 @@ Part of the state room (``core.state``); may call the Redis client the turns are
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from core.state.turn_ahead import AHEAD, Ahead, AheadOffer, ahead_argv, let_go
-from core.state.turn_script import AfterSave, Commit, parse_jobs
-from core.state.turn_start import parse_start
+from core.state.turn_ahead import AHEAD, Ahead, AheadOffer, ahead_argv
+from core.state.turn_script import AfterSave
 from core.types.agent import AgentState
 
 if TYPE_CHECKING:
@@ -90,7 +88,6 @@ class WakeOffer(AheadOffer):
         super().__init__()
         self.starts = starts
         self.made: list[Ahead] = []
-        self.held: tuple[str, AgentState] | None = None
 
     def take(self, run_id: str, agent_id: str, seq: int) -> Ahead | None:
         return self.starts.kept.pop((run_id, agent_id, seq), None)
@@ -123,54 +120,4 @@ class WakeOffer(AheadOffer):
             return []
         if after.next_job and after.ahead:
             return ahead_argv(turns, state, token, after.ahead)
-        if len(after.wake) != 1 or after.jobs or after.next_job:
-            return []
-        keys, run_id, agent_id = turns.keys, state.run_id, after.wake[0]
-        self.held = turns.held(keys.agent(run_id, agent_id))
-        ms, entries = self.starts.lease
-        return [
-            "wake",
-            keys.turn_lease(run_id, "", 0)[: -len(":0")],
-            keys.run_head(run_id),
-            keys.deliveries(run_id),
-            keys.run_usage(run_id),
-            keys.responses(run_id),
-            os.urandom(16).hex(),
-            ms,
-            keys.inbox(run_id, ""),
-            keys.broadcast(run_id),
-            keys.team(run_id, ""),
-            entries,
-            keys.agent(run_id, ""),
-            self.held[0] if self.held is not None else "",
-            agent_id,  # (not read by the script: the agent the start is for)
-        ]
-
-    async def landed(
-        self, turns: Turns, state: AgentState, token: str, start: list[Any], at: float, reply: Any
-    ) -> None:
-        """Keep the start the save made (if it made one), or let go the one its first run
-        may have made when its reply was lost."""
-        if start[0] != "wake":  # the agent's own next turn (:meth:`keep`)
-            await super().landed(turns, state, token, start, at, reply)
-            return
-        held, self.held = self.held, None
-        record = str(reply[1]) if len(reply) > 1 and reply[1] else ""
-        jobs = parse_jobs(record, int(record.partition("|")[0] or -1))
-        if len(jobs) != 1 or jobs[0][0] != start[-1]:
-            return
-        run_id, (agent_id, seq) = state.run_id, jobs[0]
-        key, counted = turns.keys.turn_lease(run_id, agent_id, seq), (start[3], f"{agent_id}:{seq}")
-        if int(reply[0]) == Commit.SAVED_BEFORE:
-            await let_go(turns.redis, key, start[6], counted)
-            return
-        raw = parse_start(reply[3]) if len(reply) > 3 else None
-        if raw is None:  # not started here (its lease held by another delivery, or not woken)
-            return
-        turns.held(turns.keys.agent(run_id, agent_id), take=True)
-        started = await turns.started(run_id, raw, held)
-        ahead = Ahead(
-            run_id, agent_id, seq, key, start[6], int(start[7]), at, started, turns.redis, counted
-        )
-        self.starts.kept[(run_id, agent_id, seq)] = ahead
-        self.made.append(ahead)
+        return self.wake_argv(turns, state.run_id, after, self.starts.lease)

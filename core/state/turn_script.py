@@ -79,8 +79,8 @@ class AfterSave:
     # with ``all_children``): kept in its hash (``waits_for``) until its next save.
     waits_for: tuple[str, ...] = ()
     wake_ttl_s: int = 60
-    # With ``next_job``: its lease's ms and how many entries its mail read takes, should
-    # the save start it too (``core.state.turn_ahead``).
+    # The lease's ms and how many entries a mail read takes, should the save start the turn
+    # it schedules too (``core.state.turn_ahead``, ``turn_ahead_wake``).
     ahead: tuple[int, int] | None = None
 
 
@@ -207,8 +207,11 @@ release()
 redis.call('HSET', KEYS[1], 'commit_token', ARGV[2])
 local held = ride_hold(ride, jobs[1])
 if err then return redis.error_reply(err) end
--- The one agent this save woke, for the inline scheduler to run at once (``WakeOffer``).
-if ahead[1] == 'wake' then return {1, record, false, wake_start(ahead, jobs, wake, next_job)} end
+-- The one agent this save woke, for the inline scheduler to run at once (``WakeOffer``),
+-- or for this worker's chain to run next (held by the ride).
+if ahead[1] == 'wake' and (held or #ride == 0) then
+  return {1, record, held, wake_start(ahead, jobs, wake, next_job)}
+end
 -- The agent's own next turn, the only turn this save schedules, held for this worker's
 -- chain (or, no ride, the inline scheduler's) to run next: started here (``Ahead``).
 if (held or #ride == 0) and #ahead > 0 and #jobs == 1 and next_job[1]

@@ -34,9 +34,7 @@ async def _parent_created_a_child(make_services: Any, real_redis: Any) -> tuple[
     return svc, run_id, child
 
 
-async def test_a_new_agents_first_start_here_uses_the_state_kept(
-    make_services, real_redis
-) -> None:
+async def test_a_new_agents_first_start_here_uses_the_state_kept(make_services, real_redis) -> None:
     svc, run_id, child = await _parent_created_a_child(make_services, real_redis)
     turns = svc.store.turns
     kept = turns.held(svc.store.keys.agent(run_id, child))

@@ -1,6 +1,7 @@
 """An agent's own next turn, run next on a worker's chain, is started by the save of the turn
-before it (core/state/turn_ahead.py): its lease taken, its delivery counted and its mail
-read in that save's script, so that it makes no start round trip. Against real Redis and
+before it (core/state/turn_ahead.py), and so is the turn of an agent that save woke when
+it is all the save schedules: its lease taken, its delivery counted and its mail read in
+that save's script, so that it makes no start round trip. Against real Redis and
 a real broker (the Celery scheduler's ledger), the scripted model: a root creates a member
 and waits; the member calculates twice, then finishes; the root finishes."""
 
@@ -117,10 +118,13 @@ async def test_the_members_next_turns_start_with_the_save_before_them(
 
     assert (await svc.store.run_head(run_id)).status is RunStatus.COMPLETED
     root, m = job.agent_id, await svc.store.resolve_name(run_id, "M")
-    # Its first turn and the root's wake-up are started as before; the member's own next
-    # turns by the saves before them: each turn's one round trip is its save.
-    assert started == [f"{root}:0", f"{m}:0", f"{root}:1"]
+    # Its first turn is started as before; the member's own next turns by the saves
+    # before them, and the root's wake-up by the member's last save (which woke it, and
+    # held it for the chain): each of those turns' one round trip is its save — the
+    # root's end too (its start read the run's record: ``core.state.turn_cas``).
+    assert started == [f"{root}:0", f"{m}:0"]
     assert sent[f"{m}:1"] == ["EVALSHA"] and sent[f"{m}:2"] == ["EVALSHA"], sent
+    assert sent[f"{root}:1"] == ["EVALSHA"], sent
     assert len(sent[f"{m}:0"]) == 2, sent  # its start and its save
     # Each delivered once, counted once; every lease released by its turn's save.
     counts = await _deliveries(svc, run_id)
