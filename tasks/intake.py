@@ -60,9 +60,9 @@ class Intake:
         if crossed and self._loop is not None:  # (the consumer's thread) steering is due
             self._loop.call_soon_threadsafe(self._due.set)
 
-    def settled(self) -> None:
+    def settled(self, n: int = 1) -> None:
         with self._lock:
-            self.taken -= 1
+            self.taken -= n
 
     def resting(self) -> bool:
         """Nothing to steer: fewer turns held than the floor, the limit where Celery set
