@@ -162,3 +162,31 @@ async def test_the_head_is_aiohttps_and_a_key_aiohttp_refuses_is_still_refused(
         with pytest.raises(LLMError):
             await _calls(base, 1, api_key_env="WIRE_KEY")
     assert len(heads) == 1  # nothing sent with the broken key
+
+
+async def test_an_answer_not_read_to_its_end_gives_its_connection_back_closed() -> None:
+    """A caller that stops reading (a stream left early, an error read in part) must not
+    leave its connection held: with a pool of one, every next call would wait forever."""
+    import aiohttp
+    from yarl import URL
+
+    from core.llm.http_post import Poster
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        await response.write(b"data: first\n\n")
+        await response.write(b"data: " + b"x" * 70_000 + b"\n\n")
+        await response.write_eof()
+        return response
+
+    async with _serving(answer) as base:
+        poster = Poster(URL(f"{base}/chat/completions"), {"Content-Type": "application/json"})
+        connector = aiohttp.TCPConnector(limit=1)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            for _ in range(3):
+                async with asyncio.timeout(5), poster.post(session, b"{}") as got:
+                    assert got.status == 200
+                    assert await got.content.readline() == b"data: first\n"
