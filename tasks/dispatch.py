@@ -36,6 +36,7 @@ that is ~6 MB of a worker's peak.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import sys
@@ -180,7 +181,7 @@ class LoopDispatch:
         job: dict[str, Any],
         task_id: str,
         retries: int,
-        fut: concurrent.futures.Future[TurnOutcome],
+        fut: asyncio.Future[TurnOutcome],
     ) -> None:
         """A turn's message once its chain ended, on the acknowledging thread."""
         exc = fut.exception() if not fut.cancelled() else WorkerStopped("cancelled")
@@ -220,13 +221,14 @@ class Ended:
     job: dict[str, Any]
     task_id: str
     retries: int
-    fut: concurrent.futures.Future[TurnOutcome]
+    fut: asyncio.Future[TurnOutcome]
 
 
 class Batch:
     """The ended turns handed from the loop thread to the acknowledging thread: one task
-    of its executor for those that ended while it was busy, not one each (a submit and a
-    thread wake-up per turn were ~5 % of a saturated worker's CPU)."""
+    of its executor for those that ended in one round of the loop (or while that thread
+    was busy), not one each (a submit and a thread wake-up per turn were ~5 % of a
+    saturated worker's CPU)."""
 
     def __init__(
         self, executor: concurrent.futures.Executor, run: Callable[[list[Ended]], None]
@@ -240,14 +242,24 @@ class Batch:
         with self._lock:
             self._items.append(item)
             first = len(self._items) == 1
-        if not first:  # a task for the batch is queued already, and takes this one too
+        if not first:  # a task for the batch is due already, and takes this one too
             return
         try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on a loop: now
+            self._submit()
+            return
+        # Once the loop's round is over: the turns that end in it go together (a stopping
+        # runtime closes its services after this, in a later round; drain() comes after).
+        loop.call_soon(self._submit)
+
+    def _submit(self) -> None:
+        try:
             self._executor.submit(self._flush)
-        except BaseException:  # (the executor shut down) said by the caller, as before
+        except BaseException:  # the executor shut down (the worker stopped): said
             with self._lock:
-                self._items.clear()
-            raise
+                items, self._items = self._items, []
+            log.exception("%d ended turns left unacknowledged (the broker keeps them)", len(items))
 
     def _flush(self) -> None:
         with self._lock:
@@ -255,7 +267,7 @@ class Batch:
         self._run(items)
 
 
-def _succeeded(fut: concurrent.futures.Future[TurnOutcome]) -> bool:
+def _succeeded(fut: asyncio.Future[TurnOutcome]) -> bool:
     return not fut.cancelled() and fut.exception() is None
 
 

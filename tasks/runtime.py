@@ -16,7 +16,6 @@ turns of dead workers and the messages the broker lost. Each is kept alive by
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import threading
 import time
@@ -171,34 +170,38 @@ class WorkerRuntime:
         self,
         job: TurnJob,
         task_id: str,
-        then: Callable[[concurrent.futures.Future[TurnOutcome]], object],
+        then: Callable[[asyncio.Future[TurnOutcome]], object],
     ) -> None:
         """Start :meth:`run_turn`'s work on the loop without waiting for it (the ``loop``
-        dispatch, :mod:`tasks.dispatch`), and call ``then`` with its future once it ended
-        (on the loop thread). The turn counts as running until ``then`` returned, so a
-        stopping runtime waits for both."""
+        dispatch, :mod:`tasks.dispatch`); ``then`` is its task's done callback (on the loop,
+        no concurrent future chained to it). The turn counts as running until ``then``
+        returned, so a stopping runtime waits for both."""
         with self._lock:
             if self._loop is None or self._svc is None or self._scheduler is None:
                 raise WorkerStopped("the worker runtime is not running")
             loop, svc, scheduler = self._loop, self._svc, self._scheduler
             self._inflight += 1
-        work = run_chain(scheduler, partial(handle, svc), job, task_id)
-        try:
-            future = loop.submit(timed(work, self.settings.celery.turn_timeout_s))
-        except BaseException:
-            work.close()
-            self._ended()
-            raise
+        chain = run_chain(scheduler, partial(handle, svc), job, task_id)
+        work = timed(chain, self.settings.celery.turn_timeout_s)
 
-        def done(fut: concurrent.futures.Future[TurnOutcome]) -> None:
+        def done(task: asyncio.Future[TurnOutcome]) -> None:
             try:
-                then(fut)
+                then(task)
             except Exception:
                 log.exception("the end of turn %s was not handled", job)
             finally:
                 self._ended()
 
-        future.add_done_callback(done)
+        def begin() -> None:
+            asyncio.ensure_future(work).add_done_callback(done)
+
+        try:
+            loop.loop.call_soon_threadsafe(begin)
+        except BaseException:  # the loop closed: never started, no longer running
+            work.close()
+            chain.close()
+            self._ended()
+            raise
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` on the turns' loop until it ends or the runtime stops."""
