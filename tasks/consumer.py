@@ -40,7 +40,6 @@ than depending on a private API.
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -72,19 +71,14 @@ class TurnConsumer(Consumer):
 
     def call_soon_acks(self, messages: Sequence[Any], errors: Any) -> Any:
         """Acknowledge ``messages`` (read from the broker, each settled once) on the event
-        loop, as :meth:`call_soon_ack` would one by one: with kombu's Redis channel in one
-        round trip for all of them (:func:`ack_together`), not one each."""
+        loop, as :meth:`call_soon_ack` would one by one: one hop to it for all of them
+        (each still acknowledged by kombu itself)."""
         return super().call_soon_ack(self._ack_messages, messages, errors)
 
     def _ack_messages(self, messages: Sequence[Any], errors: Any) -> None:
-        live = [m for m in messages if not _lost(m)]
-        by_channel: dict[int, list[Any]] = {}
-        for message in live:
-            by_channel.setdefault(id(message.channel), []).append(message)
-        for group in by_channel.values():
-            if not ack_together(group, errors):
-                for message in group:
-                    message.ack_log_error(log, errors)
+        for message in messages:
+            if not _lost(message):
+                message.ack_log_error(log, errors)
 
     def _settle_message(self, settle: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         message = getattr(settle, "__self__", None)
@@ -103,36 +97,4 @@ def _lost(message: Any) -> bool:
         "turn has ended; the broker's late copy will be dropped)",
         message.delivery_tag,
     )
-    return True
-
-
-def ack_together(messages: Sequence[Any], errors: Any) -> bool:
-    """Acknowledge ``messages`` of one channel, if it is kombu's Redis channel with its
-    acknowledgement emulation, in one round trip: what its ``QoS.ack`` does for each (take
-    the delivery tag out of the unacknowledged index and hash, then out of the channel's
-    delivered ones), with one ZREM and one HDEL for all the tags. False (nothing done) for
-    any other channel, or messages whose consumer does not acknowledge: ack each.
-
-    A failure is logged as ``Message.ack_log_error`` logs it (for every message: none was
-    acknowledged) and the messages are left as they are, as one ack's failure leaves its
-    own."""
-    kombu_redis: Any = sys.modules.get("kombu.transport.redis")  # not imported: not Redis
-    if kombu_redis is None or not messages:
-        return False
-    channel = messages[0].channel
-    qos: Any = getattr(channel, "qos", None)
-    if type(qos) is not kombu_redis.QoS or channel.no_ack_consumers:
-        return False
-    tags = [m.delivery_tag for m in messages]
-    try:
-        with qos.pipe_or_acquire() as pipe:
-            pipe.zrem(qos.unacked_index_key, *tags).hdel(qos.unacked_key, *tags).execute()
-    except BrokenPipeError as exc:
-        log.critical("Couldn't ack %r, reason:%r", tags, exc, exc_info=True)
-        raise
-    except errors as exc:
-        log.critical("Couldn't ack %r, reason:%r", tags, exc, exc_info=True)
-        return True
-    for tag in tags:
-        super(kombu_redis.QoS, qos).ack(tag)  # the channel's own bookkeeping only
     return True
