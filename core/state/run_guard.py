@@ -31,13 +31,14 @@ _USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cost_usd")
 
 
 def guard_args(
-    head_key: str,
-    head: str | None,
+    key: str,
+    held: str | None,
     usage: tuple[str, Mapping[str, str]] | None = None,
 ) -> list[str]:
-    """The save script's ``guard`` list: the run's head as read (``head``) and, with
-    ``usage`` (its key and fields as read), the run's usage too."""
-    guard = [head_key, head or ""]
+    """The save script's ``guard`` list: the run's head as read (``held`` at ``key``; the
+    record itself for a run with no head) and, with ``usage`` (its key and fields as read),
+    the run's usage too."""
+    guard = [key, held or ""]
     if usage is not None:
         guard += [usage[0], *(usage[1].get(field, "") for field in _USAGE_FIELDS)]
     return guard

@@ -96,7 +96,10 @@ async def commit_with_run_change(
         turns.turn_writes(recorder, state, [*events, *run_events], usage, writes)
         if new_run is not None:
             set_run(recorder, keys, new_run)
-        guard = guard_args(hkey, read.head, (ukey, read.usage) if totals else None)
+        # The head stands for the record; a run with none (recorded before heads existed)
+        # is checked by its record itself.
+        held = (hkey, read.head) if read.head is not None else (keys.run(run_id), read.record)
+        guard = guard_args(*held, (ukey, read.usage) if totals else None)
         argv = turns.script_argv(state, expected_seq, token, recorder, after, guard=guard)
         saved = await turns.commit_script(keys=[akey, turns.lease_key(after)], args=argv)
         if Commit.of(saved) is not Commit.MOVED:
