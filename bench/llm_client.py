@@ -56,25 +56,9 @@ def _request_body() -> dict[str, Any]:
 
 
 async def _bare(url: str, body: dict[str, Any], n: int, concurrency: int) -> float:
-    import aiohttp
+    from bench.peer_drivers.raw_http_driver import bare_calls  # (the peers bench's floor)
 
-    async with aiohttp.ClientSession() as session:
-        gate = asyncio.Semaphore(concurrency)
-
-        async def one() -> None:
-            async with gate:
-                data = json.dumps(body).encode()
-                async with session.post(
-                    f"{url}/chat/completions",
-                    data=data,
-                    headers={"Content-Type": "application/json", "Authorization": "Bearer x"},
-                ) as response:
-                    json.loads(await response.read())
-
-        await one()
-        cpu0 = time.process_time()
-        await asyncio.gather(*(one() for _ in range(n)))
-        return time.process_time() - cpu0
+    return await bare_calls(url, body, n, concurrency, time.process_time)
 
 
 async def _client(url: str, body: dict[str, Any], n: int, concurrency: int, stream: bool) -> float:

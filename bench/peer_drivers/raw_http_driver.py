@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -15,9 +16,17 @@ import aiohttp
 import common
 
 
-async def main(url: str, body: dict[str, object], count: int) -> None:
+async def bare_calls(
+    url: str,
+    body: dict[str, object],
+    count: int,
+    concurrency: int = 20,
+    clock: Callable[[], float] = common.cpu_s,
+) -> float:
+    """The CPU (``clock``) of ``count`` bare calls, ``concurrency`` at a time, after one
+    unmeasured (also ``bench/llm_client.py``'s floor)."""
     async with aiohttp.ClientSession() as session:
-        gate = asyncio.Semaphore(20)
+        gate = asyncio.Semaphore(concurrency)
 
         async def one() -> None:
             async with gate:
@@ -30,9 +39,13 @@ async def main(url: str, body: dict[str, object], count: int) -> None:
                     json.loads(await response.read())
 
         await one()
-        cpu0 = common.cpu_s()
+        cpu0 = clock()
         await asyncio.gather(*(one() for _ in range(count)))
-        spent = common.cpu_s() - cpu0
+        return clock() - cpu0
+
+
+async def main(url: str, body: dict[str, object], count: int) -> None:
+    spent = await bare_calls(url, body, count)
     print("BENCH " + json.dumps({"cpu_s": spent, "rss_mb": common.rss_mb()}), flush=True)
 
 
