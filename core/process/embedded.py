@@ -10,7 +10,6 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
-from core.agent.lease import LEASE_S
 from core.config import Settings
 from core.library import Library
 from core.llm.base import LLM
@@ -55,7 +54,7 @@ async def embedded_services(settings: Settings, llm: LLM | None = None) -> Async
     # The bus's and the roles' templates compiled here, not inside the first turns.
     svc.prompts.warm(settings.prompts.roles.values())
     # A save that wakes one agent starts its turn too, when a slot is free to run it.
-    starts = WakeStarts(scheduler.free, (int(LEASE_S * 1000), settings.bus.drain_max))
+    starts = WakeStarts(scheduler.free)
     scheduler.start(lambda job: starts.run(job, lambda: handle(svc, job)))
     # What start-up made lives as long as the services: out of the collector's walks.
     freeze_startup_objects()

@@ -15,7 +15,7 @@ nothing."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from core.types.agent import AgentState
 
@@ -40,9 +40,7 @@ class Kept:
         self._runs: dict[str, RunRead] = {}
 
     def hold(self, key: str, token: str, state: AgentState) -> None:
-        if len(self._states) >= MAX_KEPT:
-            del self._states[next(iter(self._states))]
-        self._states[key] = (token, state)
+        _put(self._states, key, (token, state))
 
     def held(self, key: str, *, take: bool = False) -> tuple[str, AgentState] | None:
         """The token and state kept for agent ``key`` (taken out with ``take``: its next
@@ -50,11 +48,16 @@ class Kept:
         return self._states.pop(key, None) if take else self._states.get(key)
 
     def keep_run(self, run_id: str, read: RunRead) -> None:
-        if len(self._runs) >= MAX_KEPT:
-            del self._runs[next(iter(self._runs))]
-        self._runs[run_id] = read
+        _put(self._runs, run_id, read)
 
     def run_read(self, run_id: str) -> RunRead | None:
         """The run's record as kept (taken out: a save changing the run checks it still as
         read)."""
         return self._runs.pop(run_id, None)
+
+
+def _put(kept: dict[str, Any], key: str, value: Any) -> None:
+    """Keep ``value`` under ``key``, the oldest let go at :data:`MAX_KEPT`."""
+    if len(kept) >= MAX_KEPT:
+        del kept[next(iter(kept))]
+    kept[key] = value

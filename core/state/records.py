@@ -27,8 +27,7 @@ def set_run(pipe: Any, keys: Keys, run: RunState) -> None:
     the set of runs under way while it is (the watchdog's list)."""
     pipe.set(keys.run(run.id), run.model_dump_json())
     # (a new rev each time: the head changes with any change of the record, run_guard)
-    head = run.head().model_copy(update={"rev": os.urandom(8).hex()})
-    pipe.set(keys.run_head(run.id), head.model_dump_json())
+    pipe.set(keys.run_head(run.id), run.head(rev=os.urandom(8).hex()).model_dump_json())
     if run.status in (RunStatus.RUNNING, RunStatus.WAITING_HUMAN):
         pipe.sadd(keys.active_runs(), run.id)
     elif run.status.terminal:

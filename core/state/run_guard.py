@@ -30,6 +30,14 @@ end
 _USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cost_usd")
 
 
+def checked(
+    run_key: str, head_key: str, record: str | None, head: str | None
+) -> tuple[str, str | None]:
+    """The key a guard compares and what it held: the run's head, or the record itself for
+    a run with no head (recorded before heads existed)."""
+    return (head_key, head) if head is not None else (run_key, record)
+
+
 def guard_args(
     key: str,
     held: str | None,

@@ -22,6 +22,7 @@ from core.state.keys import Keys
 from core.state.recorded import UPDATE_SCRIPT, recorded_args
 from core.state.records import set_run
 from core.state.run_changes import RunChange
+from core.state.run_guard import checked
 from core.types.events import RunEvent
 from core.types.run import RunState
 
@@ -58,11 +59,9 @@ class RunUpdater:
                 set_run(recorder, keys, new)
             self.add_events(recorder, run_id, events)
             recorder.set(mark, token, ex=_TOKEN_S)
-            # The head stands for the record; a run with none (recorded before heads
-            # existed) is checked by its record itself.
-            checked, held = (head_key, head) if head is not None else (key, raw)
-            args = [held, *recorded_args(recorder.command_stack)]
-            if int(await self._script(keys=[checked], args=args)) == 1:
+            guarded, held = checked(key, head_key, raw, head)
+            args = [held or "", *recorded_args(recorder.command_stack)]
+            if int(await self._script(keys=[guarded], args=args)) == 1:
                 break
         else:
             raise RunError(f"run {run_id}: too much contention updating its state")

@@ -132,7 +132,14 @@ class AheadOffer:
         """The save script's ``ahead`` list for a save on the chain (``ride``) that
         schedules the agent's own next turn, or that wakes one agent and schedules nothing
         else (its turn held for the chain: ``WAKE_LUA``); none otherwise: ``[]``."""
-        if ride is None or after is None or after.ahead is None:
+        return self.start_argv(turns, state, token, after) if ride is not None else []
+
+    def start_argv(
+        self, turns: Turns, state: AgentState, token: str, after: AfterSave | None
+    ) -> list[Any]:
+        """The ``ahead`` list of a save that schedules the agent's own next turn, or the
+        ``wake`` list of one that wakes one agent and schedules nothing else; ``[]``."""
+        if after is None or after.ahead is None:
             return []
         if after.next_job:
             return ahead_argv(turns, state, token, after.ahead)

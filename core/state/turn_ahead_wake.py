@@ -30,7 +30,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from core.state.turn_ahead import AHEAD, Ahead, AheadOffer, ahead_argv
+from core.state.turn_ahead import AHEAD, Ahead, AheadOffer
 from core.state.turn_script import AfterSave
 from core.types.agent import AgentState
 
@@ -43,11 +43,11 @@ Key = tuple[str, str, int]
 
 class WakeStarts:
     """The starts this process's saves made of the turns they woke, until taken.
-    ``room``: whether the scheduler would run a turn submitted now at once; ``lease``:
-    the lease's ms and how many entries a start reads (as ``core.agent.lease``)."""
+    ``room``: whether the scheduler would run a turn submitted now at once (the lease and
+    mail cap of a start are the save's: ``AfterSave.ahead``)."""
 
-    def __init__(self, room: Callable[[], bool], lease: tuple[int, int]) -> None:
-        self.room, self.lease = room, lease
+    def __init__(self, room: Callable[[], bool]) -> None:
+        self.room = room
         self.kept: dict[Key, Ahead] = {}
 
     async def run(self, job: TurnJob, turn: Callable[[], Awaitable[Any]]) -> Any:
@@ -112,12 +112,6 @@ class WakeOffer(AheadOffer):
     def argv(
         self, turns: Turns, state: AgentState, token: str, after: AfterSave | None, ride: Any
     ) -> list[Any]:
-        """The save script's ``ahead`` list for a save that schedules the agent's own next
-        turn (``turn_ahead.ahead_argv``: started if it schedules nothing else), or its
-        ``wake`` list (``WAKE_LUA``) for a save that wakes one agent and schedules nothing
-        else — when the scheduler would run the turn at once."""
-        if after is None or not self.starts.room():
-            return []
-        if after.next_job and after.ahead:
-            return ahead_argv(turns, state, token, after.ahead)
-        return self.wake_argv(turns, state.run_id, after, self.starts.lease)
+        """As the chain's offer (:meth:`AheadOffer.start_argv`), when the scheduler would
+        run the turn at once (no ride: the inline scheduler holds no ledger)."""
+        return self.start_argv(turns, state, token, after) if self.starts.room() else []

@@ -20,7 +20,7 @@ from core.errors import RunError
 from core.state.kept import RunRead
 from core.state.records import parse_usage, set_run
 from core.state.run_changes import RunChange
-from core.state.run_guard import guard_args
+from core.state.run_guard import checked, guard_args
 from core.state.turn_script import (
     TOKEN_FIELD,
     AfterSave,
@@ -84,10 +84,12 @@ async def commit_with_run_change(
                 return Saved(Commit.STALE, [])
             pairs = raw_usage or []
             read = RunRead(raw, head, dict(zip(pairs[::2], pairs[1::2], strict=True)))
-        change = run_change
-        totals = isinstance(change, TotalsChange)
-        if isinstance(change, TotalsChange):
-            change = change.make(parse_usage(read.usage) + usage)
+        totals = isinstance(run_change, TotalsChange)
+        change = (
+            run_change.make(parse_usage(read.usage) + usage)
+            if isinstance(run_change, TotalsChange)
+            else run_change
+        )
         new_run: RunState | None = None
         run_events: list[RunEvent] = []
         if read.record is not None:
@@ -96,9 +98,7 @@ async def commit_with_run_change(
         turns.turn_writes(recorder, state, [*events, *run_events], usage, writes)
         if new_run is not None:
             set_run(recorder, keys, new_run)
-        # The head stands for the record; a run with none (recorded before heads existed)
-        # is checked by its record itself.
-        held = (hkey, read.head) if read.head is not None else (keys.run(run_id), read.record)
+        held = checked(keys.run(run_id), hkey, read.record, read.head)
         guard = guard_args(*held, (ukey, read.usage) if totals else None)
         argv = turns.script_argv(state, expected_seq, token, recorder, after, guard=guard)
         saved = await turns.commit_script(keys=[akey, turns.lease_key(after)], args=argv)

@@ -144,7 +144,7 @@ class RunState(BaseModel):
     # run's cost there (core.spend); None for a run recorded without one.
     place: Place | None = None
 
-    def head(self) -> RunHead:
+    def head(self, rev: str = "") -> RunHead:
         return RunHead(
             id=self.id,
             status=self.status,
@@ -153,4 +153,5 @@ class RunState(BaseModel):
             deadline_at=self.deadline_at,
             traceparent=self.traceparent,
             root_agent_id=self.root_agent_id,
+            rev=rev,
         )
