@@ -9,13 +9,11 @@ Owns that reading; calls :mod:`core.llm.failures` only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterable
 from typing import Any
 
-from pydantic_core import from_json
-
 from core.llm.failures import CallFailure, empty_choices
+from core.llm.http_failures import parse_json
 
 _SNIPPET = 200
 
@@ -37,7 +35,7 @@ class Completion:
             self.done = True
             return
         try:
-            chunk = _parse(data)
+            chunk = parse_json(data)  # (pydantic-core's, the stdlib's for what it refuses)
         except ValueError:
             chunk = None
         if not isinstance(chunk, dict):
@@ -122,15 +120,6 @@ def _line(raw: bytes, pending: list[str], completion: Completion) -> None:
         pending.append(value.removeprefix(" "))
     elif field not in ("event", "id", "retry"):
         raise malformed(line)
-
-
-def _parse(data: str) -> Any:
-    """``json.loads(data)`` by pydantic-core (a third of the CPU), the stdlib reading what
-    it refuses (as ``core.llm.http_failures.parse_json``)."""
-    try:
-        return from_json(data)
-    except ValueError:
-        return json.loads(data)
 
 
 def malformed(data: str) -> CallFailure:
