@@ -21,8 +21,8 @@ Every guarantee of the thread path is kept, in the same order:
   (kombu's calls block), through the consumer's ``call_soon_ack`` (:mod:`tasks.consumer`:
   a message of a lost connection is left to the ledger); the turns that ended while that
   thread was busy go to it in one batch (:class:`Batch`), and those that ran to their end
-  are acknowledged together: one hop to the consumer's loop and one Redis round trip
-  (``TurnConsumer.call_soon_acks``) for the batch, not one each;
+  go to the consumer's loop in one hop (``TurnConsumer.call_soon_acks``), where kombu
+  acknowledges each;
 - a retry's countdown waits on Celery's timer, outside the prefetch count, as Celery's
   own strategy does.
 
