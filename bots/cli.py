@@ -3,7 +3,6 @@ the web server (slack, discord, web) are in :mod:`bots.cli_chat`."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from typing import TYPE_CHECKING
@@ -27,6 +26,7 @@ from bots.cli_spend import spend
 from bots.cli_tools import tools
 from bots.console.text import escape
 from core.errors import CarambaError
+from core.process import event_loop
 
 if TYPE_CHECKING:
     from core.types.run import RunState
@@ -95,7 +95,7 @@ def run(
             thread.close()
 
     try:
-        result = asyncio.run(go())
+        result = event_loop.run(go(), settings.scheduler.event_loop)
     except Interrupted:
         console.print("[yellow]Quit at once; the run stopped with this process.[/]")
         raise typer.Exit(130) from None
@@ -181,7 +181,7 @@ def keeper(
     redis_or_exit(settings)
     configure_logging(loglevel)
     try:
-        asyncio.run(serve(settings))
+        event_loop.run(serve(settings), settings.scheduler.event_loop)
     except CarambaError as exc:
         raise configuration_error(exc) from None
 

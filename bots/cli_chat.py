@@ -24,7 +24,7 @@ def slack(
         secrets = SlackSecrets.from_env()
     except CarambaError as exc:
         raise configuration_error(exc) from None
-    serve(run_slack(settings, secrets, host, port))
+    serve(run_slack(settings, secrets, host, port), settings)
 
 
 def discord(
@@ -44,7 +44,7 @@ def discord(
         token = discord_token()
     except CarambaError as exc:
         raise configuration_error(exc) from None
-    serve(run_discord(settings, token, sync))
+    serve(run_discord(settings, token, sync), settings)
 
 
 def web(
@@ -72,4 +72,4 @@ def web(
     settings = settings_or_exit()
     if not demo:  # the demo has its Redis in the process
         redis_or_exit(settings)
-    serve(run_web(settings, host, port, demo=demo, pace_s=pace))
+    serve(run_web(settings, host, port, demo=demo, pace_s=pace), settings)

@@ -16,6 +16,7 @@ from rich.console import Console
 from bots.console.text import escape
 from core.config import Settings, load_settings
 from core.errors import CarambaError, ConfigError
+from core.process import event_loop
 
 if TYPE_CHECKING:
     from core.services import Services
@@ -83,12 +84,13 @@ def say_unexpected(exc: BaseException) -> int:
     return 1
 
 
-def serve(service: Coroutine[Any, Any, None]) -> None:
-    """Run a long-lived service (a bot, the web server) until it stops; its error, if it
-    ends with one, is said in a line and the command exits with 1."""
+def serve(service: Coroutine[Any, Any, None], settings: Settings) -> None:
+    """Run a long-lived service (a bot, the web server) until it stops, on the event loop
+    ``scheduler.event_loop`` chooses; its error, if it ends with one, is said in a line and
+    the command exits with 1."""
     logging.getLogger("bots").setLevel(logging.INFO)
     try:
-        asyncio.run(service)
+        event_loop.run(service, settings.scheduler.event_loop)
     except CarambaError as exc:
         raise typer.Exit(say_unexpected(exc)) from None
 

@@ -14,6 +14,7 @@ import typer
 
 from bots.cli_common import console, settings_or_exit
 from bots.console.text import escape
+from core.process import event_loop
 
 if TYPE_CHECKING:
     from bots.console.thread import ConsoleThread
@@ -59,7 +60,7 @@ def demo(
     else:
         demo_run = _team(settings, thread, pace_s, task)
     try:
-        run = asyncio.run(demo_run)
+        run = event_loop.run(demo_run, settings.scheduler.event_loop)
     finally:
         thread.close()
     if run.status.value == "rejected":

@@ -108,6 +108,10 @@ class AgentsSettings(_Section):
 
 class SchedulerSettings(_Section):
     inline_concurrency: int = Field(16, ge=1, le=10_000)
+    # The event loop a turn-running process runs its turns on (a worker, `caramba run`, the
+    # bots and the web chat): "uvloop" (libuv), "asyncio" (the standard library's), or
+    # "auto": uvloop where it is installed, else asyncio's (core.process.event_loop).
+    event_loop: Literal["auto", "uvloop", "asyncio"] = "auto"
     # The background loop (due timers, intents left over, ended runs, the watchdog): a
     # tick every background_interval_s while ticks find work; after background_idle_ticks
     # empty ticks in a row, every background_idle_s. Timers fire when due at either pace.

@@ -13,7 +13,7 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
@@ -24,8 +24,13 @@ T = TypeVar("T")
 class LoopThread:
     """Runs an event loop forever in a daemon thread until :meth:`stop`."""
 
-    def __init__(self, name: str = "caramba-loop") -> None:
+    def __init__(
+        self,
+        name: str = "caramba-loop",
+        factory: Callable[[], asyncio.AbstractEventLoop] = asyncio.new_event_loop,
+    ) -> None:
         self._name = name
+        self._factory = factory  # makes the loop (core.process.event_loop.loop_factory)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self.native_id = 0  # the thread's id in the kernel (/proc/PID/task/ID), once started
@@ -43,7 +48,7 @@ class LoopThread:
     def start(self) -> None:
         if self._thread is not None:
             raise RuntimeError("LoopThread already started")
-        loop = asyncio.new_event_loop()
+        loop = self._factory()
         ready = threading.Event()
 
         def main() -> None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.config import Settings
 from core.process.background import run_background
+from core.process.event_loop import loop_factory, loop_name
 from core.process.jobs import handle
 from core.process.tools_start import start_tools, stop_tools
 from core.process.wiring import build_services
@@ -77,7 +78,7 @@ class WorkerRuntime:
         with self._lock:
             if self._loop is not None:
                 return
-            loop = LoopThread(name="caramba-turns")
+            loop = LoopThread("caramba-turns", loop_factory(self.settings.scheduler.event_loop))
             loop.start()
             try:
                 self._svc = loop.run(self._open(), timeout=60)
@@ -87,11 +88,8 @@ class WorkerRuntime:
             self._loop = loop
         # The loop thread's kernel id: where a profiler or bench/peers.py finds the turns'
         # CPU apart from Celery's own (the main thread) and the pool's threads.
-        log.info(
-            "turn runtime started (queue %s, loop thread %d)",
-            self.settings.celery.queue,
-            loop.native_id,
-        )
+        queue, kind = self.settings.celery.queue, loop_name(loop.loop)
+        log.info("turn runtime started (queue %s, loop thread %d, %s)", queue, loop.native_id, kind)
 
     async def _open(self) -> Services:
         scheduler = CeleryScheduler(self.app, self.settings)

@@ -38,6 +38,7 @@ import common
 from redis.asyncio import Redis
 
 from core.config import Settings, load_settings
+from core.process import event_loop
 from core.types.agent import AgentSpec
 
 URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
@@ -430,4 +431,7 @@ if __name__ == "__main__":
     sys.argv.remove("--mode")
     base = sys.argv[sys.argv.index("--base-url") + 1]
     n = int(sys.argv[sys.argv.index("--n") + 1]) if "--n" in sys.argv else 1000
-    asyncio.run((inline if mode == "inline" else celery)(base, max(64, n + 16)))
+    # On the event loop the product runs turns on (scheduler.event_loop: uvloop by default,
+    # CARAMBA_SCHEDULER__EVENT_LOOP=asyncio for the standard library's), as `caramba run`.
+    main = (inline if mode == "inline" else celery)(base, max(64, n + 16))
+    event_loop.run(main, load_settings().scheduler.event_loop)

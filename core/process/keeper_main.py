@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from core.config import Settings, load_settings
 from core.errors import CarambaError, ConfigError
+from core.process import event_loop
 from core.process.keeper import Keeper
 from core.process.wiring import build_llm, connect_redis
 
@@ -88,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     configure_logging(args.loglevel)
     try:
         settings = load_settings()
-        asyncio.run(serve(settings, parent_pid=args.parent_pid))
+        event_loop.run(serve(settings, parent_pid=args.parent_pid), settings.scheduler.event_loop)
     except CarambaError as exc:
         log.error("configuration error: %s", exc)
         raise SystemExit(2) from None
