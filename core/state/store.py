@@ -26,6 +26,7 @@ from core.state.event_log import EventLog
 from core.state.intents import IntentQueue
 from core.state.keeper_channel import KeeperChannel
 from core.state.keys import Keys
+from core.state.piped import Pipe
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 
 # Re-exported: callers import the run-change helpers from the store they apply to.
@@ -61,6 +62,8 @@ class Store:
     def __init__(self, redis: Redis, keys: Keys, events_maxlen: int) -> None:
         self.redis = redis
         self.keys = keys
+        # The turn's start and save scripts, several per write (core.state.piped).
+        self.pipe = Pipe(redis) if Pipe.usable(redis) else None
         self.events = EventLog(redis, keys, events_maxlen)
         self.turns = Turns(self)
         # The state rooms of the effects and the watchdog, on the same client and keys.
@@ -73,6 +76,8 @@ class Store:
 
     async def aclose(self) -> None:
         """Close the Redis client (the process's, shared by every state object)."""
+        if self.pipe is not None:
+            await self.pipe.aclose()
         await self.redis.aclose()
 
     async def ping(self) -> None:

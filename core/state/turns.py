@@ -23,6 +23,7 @@ from core.state.durable_writes import replicated
 from core.state.kept import Kept, RunRead
 from core.state.leases import release_lease
 from core.state.ledger_moves import RIDER, Ride, start_hold_argv
+from core.state.piped import PipedScript
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 from core.state.run_changes import RunChange
 from core.state.turn_ahead import AHEAD, started_by_save
@@ -68,9 +69,10 @@ class Turns:
         self.store = store
         self.redis = store.redis
         self.keys = store.keys
-        self.commit_script = store.redis.register_script(COMMIT_SCRIPT)
-        self.read_for_change = store.redis.register_script(READ_SCRIPT)  # (turn_cas)
-        self._start = store.redis.register_script(START_SCRIPT)
+        # On the store's pipe: several turns' scripts in one write (core.state.piped).
+        self.commit_script = PipedScript(store.redis, store.pipe, COMMIT_SCRIPT)
+        self.read_for_change = PipedScript(store.redis, store.pipe, READ_SCRIPT)  # (turn_cas)
+        self._start = PipedScript(store.redis, store.pipe, START_SCRIPT)
         # Follow-up records done by this process, cleared by its next script.
         self._clears: Clears = []
         # The states its saves wrote and runs' records its starts read (``core.state.kept``).

@@ -105,7 +105,7 @@ async def test_the_members_next_turns_start_with_the_save_before_them(
     svc, scheduler = worker
     run_id, task_id, job = await _first(svc, scheduler)
     started = _started_by_script(svc)
-    trips = RoundTrips(real_redis)
+    trips = RoundTrips(real_redis, svc.store.pipe)
     sent: dict[str, list[str]] = {}
 
     async def observed(turn: TurnJob) -> TurnOutcome:

@@ -30,11 +30,21 @@ MAX_ROUND_TRIPS = 4
 
 
 class RoundTrips:
-    """Counts what ``client`` sends to Redis, naming each round trip."""
+    """Counts what ``client`` sends to Redis, naming each round trip, and what goes on the
+    store's ``pipe`` (the turn's scripts, ``core.state.piped``): one each, as when each
+    was sent alone (several in one write count as several)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, pipe: Any = None) -> None:
         self.sent: list[str] = []
         command, pipeline = client.execute_command, client.pipeline
+        if pipe is not None:
+            piped = pipe.execute
+
+            async def execute(*args: Any) -> Any:
+                self.sent.append(str(args[0]))
+                return await piped(*args)
+
+            pipe.execute = execute
 
         async def execute_command(*args: Any, **options: Any) -> Any:
             self.sent.append(str(args[0]))
@@ -116,7 +126,7 @@ async def _team(make_services: Any, real_redis: Any, member: tuple[Reply, ...]) 
 async def test_a_tool_call_then_run_again_turn(make_services: Any, real_redis: Any) -> None:
     member = (Reply(calls=(call("calculate", {"expression": "6*7"}),)),)
     svc, recorder, run_id, _root_id, member_id = await _team(make_services, real_redis, member)
-    trips = RoundTrips(real_redis)
+    trips = RoundTrips(real_redis, svc.store.pipe)
 
     outcome, sent = await _run(svc, trips, TurnJob(run_id=run_id, agent_id=member_id, seq=0))
 
@@ -136,7 +146,7 @@ async def test_a_finishing_turn_and_the_parent_it_wakes(
     assert await run_turn(svc, TurnJob(run_id=run_id, agent_id=member_id, seq=0)) is (
         TurnOutcome.CONTINUED
     )
-    trips = RoundTrips(real_redis)
+    trips = RoundTrips(real_redis, svc.store.pipe)
 
     outcome, sent = await _run(svc, trips, TurnJob(run_id=run_id, agent_id=member_id, seq=1))
 
@@ -163,7 +173,7 @@ async def test_an_answer_is_kept_before_a_tool_with_effects(
     tell = call("send_message", {"to": "parent", "body": "on it"})
     member = (Reply(calls=(tell,)), Reply(calls=(note, tell)))
     svc, recorder, run_id, root_id, member_id = await _team(make_services, real_redis, member)
-    trips = RoundTrips(real_redis)
+    trips = RoundTrips(real_redis, svc.store.pipe)
 
     outcome, sent = await _run(svc, trips, TurnJob(run_id=run_id, agent_id=member_id, seq=0))
 
@@ -210,7 +220,7 @@ async def test_a_turn_that_creates_an_agent(make_services: Any, real_redis: Any)
     for _ in range(2):  # the first warms the scripts and the pool
         root = AgentSpec(name="O", role="orchestrator", tools=tools)
         runs.append((await start_run(svc, "help", root), root.id, recorder.jobs[-1]))
-    trips = RoundTrips(real_redis)
+    trips = RoundTrips(real_redis, svc.store.pipe)
     await _run(svc, trips, runs[0][2])
 
     outcome, sent = await _run(svc, trips, runs[1][2])
@@ -229,7 +239,7 @@ async def test_a_message_to_an_agent_by_name(make_services: Any, real_redis: Any
     svc, _recorder, run_id, _root_id, member_id = await _team(
         make_services, real_redis, (to_parent, to_parent)
     )
-    trips = RoundTrips(real_redis)
+    trips = RoundTrips(real_redis, svc.store.pipe)
 
     scripts = []
     for seq in (0, 1):
