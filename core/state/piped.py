@@ -17,8 +17,9 @@ sends it again, as redis-py's ``Script`` does), and on a lost connection the sam
 connection, every script of the lost one failing with the connection error for its
 caller to retry. The scripts sent this way are the turn's start and save (and the save's
 read of the run), which redis-py's retry sent again the same way before (a save sent again
-is recognised by its token): nothing else changes its way to Redis. A caller cancelled while its reply is on its way leaves the
-connection as it is (the reply is read and dropped), where redis-py closes it.
+is recognised by its token): nothing else changes its way to Redis. A caller cancelled
+while its reply is on its way leaves the connection as it is (the reply is read and
+dropped), where redis-py closes it.
 
 Embedded mode's in-process Redis (fakeredis) has no connection to share: there the
 scripts go through the client as before.
@@ -127,8 +128,9 @@ class Pipe:
             else:
                 future.set_result(reply)
 
-    def _drop(self, link: _Link, exc: BaseException) -> None:
-        """``link``'s connection is lost: every command on it fails with ``exc``."""
+    def _drop(self, link: _Link, exc: BaseException, *, close: bool = True) -> None:
+        """``link``'s connection is lost: every command on it fails with ``exc`` (and the
+        connection is closed, in a task of its own with ``close``)."""
         if link.lost:
             return
         link.lost = True
@@ -139,16 +141,18 @@ class Pipe:
         for future in waiting:
             if not future.done():
                 future.set_exception(exc)
-        asyncio.get_running_loop().create_task(_disconnect(link.conn))
+        if close:
+            asyncio.get_running_loop().create_task(_disconnect(link.conn))
 
     async def aclose(self) -> None:
         link = self._link
         if link is None:
             return
         reader = link.reader
-        self._drop(link, RedisConnectionError("the pipe to Redis was closed"))
+        self._drop(link, RedisConnectionError("the pipe to Redis was closed"), close=False)
         if reader is not None and not reader.done():
             reader.cancel()
+        await _disconnect(link.conn)
 
 
 class PipedScript:
