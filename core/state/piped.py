@@ -37,6 +37,12 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+# Bytes of scripts gathered before they are written without waiting for the loop round's
+# end, and bytes written and not yet taken by the socket above which a script waits for
+# Redis to read (a burst of a thousand saves is ~10 MB: not held here whole).
+_WRITE = 256 * 1024
+_HELD = 1024 * 1024
+
 
 class _Link:
     """One connection of the pipe: its commands written or buffered, oldest first, and the
@@ -45,6 +51,7 @@ class _Link:
     def __init__(self, conn: Any) -> None:
         self.conn = conn
         self.out: list[bytes] = []
+        self.size = 0  # bytes in out
         self.waiting: deque[asyncio.Future[Any]] = deque()
         self.flush_due = False
         self.reader: asyncio.Task[None] | None = None
@@ -73,10 +80,20 @@ class Pipe:
 
     async def _send(self, args: Sequence[Any]) -> Any:
         link = self._link or await self._connect()
+        writer = link.conn._writer
+        if writer is not None and writer.transport.get_write_buffer_size() > _HELD:
+            # Redis reads slower than the turns write: wait for it, as a connection of
+            # one's own would, rather than holding their bytes here.
+            await writer.drain()
+            link = self._link or await self._connect()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        link.out.extend(link.conn.pack_command(*args))
+        packed = link.conn.pack_command(*args)
+        link.out.extend(packed)
+        link.size += sum(map(len, packed))
         link.waiting.append(future)
-        if not link.flush_due:
+        if link.size > _WRITE:  # a write's worth already: written now
+            self._flush(link)
+        elif not link.flush_due:
             link.flush_due = True
             asyncio.get_running_loop().call_soon(self._flush, link)
         return await future
@@ -93,15 +110,14 @@ class Pipe:
 
     def _flush(self, link: _Link) -> None:
         link.flush_due = False
-        data = b"".join(link.out)
-        link.out.clear()
+        data, link.out, link.size = link.out, [], 0
         if link.lost or not data:
             return
         try:
             writer = link.conn._writer
             if writer is None:
                 raise RedisConnectionError("the connection to Redis was closed")
-            writer.write(data)
+            writer.writelines(data)  # (uvloop writes the parts as they are, no joined copy)
         except Exception as exc:  # not written: each caller gets the error (and retries)
             self._drop(link, _lost(exc))
             return

@@ -32,13 +32,13 @@ async def _writes(pipe: Pipe) -> list[int]:
     """Counts the writes the pipe's connection makes from now on."""
     link = pipe._link or await pipe._connect()
     writer, counted = link.conn._writer, []
-    write = writer.write
+    writelines = writer.writelines
 
-    def counting(data: bytes) -> None:
-        counted.append(len(data))
-        write(data)
+    def counting(parts: list[bytes]) -> None:
+        counted.append(sum(map(len, parts)))
+        writelines(parts)
 
-    writer.write = counting
+    writer.writelines = counting
     return counted
 
 
@@ -67,6 +67,23 @@ async def test_many_callers_get_their_own_replies_in_few_writes(real_redis: Any)
         )
         assert replies == [[f"v{i}", f"v{i}"] for i in range(200)]
         assert 1 <= len(writes) <= 4, writes  # one write a loop round, not one each
+    finally:
+        await pipe.aclose()
+        await client.aclose()
+
+
+async def test_a_burst_bigger_than_a_write_goes_in_parts(real_redis: Any) -> None:
+    client = _client()
+    pipe = Pipe(client)
+    echo = PipedScript(client, pipe, ECHO)
+    prefix, big = real_redis.test_prefix, "x" * 8192
+    try:
+        writes = await _writes(pipe)
+        replies = await asyncio.gather(
+            *(echo(keys=[f"{prefix}:k{i}"], args=[f"{i}{big}"]) for i in range(400))
+        )
+        assert replies == [[f"{i}{big}", f"{i}{big}"] for i in range(400)]
+        assert len(writes) >= 12 and max(writes) <= 300 * 1024, writes  # 3.2 MB in parts
     finally:
         await pipe.aclose()
         await client.aclose()
