@@ -38,7 +38,6 @@ import common
 from redis.asyncio import Redis
 
 from core.config import Settings, load_settings
-from core.process import event_loop
 from core.types.agent import AgentSpec
 
 URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/13")
@@ -434,4 +433,9 @@ if __name__ == "__main__":
     # On the event loop the product runs turns on (scheduler.event_loop: uvloop by default,
     # CARAMBA_SCHEDULER__EVENT_LOOP=asyncio for the standard library's), as `caramba run`.
     main = (inline if mode == "inline" else celery)(base, max(64, n + 16))
-    event_loop.run(main, load_settings().scheduler.event_loop)
+    try:
+        from core.process import event_loop
+    except ImportError:  # a tree from before the setting (peers.py --before): asyncio's
+        asyncio.run(main)
+    else:
+        event_loop.run(main, load_settings().scheduler.event_loop)
