@@ -84,7 +84,11 @@ class Pipe:
         if writer is not None and writer.transport.get_write_buffer_size() > _HELD:
             # Redis reads slower than the turns write: wait for it, as a connection of
             # one's own would, rather than holding their bytes here.
-            await writer.drain()
+            try:
+                await writer.drain()
+            except OSError as exc:  # the connection went meanwhile: said as redis-py does
+                self._drop(link, _lost(exc))
+                raise _lost(exc) from exc
             link = self._link or await self._connect()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         packed = link.conn.pack_command(*args)
