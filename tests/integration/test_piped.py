@@ -6,6 +6,7 @@ new one, a cancelled caller leaves the connection usable, and fakeredis goes wit
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import fakeredis
@@ -22,10 +23,24 @@ pytestmark = pytest.mark.integration
 ECHO = "redis.call('SET', KEYS[1], ARGV[1]); return {ARGV[1], redis.call('GET', KEYS[1])}"
 FAIL = "return redis.error_reply('ERR no such thing: ' .. ARGV[1])"
 
+Piped = tuple[Redis, Pipe]
+
 
 def _client() -> Redis:
     """A client made as the processes make theirs (hiredis packing, the retry)."""
     return connect_redis(make_settings(redis={"url": REDIS_URL}))
+
+
+@pytest.fixture
+async def piped() -> AsyncIterator[Piped]:
+    """A client and its pipe, both closed after the test."""
+    client = _client()
+    pipe = Pipe(client)
+    try:
+        yield client, pipe
+    finally:
+        await pipe.aclose()
+        await client.aclose()
 
 
 async def _writes(pipe: Pipe) -> list[int]:
@@ -55,114 +70,88 @@ async def _sent(pipe: Pipe) -> list[str]:
     return names
 
 
-async def test_many_callers_get_their_own_replies_in_few_writes(real_redis: Any) -> None:
-    client = _client()
-    pipe = Pipe(client)
+async def test_many_callers_get_their_own_replies_in_few_writes(
+    real_redis: Any, piped: Piped
+) -> None:
+    client, pipe = piped
     echo = PipedScript(client, pipe, ECHO)
     prefix = real_redis.test_prefix
-    try:
-        writes = await _writes(pipe)
-        replies = await asyncio.gather(
-            *(echo(keys=[f"{prefix}:k{i}"], args=[f"v{i}"]) for i in range(200))
-        )
-        assert replies == [[f"v{i}", f"v{i}"] for i in range(200)]
-        assert 1 <= len(writes) <= 4, writes  # one write a loop round, not one each
-    finally:
-        await pipe.aclose()
-        await client.aclose()
+    writes = await _writes(pipe)
+    replies = await asyncio.gather(
+        *(echo(keys=[f"{prefix}:k{i}"], args=[f"v{i}"]) for i in range(200))
+    )
+    assert replies == [[f"v{i}", f"v{i}"] for i in range(200)]
+    assert 1 <= len(writes) <= 4, writes  # one write a loop round, not one each
 
 
-async def test_a_burst_bigger_than_a_write_goes_in_parts(real_redis: Any) -> None:
-    client = _client()
-    pipe = Pipe(client)
+async def test_a_burst_bigger_than_a_write_goes_in_parts(real_redis: Any, piped: Piped) -> None:
+    client, pipe = piped
     echo = PipedScript(client, pipe, ECHO)
     prefix, big = real_redis.test_prefix, "x" * 8192
-    try:
-        writes = await _writes(pipe)
-        replies = await asyncio.gather(
-            *(echo(keys=[f"{prefix}:k{i}"], args=[f"{i}{big}"]) for i in range(400))
-        )
-        assert replies == [[f"{i}{big}", f"{i}{big}"] for i in range(400)]
-        assert len(writes) >= 12 and max(writes) <= 300 * 1024, writes  # 3.2 MB in parts
-    finally:
-        await pipe.aclose()
-        await client.aclose()
+    writes = await _writes(pipe)
+    replies = await asyncio.gather(
+        *(echo(keys=[f"{prefix}:k{i}"], args=[f"{i}{big}"]) for i in range(400))
+    )
+    assert replies == [[f"{i}{big}", f"{i}{big}"] for i in range(400)]
+    assert len(writes) >= 12 and max(writes) <= 300 * 1024, writes  # 3.2 MB in parts
 
 
-async def test_an_error_reply_is_its_own_commands_only(real_redis: Any) -> None:
-    client = _client()
-    pipe = Pipe(client)
+async def test_an_error_reply_is_its_own_commands_only(real_redis: Any, piped: Piped) -> None:
+    client, pipe = piped
     echo, fail = PipedScript(client, pipe, ECHO), PipedScript(client, pipe, FAIL)
     key = f"{real_redis.test_prefix}:k"
-    try:
-        got = await asyncio.gather(
-            echo(keys=[key], args=["a"]),
-            fail(args=["x"]),
-            echo(keys=[key], args=["b"]),
-            return_exceptions=True,
-        )
-        assert got[0] == ["a", "a"] and got[2] == ["b", "b"]
-        assert isinstance(got[1], ResponseError) and "no such thing: x" in str(got[1])
-    finally:
-        await pipe.aclose()
-        await client.aclose()
+    got = await asyncio.gather(
+        echo(keys=[key], args=["a"]),
+        fail(args=["x"]),
+        echo(keys=[key], args=["b"]),
+        return_exceptions=True,
+    )
+    assert got[0] == ["a", "a"] and got[2] == ["b", "b"]
+    assert isinstance(got[1], ResponseError) and "no such thing: x" in str(got[1])
 
 
-async def test_a_script_the_server_forgot_is_loaded_again(real_redis: Any) -> None:
-    client = _client()
-    pipe = Pipe(client)
+async def test_a_script_the_server_forgot_is_loaded_again(real_redis: Any, piped: Piped) -> None:
+    client, pipe = piped
     # A script of this test's own (its sha), never loaded: the server answers NOSCRIPT as
     # a restarted one does (flushing the scripts would reach the other tests' too).
     text = ECHO + " -- " + real_redis.test_prefix
     echo = PipedScript(client, pipe, text)
     key = f"{real_redis.test_prefix}:k"
-    try:
-        sent = await _sent(pipe)
-        assert await echo(keys=[key], args=["a"]) == ["a", "a"]
-        assert sent == ["EVALSHA", "SCRIPT", "EVALSHA"]
-        assert await echo(keys=[key], args=["b"]) == ["b", "b"]  # loaded now
-    finally:
-        await pipe.aclose()
-        await client.aclose()
+    sent = await _sent(pipe)
+    assert await echo(keys=[key], args=["a"]) == ["a", "a"]
+    assert sent == ["EVALSHA", "SCRIPT", "EVALSHA"]
+    assert await echo(keys=[key], args=["b"]) == ["b", "b"]  # loaded now
 
 
-async def test_a_lost_connection_is_retried_on_a_new_one(real_redis: Any) -> None:
-    client = _client()
-    pipe = Pipe(client)
+async def test_a_lost_connection_is_retried_on_a_new_one(real_redis: Any, piped: Piped) -> None:
+    client, pipe = piped
     echo = PipedScript(client, pipe, ECHO)
     key = f"{real_redis.test_prefix}:k"
-    try:
-        assert await echo(keys=[key], args=["a"]) == ["a", "a"]
-        link = pipe._link
-        assert link is not None
-        # The server drops the pipe's connection under it, as a restart or a failover does.
-        await real_redis.execute_command("CLIENT", "KILL", "ID", await _client_id(pipe))
-        assert await echo(keys=[key], args=["b"]) == ["b", "b"]
-        assert pipe._link is not None and pipe._link is not link  # a new connection
-    finally:
-        await pipe.aclose()
-        await client.aclose()
+    assert await echo(keys=[key], args=["a"]) == ["a", "a"]
+    link = pipe._link
+    assert link is not None
+    # The server drops the pipe's connection under it, as a restart or a failover does.
+    await real_redis.execute_command("CLIENT", "KILL", "ID", await _client_id(pipe))
+    assert await echo(keys=[key], args=["b"]) == ["b", "b"]
+    assert pipe._link is not None and pipe._link is not link  # a new connection
 
 
 async def _client_id(pipe: Pipe) -> Any:
     return await pipe.execute("CLIENT", "ID")
 
 
-async def test_a_cancelled_caller_leaves_the_connection_usable(real_redis: Any) -> None:
-    client = _client()
-    pipe = Pipe(client)
+async def test_a_cancelled_caller_leaves_the_connection_usable(
+    real_redis: Any, piped: Piped
+) -> None:
+    client, pipe = piped
     echo = PipedScript(client, pipe, ECHO)
     key = f"{real_redis.test_prefix}:k"
-    try:
-        slow = asyncio.ensure_future(pipe.execute("BLPOP", f"{key}:never", "0.3"))
-        await asyncio.sleep(0.05)
-        slow.cancel()  # its reply (nil, in 0.3 s) is read and dropped
-        link = pipe._link
-        assert await echo(keys=[key], args=["after"]) == ["after", "after"]
-        assert pipe._link is link  # the same connection, still in order
-    finally:
-        await pipe.aclose()
-        await client.aclose()
+    slow = asyncio.ensure_future(pipe.execute("BLPOP", f"{key}:never", "0.3"))
+    await asyncio.sleep(0.05)
+    slow.cancel()  # its reply (nil, in 0.3 s) is read and dropped
+    link = pipe._link
+    assert await echo(keys=[key], args=["after"]) == ["after", "after"]
+    assert pipe._link is link  # the same connection, still in order
 
 
 async def test_fakeredis_goes_through_the_client() -> None:
