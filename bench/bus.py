@@ -12,8 +12,10 @@ Last line: ``bench bus: p50_ms=… p99_ms=… redis_rtt_p99_ms=… ratio_p99=…
 where redis_rtt is one raw stream delivery measured in the same run (XADD by one client,
 XREADGROUP by another, no Caramba code) and msgs_per_s is agent messages delivered per
 second with all pairs talking at once. Latency is measured with one pair at a time (an
-idle system): from the sender's model reply (the scripted model answers instantly) to the
-recipient's model call that sees the message.
+idle system): from the sender's model reply (the scripted model answers instantly; the
+clock starts once its reply is made, as the answer reaches Caramba) to the recipient's
+model call that sees the message. The bench runs on the loop the product's processes run
+(``scheduler.event_loop``), the raw round trips too.
 
 ``--explain`` prints, for the deliveries at or above the p99 and for all of them, how many
 overlapped a tick of the background loop, its recording of ended runs in the agent library
@@ -32,12 +34,13 @@ moments of the machine's load (2,000 raw samples).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from redis.asyncio import Redis
@@ -46,8 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bus_explain import Pauses, pct
 from core.config import load_settings
-from core.llm.base import LLMRequest
+from core.llm.base import LLMRequest, LLMResponse
 from core.llm.scripted import Reply, ScriptedModel, call
+from core.process import event_loop
 from core.process.embedded import embedded_services
 from core.runs.control import start_run
 from core.services import Services
@@ -76,6 +80,21 @@ async def raw_rtt(
     return samples
 
 
+@dataclass
+class _Stamped(ScriptedModel):
+    """The scripted model, calling ``replied`` once its reply is made: a message's clock
+    starts there, as the model's answer reaches Caramba (building the reply — its tool
+    calls' ids, the prompt's token count over the whole thread — is the model's work)."""
+
+    replied: Callable[[], None] | None = None
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        response = await super().complete(request)
+        if self.replied is not None:
+            self.replied()
+        return response
+
+
 class Brain:
     """The scripted model of every pair: Ping creates Pong, then they exchange ``rounds``
     messages each; records each delivery's latency."""
@@ -85,14 +104,22 @@ class Brain:
         self.latencies: list[float] = []
         self.spans: list[tuple[float, float]] = []  # each delivery's (sent, seen), perf_counter
         self.sent_at: dict[str, float] = {}
+        self.sending: str | None = None  # the token of the reply being made
         self.delivered = 0
         # The scripted model records every request for tests; a bench of thousands of
         # turns would keep every thread in memory (and the collector would walk them).
-        self.model = ScriptedModel(responder=self)
+        self.model = _Stamped(responder=self, replied=self.replied)
 
     def reset(self, rounds: int) -> None:
         self.rounds, self.latencies, self.delivered, self.spans = rounds, [], 0, []
         self.sent_at.clear()
+        self.sending = None
+
+    def replied(self) -> None:
+        """The reply is made (no await between the responder and this: nothing else ran)."""
+        if self.sending is not None:
+            self.sent_at[self.sending] = time.perf_counter()
+            self.sending = None
 
     def __call__(self, request: LLMRequest) -> Reply:
         now = time.perf_counter()
@@ -126,8 +153,7 @@ class Brain:
             return Reply(calls=(call("create_agent", pong), call("wait_for_messages")))
         if sent >= self.rounds:
             return Reply(calls=(call("finish", {"result": "done"}),))
-        token = uuid.uuid4().hex
-        self.sent_at[token] = time.perf_counter()
+        token = self.sending = uuid.uuid4().hex
         to = "parent" if name.startswith("Pong") else name.replace("Ping", "Pong")
         return Reply(
             calls=(
@@ -217,4 +243,7 @@ if __name__ == "__main__":
         help="which deliveries overlapped a background tick or a garbage collection",
     )
     args = parser.parse_args()
-    asyncio.run(measure(args.pairs, args.rounds, args.latency_pairs, args.explain))
+    # On the loop the product's processes run (``scheduler.event_loop``: uvloop by default);
+    # the raw round trips are measured on it too.
+    choice = load_settings().scheduler.event_loop
+    event_loop.run(measure(args.pairs, args.rounds, args.latency_pairs, args.explain), choice)
