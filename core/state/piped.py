@@ -87,8 +87,9 @@ class Pipe:
             try:
                 await writer.drain()
             except OSError as exc:  # the connection went meanwhile: said as redis-py does
-                self._drop(link, _lost(exc))
-                raise _lost(exc) from exc
+                lost = _lost(exc)
+                self._drop(link, lost)
+                raise lost from exc
             link = self._link or await self._connect()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         packed = link.conn.pack_command(*args)
