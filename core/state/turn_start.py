@@ -50,18 +50,21 @@ local function start_turn(K, A)
     and not redis.call('SET', K[2], A[2], 'NX', 'PX', A[3]) then
     return {0}
   end
-  local f = redis.call('HMGET', K[1], 'state', 'seq', 'status', 'team', 'spec',
-    'followup_jobs', 'followups', 'commit_token')
+  -- The state is read only to be sent back, not when the caller holds it: tens of KB
+  -- copied into the script cost Redis more than the rest of a start.
+  local has = redis.call('HEXISTS', K[1], 'state') == 1
+  local f = redis.call('HMGET', K[1], 'seq', 'status', 'team', 'followup_jobs', 'followups',
+    'commit_token')
   local field = A[4]
   local head = redis.call('GET', K[3])
   local seq = tonumber(A[1])
-  local current = f[1] and tonumber(f[2]) == seq and f[3] ~= 'finished' and f[3] ~= 'failed'
+  local current = has and tonumber(f[1]) == seq and f[2] ~= 'finished' and f[2] ~= 'failed'
   -- A copy of a turn the agent has not reached (a failover lost the save before it, while
   -- the turn's job lived on) is not counted: it does nothing, and counted it would be held
   -- against that turn once the agent gets there (the quarantine's count). Nor is a job of
   -- an agent that does not exist.
   local deliveries
-  if f[1] and (tonumber(f[2]) or -1) >= seq then
+  if has and (tonumber(f[1]) or -1) >= seq then
     deliveries = redis.call('HINCRBY', K[4], field, 1)
   else
     deliveries = tonumber(redis.call('HGET', K[4], field) or '0')
@@ -72,9 +75,9 @@ local function start_turn(K, A)
   local saved = redis.call('HGET', K[6], field)
   local pending, fresh, senders, redo, legacy = false, false, {}, {}, false
   if current then
-    local team = f[4]
+    local team = f[3]
     if not team then
-      local ok, spec = pcall(cjson.decode, f[5] or '')
+      local ok, spec = pcall(cjson.decode, redis.call('HGET', K[1], 'spec') or '')
       team = ok and type(spec) == 'table' and spec['team_id'] or ''
       if type(team) ~= 'string' then team = '' end
     end
@@ -107,7 +110,7 @@ local function start_turn(K, A)
     -- for it at once, again and again (the answer is reused only if the request is the
     -- same). A running agent's answer made for no mail is kept to (newer mail waits for the
     -- next turn: no call asked again).
-    local waiting = f[3] == 'waiting' or f[3] == 'waiting_human'
+    local waiting = f[2] == 'waiting' or f[2] == 'waiting_human'
     if not saved or (waiting and #pending == 0) then fresh = read('>') end
     local seen = {[A[5]] = true}
     for _, reply in ipairs({pending or {}, fresh or {}}) do
@@ -133,9 +136,9 @@ local function start_turn(K, A)
     end
   else
     if leased then redis.call('DEL', K[2]) end
-    local rec = f[6]
-    legacy = f[7]
-    if f[1] and A[11] == '1' and tonumber(f[2]) == seq + 1 and rec
+    local rec = f[4]
+    legacy = f[5]
+    if has and A[11] == '1' and tonumber(f[1]) == seq + 1 and rec
       and string.sub(rec, 1, #A[1] + 1) == A[1] .. '|' then
       for job in string.gmatch(string.sub(rec, #A[1] + 2), '%S+') do
         local started = redis.call('HGET', K[4], job)
@@ -145,9 +148,11 @@ local function start_turn(K, A)
   end
   -- The state as this process saved it (the same save's token), or created it (no save
   -- since: no token; the caller's is '-'): not sent back.
-  local state = f[1]
-  if state and A[12] ~= '' and (f[8] == A[12] or (A[12] == '-' and not f[8])) then
+  local state = false
+  if has and A[12] ~= '' and (f[6] == A[12] or (A[12] == '-' and not f[6])) then
     state = '='
+  elseif has then
+    state = redis.call('HGET', K[1], 'state')
   end
   -- The root's turn reads the run's record too (the head names it; the record's key is
   -- the head's without ':head'): the save that ends the run needs no read of its own.
