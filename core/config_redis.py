@@ -50,6 +50,11 @@ class RedisSettings(_Section):
     # entry) wait until this many replicas have them (WAIT); 0 = off, no extra round trip.
     replicas_to_ack: int = Field(0, ge=0, le=16)
     replicas_ack_timeout_ms: int = Field(200, ge=1, le=60_000)
+    # The turn's start and save scripts sent several per write on one connection of the
+    # pool (core/state/piped.py); false: each through redis-py's own way, one round trip
+    # and one pooled connection at a time (the kill switch, should a proxy in between
+    # mishandle pipelined commands).
+    pipe_scripts: bool = True
 
     @model_validator(mode="before")
     @classmethod

@@ -91,7 +91,9 @@ def build_services(
             client, settings.redis.replicas_to_ack, settings.redis.replicas_ack_timeout_ms
         )
     keys = Keys(settings.redis.key_prefix)
-    store = Store(client, keys, settings.redis.events_maxlen)
+    store = Store(
+        client, keys, settings.redis.events_maxlen, pipe_scripts=settings.redis.pipe_scripts
+    )
 
     async def library() -> Library:
         # Imported here: the library (and its embedder) loads only in the processes that

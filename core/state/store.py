@@ -59,11 +59,14 @@ __all__ = [
 class Store:
     """Typed access to the runs and agents a deployment keeps in Redis."""
 
-    def __init__(self, redis: Redis, keys: Keys, events_maxlen: int) -> None:
+    def __init__(
+        self, redis: Redis, keys: Keys, events_maxlen: int, *, pipe_scripts: bool = True
+    ) -> None:
         self.redis = redis
         self.keys = keys
-        # The turn's start and save scripts, several per write (core.state.piped).
-        self.pipe = Pipe(redis) if Pipe.usable(redis) else None
+        # The turn's start and save scripts, several per write (core.state.piped), unless
+        # redis.pipe_scripts turns it off.
+        self.pipe = Pipe(redis) if pipe_scripts and Pipe.usable(redis) else None
         self.events = EventLog(redis, keys, events_maxlen)
         self.turns = Turns(self)
         # The state rooms of the effects and the watchdog, on the same client and keys.

@@ -1,7 +1,8 @@
 """The turn's scripts on one connection, several per write (``core.state.piped``), against
 the real Redis: replies reach their callers in order, an error reply stays its own
 command's, a script the server forgot is loaded again, a lost connection is retried on a
-new one, a cancelled caller leaves the connection usable, and fakeredis goes without."""
+new one, a cancelled caller leaves the connection usable, fakeredis goes without, and
+``[redis] pipe_scripts = false`` switches it off."""
 
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from core.llm.scripted import Reply, ScriptedModel, call
 from core.process.wiring import connect_redis
+from core.runs.control import start_run
 from core.state.piped import Pipe, PipedScript
+from core.types import AgentSpec
+from core.types.run import RunStatus
 from tests.conftest import REDIS_URL, make_settings
 
 pytestmark = pytest.mark.integration
@@ -160,3 +165,25 @@ async def test_fakeredis_goes_through_the_client() -> None:
     echo = PipedScript(client, None, ECHO)
     assert await echo(keys=["k"], args=["a"]) == ["a", "a"]
     await client.aclose()
+
+
+@pytest.mark.parametrize("pipe_scripts", [True, False], ids=["piped", "switched-off"])
+async def test_a_run_completes_with_the_pipe_on_or_switched_off(
+    make_services: Any, real_redis: Any, pipe_scripts: bool
+) -> None:
+    """``[redis] pipe_scripts = false`` (the kill switch): the turn's scripts go through the
+    pool as every other command does, and a run still completes."""
+    model = ScriptedModel().script(
+        "O",
+        Reply(calls=(call("calculate", {"expression": "6*7"}),)),
+        Reply(calls=(call("finish", {"result": "42"}),)),
+    )
+    settings = make_settings(redis={"url": REDIS_URL, "pipe_scripts": pipe_scripts})
+    svc = make_services(settings, model, redis=real_redis)
+    assert (svc.store.pipe is not None) is pipe_scripts
+    spec = AgentSpec(name="O", role="orchestrator", tools=("calculate", "finish"))
+    run_id = await start_run(svc, "six times seven", spec)
+    await svc.scheduler.join()
+    head = await svc.store.run_head(run_id)
+    assert head.status is RunStatus.COMPLETED
+    assert len(model.requests) == 2
