@@ -14,6 +14,7 @@ from pydantic import (
     Field,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from core.errors import ConfigError, MissingSecretError
@@ -165,6 +166,21 @@ class CelerySettings(_Section):
     # flight (Celery's own strategy); "loop" hands it to the worker's event loop and keeps
     # only the message until the turn ended (tasks.dispatch; less memory per turn).
     turn_dispatch: Literal["thread", "loop"] = "loop"
+    # With "loop": the worker takes fewer turns while its event loop wakes more than
+    # intake_lag_high_s late (never fewer than intake_floor in flight), more again once
+    # it wakes less than intake_lag_low_s late (tasks.intake).
+    intake_lag_high_s: float = Field(0.2, gt=0, le=60)
+    intake_lag_low_s: float = Field(0.05, gt=0, le=60)
+    intake_floor: int = Field(32, ge=1, le=2000)
+
+    @model_validator(mode="after")
+    def _intake_lags(self) -> CelerySettings:
+        if self.intake_lag_low_s >= self.intake_lag_high_s:
+            raise ValueError(
+                f"celery.intake_lag_low_s ({self.intake_lag_low_s:g}) must be below "
+                f"celery.intake_lag_high_s ({self.intake_lag_high_s:g})"
+            )
+        return self
 
 
 class ApprovalSettings(_Section):

@@ -30,6 +30,7 @@ from core.state.client import broker as redis_broker
 from tasks.broker import BrokerAMQP
 from tasks.consumer import TurnConsumer
 from tasks.dispatch import LoopDispatch
+from tasks.intake import Intake
 from tasks.production import require_redis
 from tasks.runtime import ServicesFactory, WorkerRuntime, WorkerStopped
 from tasks.scheduler import TURN_TASK, broker_key_prefix
@@ -136,7 +137,9 @@ def make_app(
     dispatch = None
     if settings.celery.turn_dispatch == "loop":
         limit = settings.limits.max_deliveries
-        dispatch = LoopDispatch(runtime, limit, retry_delay_s, _RETRY_CAP_S)
+        celery = settings.celery
+        intake = Intake(celery.intake_lag_high_s, celery.intake_lag_low_s, celery.intake_floor)
+        dispatch = LoopDispatch(runtime, limit, retry_delay_s, _RETRY_CAP_S, intake)
     _add_runtime_step(app, runtime, dispatch)
     _register_turn(app, runtime, settings.limits.max_deliveries, retry_delay_s, dispatch)
     return app

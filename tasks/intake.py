@@ -9,11 +9,12 @@ its message in memory (~50 KB a turn: at 1,000 turns in flight half the worker's
 and is kept from the workers with time to spare.
 
 :class:`Intake` watches the loop's lag (how late a short sleep wakes up) and steers the
-consumer's prefetch limit, TCP-like: while the lag stays above :data:`HIGH_S` the limit
-stops at what the worker already holds and then shrinks by a sixteenth a tick (never below
-:data:`FLOOR`); while it stays below :data:`LOW_S` it grows by a sixteenth a tick back to
-``celery.concurrency``. While the worker holds fewer turns than the floor and the limit is
-Celery's there is nothing to steer: the ticks stop until the turns held reach the floor
+consumer's prefetch limit, TCP-like: while the lag stays above ``celery.intake_lag_high_s``
+the limit stops at what the worker already holds and then shrinks by a sixteenth a tick
+(at least one; never below ``celery.intake_floor``); while it stays below
+``celery.intake_lag_low_s`` it grows by a sixteenth a tick back to ``celery.concurrency``.
+While the worker holds fewer turns than the floor and the limit is Celery's there is
+nothing to steer: the ticks stop until the turns held reach the floor
 (the consumer's thread wakes them), so a worker with a few turns pays nothing for them.
 A loop that is behind has a backlog of ready turns by definition,
 so the limit never starves it. Only the prefetch limit moves: what was taken is run and
@@ -27,18 +28,20 @@ import asyncio
 import threading
 from typing import Any
 
-# The loop's lag above which the worker takes no more turns, and below which it takes more.
+# The defaults of the settings (``[celery] intake_*``): the loop's lag above which the
+# worker takes no more turns, and below which it takes more; never fewer turns in flight
+# than the floor (a loop behind because of one slow step).
 HIGH_S = 0.2
 LOW_S = 0.05
-TICK_S = 0.05
-# Never fewer turns in flight than this (a loop behind because of one slow step).
 FLOOR = 32
+TICK_S = 0.05
 
 
 class Intake:
     """The prefetch limit of one worker process's consumer, steered by its loop's lag."""
 
-    def __init__(self) -> None:
+    def __init__(self, high_s: float = HIGH_S, low_s: float = LOW_S, floor: int = FLOOR) -> None:
+        self.high_s, self.low_s, self.floor = high_s, low_s, floor
         self.limit = 0  # the prefetch limit Celery sets (concurrency × multiplier)
         self.target = 0
         self.taken = 0  # messages taken and not yet settled
@@ -56,7 +59,7 @@ class Intake:
     def took(self) -> None:
         with self._lock:
             self.taken += 1
-            crossed = self.taken == FLOOR
+            crossed = self.taken == self.floor
         if crossed and self._loop is not None:  # (the consumer's thread) steering is due
             self._loop.call_soon_threadsafe(self._due.set)
 
@@ -67,7 +70,7 @@ class Intake:
     def resting(self) -> bool:
         """Nothing to steer: fewer turns held than the floor, the limit where Celery set
         it (the ticks stop: a worker with a few turns, or none, pays nothing for them)."""
-        return self.taken < FLOOR and (self.target == 0 or self.target >= self.limit)
+        return self.taken < self.floor and (self.target == 0 or self.target >= self.limit)
 
     async def run(self) -> None:
         """Steer until cancelled (the turns' loop stops)."""
@@ -88,9 +91,9 @@ class Intake:
         if qos is not self._qos:  # a new connection's qos: start from where Celery set it
             self._qos, self.target = qos, min(self.limit, int(qos.value))
         target = self.target
-        if lag_s > HIGH_S:
-            target = max(FLOOR, min(target, self.taken) - target // 16)
-        elif lag_s < LOW_S and target < self.limit:
+        if lag_s > self.high_s:
+            target = max(self.floor, min(target, self.taken) - max(1, target // 16))
+        elif lag_s < self.low_s and target < self.limit:
             target = min(self.limit, target + max(4, target // 16))
         delta = target - self.target
         if delta > 0:

@@ -6,8 +6,11 @@ import asyncio
 import threading
 from typing import Any
 
+import pytest
 from kombu.common import QoS
 
+from core.config import load_settings
+from core.errors import ConfigError
 from tasks.intake import FLOOR, HIGH_S, LOW_S, Intake
 
 
@@ -84,3 +87,27 @@ async def test_a_worker_holding_fewer_turns_than_the_floor_does_not_tick() -> No
         assert len(steered) >= 2  # the floor reached: it steers every tick
     finally:
         task.cancel()
+
+
+def test_the_thresholds_and_floor_are_the_settings() -> None:
+    settings = load_settings(
+        celery={"intake_lag_high_s": 1.0, "intake_lag_low_s": 0.5, "intake_floor": 8}
+    )
+    celery = settings.celery
+    consumer = _Consumer(100)
+    intake = Intake(celery.intake_lag_high_s, celery.intake_lag_low_s, celery.intake_floor)
+    intake.attach(consumer)
+    for _ in range(50):
+        intake.took()
+    intake.steer(HIGH_S * 2)  # late by the default's measure, not by this worker's
+    assert consumer.qos.value == 100
+    for _ in range(100):
+        intake.steer(2.0)
+    assert consumer.qos.value == 8
+    intake.steer(0.7)  # between this worker's low and high: the limit stays
+    assert consumer.qos.value == 8
+
+
+def test_a_low_lag_not_below_the_high_one_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"intake_lag_low_s \(0\.1\) must be below"):
+        load_settings(celery={"intake_lag_high_s": 0.1, "intake_lag_low_s": 0.1})
