@@ -25,6 +25,7 @@ def client() -> OpenAIChatCompletionClient:
             model="fake-model",
             base_url=os.environ["BENCH_BASE_URL"],
             api_key="x",
+            timeout=common.TIMEOUT_S,
             model_info={
                 "vision": False,
                 "function_calling": True,

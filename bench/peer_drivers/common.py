@@ -29,6 +29,10 @@ from collections.abc import Awaitable, Callable
 TEAM = {"Orchestrator": [f"Lead {i}" for i in (1, 2, 3)]} | {
     f"Lead {i}": [f"Member {i}.{j}" for j in (1, 2, 3)] for i in (1, 2, 3)
 }
+# Every peer's model client gets one time-out for the whole call, as Caramba's has
+# (llm.timeout_s): the openai SDK's own 5 s to connect failed AutoGen's 1,000 agents
+# connecting at once on a slow 2-core machine (its loop busy with the agents' own work).
+TIMEOUT_S = 60.0
 
 
 def instructions(name: str) -> str:

@@ -25,7 +25,12 @@ _llm: LLM | None = None
 def llm() -> LLM:
     global _llm
     if _llm is None:
-        _llm = LLM(model="openai/fake-model", base_url=os.environ["BENCH_BASE_URL"], api_key="x")
+        _llm = LLM(
+            model="openai/fake-model",
+            base_url=os.environ["BENCH_BASE_URL"],
+            api_key="x",
+            timeout=common.TIMEOUT_S,
+        )
     return _llm
 
 

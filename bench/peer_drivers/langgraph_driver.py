@@ -23,7 +23,12 @@ _model: ChatOpenAI | None = None
 def model() -> ChatOpenAI:
     global _model
     if _model is None:
-        _model = ChatOpenAI(model="fake-model", base_url=os.environ["BENCH_BASE_URL"], api_key="x")
+        _model = ChatOpenAI(
+            model="fake-model",
+            base_url=os.environ["BENCH_BASE_URL"],
+            api_key="x",
+            timeout=common.TIMEOUT_S,
+        )
     return _model
 
 

@@ -21,7 +21,9 @@ _model: OpenAIChatCompletionsModel | None = None
 def model() -> OpenAIChatCompletionsModel:
     global _model
     if _model is None:
-        client = AsyncOpenAI(base_url=os.environ["BENCH_BASE_URL"], api_key="x")
+        client = AsyncOpenAI(
+            base_url=os.environ["BENCH_BASE_URL"], api_key="x", timeout=common.TIMEOUT_S
+        )
         _model = OpenAIChatCompletionsModel(model="fake-model", openai_client=client)
     return _model
 
