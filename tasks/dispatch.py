@@ -61,12 +61,7 @@ class LoopDispatch:
     """The acknowledging thread of one worker process and the strategy's settings."""
 
     def __init__(
-        self,
-        runtime: WorkerRuntime,
-        max_retries: int,
-        retry_delay_s: float,
-        retry_cap_s: float,
-        intake: Intake | None = None,
+        self, runtime: WorkerRuntime, max_retries: int, retry_delay_s: float, retry_cap_s: float
     ) -> None:
         self.runtime = runtime
         self.max_retries = max_retries
@@ -74,7 +69,7 @@ class LoopDispatch:
         self.retry_cap_s = retry_cap_s
         self._acks = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="caramba-acks")
         # The consumer's prefetch limit, steered by the turns' loop's lag (tasks.intake).
-        self.intake = intake or Intake()
+        self.intake = Intake()
 
     def drain(self) -> None:
         """Wait for the acknowledgements and retries still queued (the worker stops)."""
