@@ -11,7 +11,9 @@ from kombu.common import QoS
 
 from core.config import load_settings
 from core.errors import ConfigError
+from tasks.app import make_app
 from tasks.intake import FLOOR, HIGH_S, LOW_S, Intake
+from tasks.scheduler import TURN_TASK
 
 
 class _Consumer:
@@ -111,3 +113,13 @@ def test_the_thresholds_and_floor_are_the_settings() -> None:
 def test_a_low_lag_not_below_the_high_one_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"intake_lag_low_s \(0\.1\) must be below"):
         load_settings(celery={"intake_lag_high_s": 0.1, "intake_lag_low_s": 0.1})
+
+
+def test_a_worker_app_steers_its_intake_with_the_settings() -> None:
+    settings = load_settings(
+        redis={"url": "redis://127.0.0.1:6379/15"},
+        celery={"intake_lag_high_s": 0.5, "intake_lag_low_s": 0.1, "intake_floor": 8},
+    )
+    dispatch = make_app(settings).tasks[TURN_TASK].Strategy.__self__
+    intake = dispatch.intake
+    assert (intake.high_s, intake.low_s, intake.floor) == (0.5, 0.1, 8)
