@@ -137,11 +137,8 @@ def make_app(
     dispatch = None
     if settings.celery.turn_dispatch == "loop":
         limit = settings.limits.max_deliveries
-        dispatch = LoopDispatch(runtime, limit, retry_delay_s, _RETRY_CAP_S)
-        celery = settings.celery  # its intake steered within the [celery] intake_* settings
-        dispatch.intake = Intake(
-            celery.intake_lag_high_s, celery.intake_lag_low_s, celery.intake_floor
-        )
+        intake = Intake.of(settings.celery)
+        dispatch = LoopDispatch(runtime, limit, retry_delay_s, _RETRY_CAP_S, intake)
     _add_runtime_step(app, runtime, dispatch)
     _register_turn(app, runtime, settings.limits.max_deliveries, retry_delay_s, dispatch)
     return app

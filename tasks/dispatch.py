@@ -57,19 +57,19 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)  # (one per worker process: compared and hashed by identity)
 class LoopDispatch:
     """The acknowledging thread of one worker process and the strategy's settings."""
 
-    def __init__(
-        self, runtime: WorkerRuntime, max_retries: int, retry_delay_s: float, retry_cap_s: float
-    ) -> None:
-        self.runtime = runtime
-        self.max_retries = max_retries
-        self.retry_delay_s = retry_delay_s
-        self.retry_cap_s = retry_cap_s
+    runtime: WorkerRuntime
+    max_retries: int
+    retry_delay_s: float
+    retry_cap_s: float
+    # The consumer's prefetch limit, steered by the turns' loop's lag (tasks.intake).
+    intake: Intake
+
+    def __post_init__(self) -> None:
         self._acks = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="caramba-acks")
-        # The consumer's prefetch limit, steered by the turns' loop's lag (tasks.intake).
-        self.intake = Intake()
 
     def drain(self) -> None:
         """Wait for the acknowledgements and retries still queued (the worker stops)."""

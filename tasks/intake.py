@@ -28,19 +28,17 @@ import asyncio
 import threading
 from typing import Any
 
-# The defaults of the settings (``[celery] intake_*``): the loop's lag above which the
-# worker takes no more turns, and below which it takes more; never fewer turns in flight
-# than the floor (a loop behind because of one slow step).
-HIGH_S = 0.2
-LOW_S = 0.05
-FLOOR = 32
+from core.config_sections import CelerySettings
+
 TICK_S = 0.05
 
 
 class Intake:
-    """The prefetch limit of one worker process's consumer, steered by its loop's lag."""
+    """The prefetch limit of one worker process's consumer, steered by its loop's lag:
+    above ``high_s`` the worker takes no more turns, below ``low_s`` it takes more; never
+    fewer in flight than ``floor`` (a loop behind because of one slow step)."""
 
-    def __init__(self, high_s: float = HIGH_S, low_s: float = LOW_S, floor: int = FLOOR) -> None:
+    def __init__(self, high_s: float, low_s: float, floor: int) -> None:
         self.high_s, self.low_s, self.floor = high_s, low_s, floor
         self.limit = 0  # the prefetch limit Celery sets (concurrency × multiplier)
         self.target = 0
@@ -50,6 +48,11 @@ class Intake:
         self._qos: Any = None  # its qos when last steered (a new one on each reconnect)
         self._loop: asyncio.AbstractEventLoop | None = None  # the turns' loop, once run
         self._due = asyncio.Event()
+
+    @classmethod
+    def of(cls, celery: CelerySettings) -> Intake:
+        """The intake ``[celery] intake_*`` sets."""
+        return cls(celery.intake_lag_high_s, celery.intake_lag_low_s, celery.intake_floor)
 
     def attach(self, consumer: Any) -> None:
         """Steer ``consumer``'s prefetch limit (Celery's, built before its strategies)."""

@@ -10,10 +10,15 @@ import pytest
 from kombu.common import QoS
 
 from core.config import load_settings
+from core.config_sections import CelerySettings
 from core.errors import ConfigError
 from tasks.app import make_app
-from tasks.intake import FLOOR, HIGH_S, LOW_S, Intake
+from tasks.intake import Intake
 from tasks.scheduler import TURN_TASK
+
+# The defaults of ``[celery] intake_*``.
+DEFAULTS = CelerySettings()
+HIGH_S, LOW_S, FLOOR = DEFAULTS.intake_lag_high_s, DEFAULTS.intake_lag_low_s, DEFAULTS.intake_floor
 
 
 class _Consumer:
@@ -28,7 +33,7 @@ class _Consumer:
 
 def _intake(limit: int, taken: int) -> tuple[Intake, _Consumer]:
     consumer = _Consumer(limit)
-    intake = Intake()
+    intake = Intake.of(DEFAULTS)
     intake.attach(consumer)
     for _ in range(taken):
         intake.took()
@@ -97,7 +102,7 @@ def test_the_thresholds_and_floor_are_the_settings() -> None:
     )
     celery = settings.celery
     consumer = _Consumer(100)
-    intake = Intake(celery.intake_lag_high_s, celery.intake_lag_low_s, celery.intake_floor)
+    intake = Intake.of(celery)
     intake.attach(consumer)
     for _ in range(50):
         intake.took()
