@@ -45,8 +45,16 @@ class Keys(LlmKeys, PeopleKeys, LibraryKeys, CeleryKeys, ScheduleKeys, SpendKeys
         return f"{self.prefix}:run:{run_id}:agents"
 
     def agent(self, run_id: str, agent_id: str) -> str:
-        """Hash: ``seq`` and ``state`` (JSON), written together."""
+        """Hash: ``seq``, ``status``, ``spec``, ``team`` and the turn's bookkeeping (save
+        token, follow-ups); the state itself is :meth:`agent_state`, written with ``seq``.
+        (Agents saved before that key existed keep their state in the hash's ``state``
+        field until their next save.)"""
         return f"{self.prefix}:run:{run_id}:agent:{agent_id}"
+
+    def agent_state(self, run_id: str, agent_id: str) -> str:
+        """String: the agent's state (JSON, its thread within). The save script names it
+        as its agent hash's key + ``:state`` (``core.state.turn_script``)."""
+        return f"{self.agent(run_id, agent_id)}:state"
 
     def responses(self, run_id: str) -> str:
         """Hash ``<agent>:<seq>`` (a turn) or ``plan:<digest>`` (a planning call) → the

@@ -35,8 +35,7 @@ async def newest_runs(store: Store, limit: int) -> list[tuple[RunState, Usage]]:
 
 async def run_agents(store: Store, run_id: str) -> list[AgentState]:
     """Every agent of the run, in one round trip (after the list of its agents)."""
-    raws = await _agent_fields(store, run_id, "state")
-    return [AgentState.model_validate_json(state) for (state,) in raws if state is not None]
+    return [AgentState.model_validate_json(state) for state in await _agent_states(store, run_id)]
 
 
 async def run_agent_specs(store: Store, run_id: str) -> list[tuple[AgentSpec, AgentStatus]]:
@@ -64,9 +63,22 @@ class _Cost(BaseModel):
 async def run_agent_costs(store: Store, run_id: str) -> list[tuple[str | None, float]]:
     """Every agent of the run as its model (None: the default) and what it cost, in one
     round trip (after the list of its agents), without building the agents' states."""
-    raws = await _agent_fields(store, run_id, "state")
-    costs = [_Cost.model_validate_json(state) for (state,) in raws if state is not None]
+    costs = [_Cost.model_validate_json(state) for state in await _agent_states(store, run_id)]
     return [(cost.spec.model, cost.usage.cost_usd) for cost in costs]
+
+
+async def _agent_states(store: Store, run_id: str) -> list[Any]:
+    """The saved state (JSON) of every agent of the run, in one round trip (after the list
+    of its agents); from the hash's ``state`` field for one not saved since its state had
+    a key of its own."""
+    ids = await store.agent_ids(run_id)
+    async with store.redis.pipeline(transaction=False) as pipe:
+        for agent_id in ids:
+            pipe.get(store.keys.agent_state(run_id, agent_id))
+            pipe.hget(store.keys.agent(run_id, agent_id), "state")
+        replies = list(await pipe.execute())
+    pairs = zip(replies[::2], replies[1::2], strict=True)
+    return [state if state is not None else legacy for state, legacy in pairs if (state or legacy)]
 
 
 async def _agent_fields(store: Store, run_id: str, *fields: str) -> list[list[Any]]:

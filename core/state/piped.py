@@ -73,12 +73,13 @@ class Pipe:
         kind = getattr(redis.connection_pool, "connection_class", None)
         return kind is not None and not kind.__module__.startswith("fakeredis")
 
-    async def execute(self, *args: Any) -> Any:
-        """Send one command, with the connection's retry on a lost connection."""
+    async def execute(self, *args: Any, before: Sequence[Any] = ()) -> Any:
+        """Send one command (right after ``before``, a command whose reply is not wanted),
+        with the connection's retry on a lost connection."""
         link = self._link or await self._connect()
-        return await link.conn.retry.call_with_retry(lambda: self._send(args), _nothing)
+        return await link.conn.retry.call_with_retry(lambda: self._send(args, before), _nothing)
 
-    async def _send(self, args: Sequence[Any]) -> Any:
+    async def _send(self, args: Sequence[Any], before: Sequence[Any] = ()) -> Any:
         link = self._link or await self._connect()
         writer = link.conn._writer
         if writer is not None and writer.transport.get_write_buffer_size() > _HELD:
@@ -91,17 +92,32 @@ class Pipe:
                 self._drop(link, lost)
                 raise lost from exc
             link = self._link or await self._connect()
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        packed = link.conn.pack_command(*args)
-        link.out.extend(packed)
-        link.size += sum(map(len, packed))
-        link.waiting.append(future)
+        loop = asyncio.get_running_loop()
+        first: asyncio.Future[Any] | None = None
+        if before:
+            first = loop.create_future()
+            self._queue(link, before, first)
+        future: asyncio.Future[Any] = loop.create_future()
+        self._queue(link, args, future)
         if link.size > _WRITE:  # a write's worth already: written now
             self._flush(link)
         elif not link.flush_due:
             link.flush_due = True
-            asyncio.get_running_loop().call_soon(self._flush, link)
-        return await future
+            loop.call_soon(self._flush, link)
+        try:
+            return await future
+        finally:
+            # ``before``'s reply came first; its error, if any, is the command's to tell
+            # (the save script refuses to apply without the state staged before it).
+            if first is not None and first.done() and not first.cancelled():
+                first.exception()
+
+    @staticmethod
+    def _queue(link: _Link, args: Sequence[Any], future: asyncio.Future[Any]) -> None:
+        packed = link.conn.pack_command(*args)
+        link.out.extend(packed)
+        link.size += sum(map(len, packed))
+        link.waiting.append(future)
 
     async def _connect(self) -> _Link:
         if self._connecting is None:
@@ -185,18 +201,46 @@ class PipedScript:
         self._pipe = pipe
 
     async def __call__(
-        self, keys: Sequence[Any] = (), args: Sequence[Any] = (), client: Any = None
+        self,
+        keys: Sequence[Any] = (),
+        args: Sequence[Any] = (),
+        client: Any = None,
+        before: Sequence[Any] = (),
     ) -> Any:
-        """Run the script (on ``client`` instead, a pipeline say, when one is given)."""
+        """Run the script (on ``client`` instead, a pipeline say, when one is given);
+        ``before``: a command sent right before it on the same connection, in the same
+        write, its reply not wanted (the save's staged state, ``core.state.turns``)."""
         pipe = self._pipe
+        if before and client is None and pipe is None:
+            return await self._unpiped(keys, args, before)
         if pipe is None or client is not None:
             return await self.script(keys=keys, args=args, client=client)
         sha = self.script.sha
         try:
-            return await pipe.execute("EVALSHA", sha, len(keys), *keys, *args)
+            return await pipe.execute("EVALSHA", sha, len(keys), *keys, *args, before=before)
         except NoScriptError:  # a restarted (or flushed) server: load it, then again
             self.script.sha = await pipe.execute("SCRIPT", "LOAD", self.script.script)
-            return await pipe.execute("EVALSHA", self.script.sha, len(keys), *keys, *args)
+            evalsha = ("EVALSHA", self.script.sha, len(keys), *keys, *args)
+            return await pipe.execute(*evalsha, before=before)
+
+    async def _unpiped(
+        self, keys: Sequence[Any], args: Sequence[Any], before: Sequence[Any]
+    ) -> Any:
+        """``before`` and the script in one round trip on a pooled connection (a redis-py
+        pipeline): no pipe (fakeredis, ``redis.pipe_scripts`` off)."""
+        client = self.script.registered_client
+        for _ in range(2):
+            async with client.pipeline(transaction=False) as pipeline:
+                pipeline.execute_command(*before)
+                pipeline.execute_command("EVALSHA", self.script.sha, len(keys), *keys, *args)
+                replies = await pipeline.execute(raise_on_error=False)
+            reply = replies[-1]
+            if not isinstance(reply, NoScriptError):
+                break
+            self.script.sha = await client.script_load(self.script.script)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
 
 
 def _lost(exc: BaseException) -> BaseException:

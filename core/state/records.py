@@ -1,7 +1,7 @@
 """How runs and agents are laid out in Redis: a run is its record (JSON) plus its head
 (status, pause, budget, deadline: what every turn reads, cheap to parse), always written
 together (the head with a new ``rev``); an agent is one hash ``{seq, status, spec,
-state}``; usage is a hash of counters.
+team, …}`` and its state (JSON) under a key of its own; usage is a hash of counters.
 
 Part of the state room (``core.state``): the write helpers queue commands on the caller's
 transaction; nothing here sends a command by itself. May call ``core.state.keys`` and
@@ -118,19 +118,20 @@ def thread_json(thread: list[ChatMessage]) -> str:
 
 
 def agent_fields(state: AgentState, *, created: bool = False) -> dict[Any, Any]:
-    """The agent hash's fields for a save of ``state``; with ``created``, those its
-    creation writes too: its spec (read without the state by the bus, the watchdog, the
-    listings) and team (read by the turn's start script, which streams to drain). A spec
-    never changes (frozen): a turn's save does not write them again."""
-    spec = spec_json(state.spec)
-    fields: dict[Any, Any] = {
-        "seq": state.seq,
-        "status": state.status.value,
-        "state": state_json(state, spec),
-    }
+    """The agent hash's fields for a save of ``state`` (its state itself goes to its own
+    key: :func:`state_text`); with ``created``, those its creation writes too: its spec
+    (read without the state by the bus, the watchdog, the listings) and team (read by the
+    turn's start script, which streams to drain). A spec never changes (frozen): a turn's
+    save does not write them again."""
+    fields: dict[Any, Any] = {"seq": state.seq, "status": state.status.value}
     if created:
-        fields["spec"], fields["team"] = spec, state.spec.team_id or ""
+        fields["spec"], fields["team"] = spec_json(state.spec), state.spec.team_id or ""
     return fields
+
+
+def state_text(state: AgentState) -> str:
+    """The agent's state as saved at ``Keys.agent_state``."""
+    return state_json(state, spec_json(state.spec))
 
 
 class TurnStart(NamedTuple):

@@ -27,7 +27,7 @@ from core.state.intents import IntentQueue
 from core.state.keeper_channel import KeeperChannel
 from core.state.keys import Keys
 from core.state.piped import Pipe
-from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
+from core.state.records import TurnStart, agent_fields, parse_head, parse_usage, state_text
 
 # Re-exported: callers import the run-change helpers from the store they apply to.
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
@@ -167,10 +167,11 @@ class Store:
     def agent_create_write(self, state: AgentState) -> PipelineWrite:
         """The commands that create an agent, for a caller's transaction."""
         run_id, agent_id = state.run_id, state.spec.id
-        fields = agent_fields(state, created=True)
+        fields, text = agent_fields(state, created=True), state_text(state)
 
         def write(pipe: Any) -> None:
             pipe.hset(self.keys.agent(run_id, agent_id), mapping=fields)
+            pipe.set(self.keys.agent_state(run_id, agent_id), text)
             pipe.sadd(self.keys.agents(run_id), agent_id)
             pipe.hset(self.keys.names(run_id), state.spec.name, agent_id)
 
@@ -207,7 +208,11 @@ class Store:
         return None if found is None else str(found)
 
     async def load_agent(self, run_id: str, agent_id: str) -> AgentState | None:
-        raw = await self.redis.hget(self.keys.agent(run_id, agent_id), "state")
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.get(self.keys.agent_state(run_id, agent_id))
+            pipe.hget(self.keys.agent(run_id, agent_id), "state")  # (saved before its key)
+            raw, legacy = await pipe.execute()
+        raw = raw if raw is not None else legacy
         return None if raw is None else AgentState.model_validate_json(raw)
 
     async def agent_ids(self, run_id: str) -> list[str]:

@@ -100,8 +100,9 @@ async def commit_with_run_change(
             set_run(recorder, keys, new_run)
         held = checked(keys.run(run_id), hkey, read.record, read.head)
         guard = guard_args(*held, (ukey, read.usage) if totals else None)
-        argv = turns.script_argv(state, expected_seq, token, recorder, after, guard=guard)
-        saved = await turns.commit_script(keys=[akey, turns.lease_key(after)], args=argv)
+        argv, before = turns.script_argv(state, expected_seq, token, recorder, after, guard=guard)
+        lease = turns.lease_key(after)
+        saved = await turns.commit_script(keys=[akey, lease], args=argv, before=before)
         if Commit.of(saved) is not Commit.MOVED:
             return Saved(Commit.of(saved), parse_jobs(saved[1], expected_seq))
         read = None  # the run moved (another writer): read it again

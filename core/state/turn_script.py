@@ -101,14 +101,15 @@ class Saved(NamedTuple):
 Clears = list[tuple[str, int]]
 
 
-# KEYS[1] the agent's hash, KEYS[2] the turn's lease. ARGV: seq, token, then the after-save
-# part (lease token, wake TTL, agent key prefix, wake key prefix, own id, counted lists:
-# jobs, wake, next job, unread streams, children waited for, clears, the ledger's ride:
-# ``core.state.ledger_moves.Ride``, the next turn's start: :class:`Ahead`, the run's guard:
-# ``core.state.run_guard``), then each recorded
-# command as its word count and words. Like MULTI/EXEC, a command that fails does not stop
-# the others; the first error is returned. (The keys are not all declared: a single Redis,
-# not a cluster.)
+# KEYS[1] the agent's hash, KEYS[2] the turn's lease. ARGV: seq, token, the key the agent's
+# state was staged in ('' for none: see below), then the after-save part (lease token, wake
+# TTL, agent key prefix, wake key prefix, own id, counted lists: jobs, wake, next job, unread
+# streams, children waited for, clears, the ledger's ride: ``core.state.ledger_moves.Ride``,
+# the next turn's start: :class:`Ahead`, the run's guard: ``core.state.run_guard``), then
+# each recorded command as its word count and words. Like MULTI/EXEC, a command that fails
+# does not stop the others; the first error is returned. (The keys are not all declared: a
+# single Redis, not a cluster.)
+# The agent's state is staged before the script, not an argument (``core.state.staged``).
 COMMIT_SCRIPT = (
     CLEAR_LUA
     + RIDE_LUA
@@ -117,7 +118,8 @@ COMMIT_SCRIPT = (
     + GUARD_LUA
     + UNREAD_LUA
     + """
-local i = 3
+local staged = ARGV[3]
+local i = 4
 local function take() local v = ARGV[i]; i = i + 1; return v end
 local function list()
   local out = {}
@@ -146,15 +148,21 @@ local function release()
     redis.call('DEL', KEYS[2])
   end
 end
+local function unstage() if staged ~= '' then redis.call('DEL', staged) end end
 local seq = redis.call('HGET', KEYS[1], 'seq')
 if (not seq) or tonumber(seq) ~= tonumber(ARGV[1]) then
+  unstage()
   if redis.call('HGET', KEYS[1], 'commit_token') == ARGV[2] then
     return {2, redis.call('HGET', KEYS[1], 'followup_jobs')}
   end
   release()
   return {0, false}
 end
-if run_moved(guard) then return {3, false} end
+if run_moved(guard) then unstage(); return {3, false} end
+if staged ~= '' and redis.call('EXISTS', staged) == 0 then
+  return redis.error_reply('ERR the state staged for this save is gone (expired, or never ' ..
+    'written): nothing was saved, the turn is tried again')
+end
 local err = nil
 local n = #ARGV
 while i <= n do
@@ -163,6 +171,7 @@ while i <= n do
   if type(reply) == 'table' and reply.err and not err then err = reply.err end
   i = i + count + 1
 end
+if staged ~= '' then redis.call('RENAME', staged, KEYS[1] .. ':state') end
 
 if #waits_for > 0 then
   redis.call('HSET', KEYS[1], 'waits_for', table.concat(waits_for, ' '))
@@ -201,8 +210,13 @@ if #jobs > 0 then
 else
   redis.call('HDEL', KEYS[1], 'followup_jobs')
 end
--- (a record of the older, JSON form, by a worker before this one: obsolete now)
-redis.call('HDEL', KEYS[1], 'followups')
+-- (a record of the older, JSON form, by a worker before this one: obsolete now; and the
+-- state in the hash, where it was kept before it had a key of its own)
+if staged ~= '' then
+  redis.call('HDEL', KEYS[1], 'followups', 'state')
+else
+  redis.call('HDEL', KEYS[1], 'followups')
+end
 release()
 redis.call('HSET', KEYS[1], 'commit_token', ARGV[2])
 local held = ride_hold(ride, jobs[1])
@@ -249,14 +263,16 @@ def script_args(
     ride: Ride | None = None,
     ahead: Sequence[Any] = (),
     guard: Sequence[str] = (),
+    staged: str = "",
 ) -> list[Any]:
-    """ARGV for :data:`COMMIT_SCRIPT`: the seq, the attempt's token, what follows the save
+    """ARGV for :data:`COMMIT_SCRIPT`: the seq, the attempt's token, the key its state was
+    staged in (``staged``; "": the recorded commands write what is saved), what follows the save
     (``prefixes``: the agent key's and the wake key's for the run, and the agent's id;
     ``ahead``: the start of the agent's next turn, ``turn_ahead.ahead_args``; ``guard``:
     ``run_guard.guard_args``), then each recorded command as its word count and words."""
     after = after or AfterSave()
     lease_token = after.lease[1] if after.lease is not None else ""
-    argv: list[Any] = [expected_seq, token, lease_token, after.wake_ttl_s, *prefixes]
+    argv: list[Any] = [expected_seq, token, staged, lease_token, after.wake_ttl_s, *prefixes]
     nxt = [after.next_job] if after.next_job else []
     for items in (after.jobs, after.wake, nxt, after.unread, after.waits_for):
         argv += [len(items), *items]

@@ -51,8 +51,12 @@ local function start_turn(K, A)
     return {0}
   end
   -- The state is read only to be sent back, not when the caller holds it: tens of KB
-  -- copied into the script cost Redis more than the rest of a start.
-  local has = redis.call('HEXISTS', K[1], 'state') == 1
+  -- copied into the script cost Redis more than the rest of a start. It has a key of its
+  -- own (the hash's + ':state'); an agent not saved since it had one keeps it in the hash.
+  local skey = K[1] .. ':state'
+  local has = redis.call('EXISTS', skey) == 1
+  local in_hash = not has and redis.call('HEXISTS', K[1], 'state') == 1
+  has = has or in_hash
   local f = redis.call('HMGET', K[1], 'seq', 'status', 'team', 'followup_jobs', 'followups',
     'commit_token')
   local field = A[4]
@@ -151,8 +155,10 @@ local function start_turn(K, A)
   local state = false
   if has and A[12] ~= '' and (f[6] == A[12] or (A[12] == '-' and not f[6])) then
     state = '='
-  elseif has then
+  elseif in_hash then
     state = redis.call('HGET', K[1], 'state')
+  elseif has then
+    state = redis.call('GET', skey)
   end
   -- The root's turn reads the run's record too (the head names it; the record's key is
   -- the head's without ':head'): the save that ends the run needs no read of its own.

@@ -1,15 +1,13 @@
 """A turn's reads and writes: its start (one script: the lease taken, the agent's state,
 the run's head, the delivery count, the usage, a saved model answer and the agent's mail,
-``core.state.turn_start``) and its save (one script: the agent's state and seq, usage,
-events, bus writes, then the wake-up claims, the follow-ups' record and the lease's
-release, ``core.state.turn_script``, and on a worker's chain the turn ledger's move,
-``core.state.ledger_moves.Ride``; with a run change, that script guarded by the run's
-record as read, ``core.state.turn_cas``, without the ledger's move).
-
-Part of the state room, the only room that speaks Redis commands (``core.state``); it may
-call the Redis client, ``core.state.keys``/``records``/``turn_script``/``turn_start``/
-``turn_cas``/``leases``/``ledger_moves``/``turn_ahead`` and the store that owns it
-(``store.turns``) for the run's head and event log."""
+``core.state.turn_start``) and its save (one script, the state staged just before it,
+``core.state.staged``: state and seq, usage, events, bus writes, the wake-up claims, the
+follow-ups' record, the lease's release, ``core.state.turn_script``; on a worker's chain
+the turn ledger's move, ``ledger_moves.Ride``; with a run change, guarded by the run's
+record as read, ``core.state.turn_cas``, without the ledger's move). Part of the state
+room (``core.state``), the only room that speaks Redis commands: it may call the Redis
+client, the modules named here, ``keys``/``records``/``leases`` and the store that owns
+it (``store.turns``) for the run's head and event log."""
 
 from __future__ import annotations
 
@@ -26,6 +24,7 @@ from core.state.ledger_moves import RIDER, Ride, start_hold_argv
 from core.state.piped import PipedScript
 from core.state.records import TurnStart, agent_fields, parse_head, parse_usage
 from core.state.run_changes import RunChange
+from core.state.staged import stage
 from core.state.turn_ahead import AHEAD, started_by_save
 from core.state.turn_cas import READ_SCRIPT, TotalsChange, commit_with_run_change
 from core.state.turn_script import (
@@ -147,10 +146,12 @@ class Turns:
         # ... and the start of the turn it schedules, should it run next (``turn_ahead``).
         offer = AHEAD.get()
         start = offer.argv(self, state, token, after, ride) if offer is not None else []
-        argv = self.script_argv(state, expected_seq, token, recorder, after, ride, start)
+        argv, before = self.script_argv(state, expected_seq, token, recorder, after, ride, start)
         akey = self.keys.agent(state.run_id, state.spec.id)
         at = time.monotonic()
-        reply = await self.commit_script(keys=[akey, self.lease_key(after)], args=argv)
+        reply = await self.commit_script(
+            keys=[akey, self.lease_key(after)], args=argv, before=before
+        )
         if ride is not None and rider is not None and len(reply) > 2 and reply[2]:
             rider.landed(ride, str(reply[2]))
         if offer is not None and start:
@@ -167,13 +168,15 @@ class Turns:
         ride: Ride | None = None,
         ahead: Sequence[Any] = (),
         guard: Sequence[str] = (),
-    ) -> list[Any]:
+    ) -> tuple[list[Any], tuple[Any, ...]]:
+        """The save script's ARGV, and the SET staging the state before it (``staged``)."""
         run_id, clears = state.run_id, self._take_clears()
+        staged, before = stage(self.keys.agent(run_id, state.spec.id), token, state)
         prefixes = (self.keys.agent(run_id, ""), self.keys.wake(run_id, ""), state.spec.id)
         stack = recorder.command_stack
-        argv = script_args(seq, token, stack, after, prefixes, clears, ride, ahead, guard)
+        argv = script_args(seq, token, stack, after, prefixes, clears, ride, ahead, guard, staged)
         recorder.command_stack.clear()
-        return argv
+        return argv, before
 
     def lease_key(self, after: AfterSave | None) -> str:
         # A key must be named even with no lease to release: one nobody writes.

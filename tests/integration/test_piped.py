@@ -2,7 +2,8 @@
 the real Redis: replies reach their callers in order, an error reply stays its own
 command's, a script the server forgot is loaded again, a lost connection is retried on a
 new one, a cancelled caller leaves the connection usable, fakeredis goes without, and
-``[redis] pipe_scripts = false`` switches it off."""
+``[redis] pipe_scripts = false`` switches it off. A command sent ``before`` a script (a
+save's staged state) goes in the same write, first, piped or not."""
 
 from __future__ import annotations
 
@@ -67,9 +68,9 @@ async def _sent(pipe: Pipe) -> list[str]:
     names: list[str] = []
     execute = pipe.execute
 
-    async def named(*args: Any) -> Any:
-        names.append(str(args[0]))
-        return await execute(*args)
+    async def named(*args: Any, before: Any = ()) -> Any:
+        names.append(str(args[0]) if not before else f"{before[0]}+{args[0]}")
+        return await execute(*args, before=before)
 
     pipe.execute = named  # type: ignore[method-assign]
     return names
@@ -126,6 +127,48 @@ async def test_a_script_the_server_forgot_is_loaded_again(real_redis: Any, piped
     assert await echo(keys=[key], args=["a"]) == ["a", "a"]
     assert sent == ["EVALSHA", "SCRIPT", "EVALSHA"]
     assert await echo(keys=[key], args=["b"]) == ["b", "b"]  # loaded now
+
+
+# Reads the key the command before it wrote (or says it is missing).
+STAGED = "return redis.call('GET', KEYS[1]) or 'missing'"
+
+
+async def test_a_command_before_a_script_goes_first_in_the_same_write(
+    real_redis: Any, piped: Piped
+) -> None:
+    client, pipe = piped
+    read = PipedScript(client, pipe, STAGED)
+    key = f"{real_redis.test_prefix}:staged"
+    assert await read(keys=[key]) == "missing"  # (the script loaded)
+    writes = await _writes(pipe)
+    got = await read(keys=[key], before=("SET", key, "x" * 30_000, "PX", 60_000))
+    assert got == "x" * 30_000 and len(writes) == 1
+    assert 0 < await real_redis.pttl(key) <= 60_000
+    # A script the server forgot: both are sent again (loaded in between).
+    forgot = PipedScript(client, pipe, STAGED + " -- " + real_redis.test_prefix)
+    sent = await _sent(pipe)
+    assert await forgot(keys=[key], before=("SET", key, "again")) == "again"
+    assert sent == ["SET+EVALSHA", "SCRIPT", "SET+EVALSHA"]
+
+
+@pytest.mark.parametrize("kind", ["real", "fakeredis"])
+async def test_without_a_pipe_the_command_before_goes_in_one_round_trip(
+    real_redis: Any, kind: str
+) -> None:
+    """No pipe (fakeredis, ``pipe_scripts = false``): a redis-py pipeline of the two, with
+    NOSCRIPT answered by loading the script and sending both again."""
+    client = _client() if kind == "real" else fakeredis.FakeAsyncRedis(decode_responses=True)
+    key = f"{real_redis.test_prefix}:staged"
+    try:
+        read = PipedScript(client, None, STAGED + " -- " + real_redis.test_prefix)
+        assert await read(keys=[key], before=("SET", key, "v1", "PX", 60_000)) == "v1"
+        assert await read(keys=[key], before=("SET", key, "v2")) == "v2"  # loaded now
+        fail = PipedScript(client, None, FAIL)
+        with pytest.raises(ResponseError, match="no such thing: y"):
+            await fail(args=["y"], before=("SET", key, "v3"))
+    finally:
+        await client.delete(key)
+        await client.aclose()
 
 
 async def test_a_lost_connection_is_retried_on_a_new_one(real_redis: Any, piped: Piped) -> None:

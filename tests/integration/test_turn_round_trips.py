@@ -40,9 +40,11 @@ class RoundTrips:
         if pipe is not None:
             piped = pipe.execute
 
-            async def execute(*args: Any) -> Any:
+            async def execute(*args: Any, before: Any = ()) -> Any:
+                # (a command ``before`` it, the save's staged state, goes in the same write,
+                # its reply read with the script's: the same round trip)
                 self.sent.append(str(args[0]))
-                return await piped(*args)
+                return await piped(*args, before=before)
 
             pipe.execute = execute
 

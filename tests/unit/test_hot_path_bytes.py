@@ -16,7 +16,7 @@ from core.llm.http_failures import from_body, parse_json
 from core.state.bus import Bus, Outgoing
 from core.state.event_log import EventLog
 from core.state.keys import Keys
-from core.state.records import agent_fields, parse_head
+from core.state.records import agent_fields, parse_head, state_text
 from core.state.store import Store
 from core.types.agent import AgentSpec, AgentState, AgentStatus, Budget, EndReason
 from core.types.chat import ChatMessage, ToolCall, Usage
@@ -75,25 +75,30 @@ def _state(**changes: Any) -> AgentState:
     return state
 
 
-def test_an_agents_hash_is_the_states_and_specs_json() -> None:
+def test_an_agents_hash_holds_its_specs_json_and_its_state_key_the_states() -> None:
     state = _state()
     for _ in range(2):  # the second time from the spec's kept JSON
         fields = agent_fields(state, created=True)
         assert fields["spec"] == state.spec.model_dump_json()
-        assert fields["state"] == state.model_dump_json()
-        assert fields["seq"] == 4 and fields["status"] == "waiting" and fields["team"] == "team_1"
+        assert state_text(state) == state.model_dump_json()
+        assert fields == {
+            "seq": 4,
+            "status": "waiting",
+            "team": "team_1",
+            "spec": state.spec.model_dump_json(),
+        }
     # The state changes between saves (its spec does not): the next save says so.
     state.thread.append(ChatMessage(role="user", content="more"))
     state.status, state.seq, state.result = AgentStatus.RUNNING, 5, None
-    saved = agent_fields(state)
-    assert saved["state"] == state.model_dump_json()
-    # A turn's save leaves the spec and team its creation wrote (a spec never changes).
-    assert set(saved) == {"seq", "status", "state"}
+    assert state_text(state) == state.model_dump_json()
+    # A turn's save leaves the spec and team its creation wrote (a spec never changes); its
+    # state goes to a key of its own (staged: ``Turns.stage``).
+    assert agent_fields(state) == {"seq": 5, "status": "running"}
     # Another spec (a copy, or a child's) is dumped for itself.
     other = _state(spec=state.spec.model_copy(update={"name": "Lead 2", "team_id": None}))
     fields = agent_fields(other, created=True)
     assert fields["spec"] == other.spec.model_dump_json() and '"Lead 2"' in fields["spec"]
-    assert fields["state"] == other.model_dump_json() and fields["team"] == ""
+    assert state_text(other) == other.model_dump_json() and fields["team"] == ""
 
 
 def _events() -> list[RunEvent]:
@@ -230,7 +235,7 @@ def test_a_saved_thread_is_dumped_as_the_state_dump_writes_it_however_it_changed
     state = _state()
 
     def same() -> None:
-        assert agent_fields(state)["state"] == state.model_dump_json()
+        assert state_text(state) == state.model_dump_json()
 
     same()
     same()
