@@ -26,7 +26,7 @@ COMMANDS = (
     # connection set-up (redis-py: HELLO with AUTH, SELECT for a db other than 0)
     "hello auth select ping"
     # strings, keys
-    " get set mget del exists expire pexpire pttl ttl"
+    " get set mget del rename exists expire pexpire pttl ttl"
     # hashes
     " hget hset hsetnx hdel hgetall hmget hincrby hincrbyfloat hkeys hvals hlen hexists"
     # lists (kombu's queues, the chat outbox)
