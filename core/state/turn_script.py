@@ -1,26 +1,24 @@
 """The script that saves a turn in one round trip: the commands a pipeline recorded, run
 atomically only if the agent's seq is still the one the turn read (``Store.commit_turn``),
-then, in the same script, what follows a save (:class:`AfterSave`):
+the state staged before it renamed in (``core.state.staged``), then what follows a save
+(:class:`AfterSave`):
 
 - the wake-up claims of the agents its messages went to (and its own, when it waits and
   mail came meanwhile): a claim is taken for a waiting agent whose wake-up nobody claimed,
   as ``Bus.claim_wake`` does, and becomes a turn to schedule — except for a parent that
   waits for all its children (its hash's ``waits_for``) woken by one of them ending while
-  another still works: that result waits in its inbox, read with the last one (any
-  other message, a child's included, wakes it as before);
+  another still works: that result waits in its inbox, read with the last one;
 - the follow-ups' record: every turn the save asks to schedule (its new agents' first
   turns, the claimed wake-ups, its own next turn), kept in the agent's hash
   (``followup_jobs``) as ``"<seq>|<agent>:<seq> …"``, so that a delivery finding the turn
   saved by a worker that died before scheduling them schedules those never started
-  (``core.agent.wake``); the record is cleared later, riding on this process's next
-  script (:class:`Clears`);
+  (``core.agent.wake``); cleared later, riding on this process's next script (:class:`Clears`);
 - the release of the turn's lease (when it still holds this delivery's token);
 - on a Celery worker's chain, the turn ledger's move (``core.state.ledger_moves.Ride``):
   the chain's ended turns settled, the first follow-up held for the worker to run next.
 
 A save sent again after its reply was lost finds its own token and answers
 ``SAVED_BEFORE`` with the record it wrote, so the caller still schedules what follows.
-
 Part of the state room (``core.state``): the script's text and its arguments; the turns
 module (``core.state.turns``) sends it. Calls nothing."""
 
@@ -102,7 +100,8 @@ Clears = list[tuple[str, int]]
 
 
 # KEYS[1] the agent's hash, KEYS[2] the turn's lease. ARGV: seq, token, the key the agent's
-# state was staged in ('' for none: see below), then the after-save part (lease token, wake
+# state was staged in ('' for none: see below), whether it ended ('1'/'0', '': as the
+# commands wrote it), then the after-save part (lease token, wake
 # TTL, agent key prefix, wake key prefix, own id, counted lists: jobs, wake, next job, unread
 # streams, children waited for, clears, the ledger's ride: ``core.state.ledger_moves.Ride``,
 # the next turn's start: :class:`Ahead`, the run's guard: ``core.state.run_guard``), then
@@ -119,7 +118,8 @@ COMMIT_SCRIPT = (
     + UNREAD_LUA
     + """
 local staged = ARGV[3]
-local i = 4
+local ended = ARGV[4]  -- the state saved has ended: '1'/'0' ('': as the commands wrote)
+local i = 5
 local function take() local v = ARGV[i]; i = i + 1; return v end
 local function list()
   local out = {}
@@ -159,9 +159,13 @@ if (not seq) or tonumber(seq) ~= tonumber(ARGV[1]) then
   return {0, false}
 end
 if run_moved(guard) then unstage(); return {3, false} end
-if staged ~= '' and redis.call('EXISTS', staged) == 0 then
-  return redis.error_reply('ERR the state staged for this save is gone (expired, or never ' ..
-    'written): nothing was saved, the turn is tried again')
+-- The state first: without it, nothing is applied.
+if staged ~= '' then
+  local moved = redis.pcall('RENAME', staged, KEYS[1] .. ':state')
+  if type(moved) == 'table' and moved.err then
+    return redis.error_reply('ERR the state staged for this save is gone (expired, or never ' ..
+      'written: ' .. moved.err .. '): nothing was saved, the turn is tried again')
+  end
 end
 local err = nil
 local n = #ARGV
@@ -171,15 +175,20 @@ while i <= n do
   if type(reply) == 'table' and reply.err and not err then err = reply.err end
   i = i + count + 1
 end
-if staged ~= '' then redis.call('RENAME', staged, KEYS[1] .. ':state') end
 
+-- Dropped in one call: the follow-ups' record (written below if any), its obsolete JSON
+-- form, the state kept in the hash before its own key, the children no longer waited for.
+local dropped = {'followup_jobs', 'followups'}
+if staged ~= '' then dropped[#dropped + 1] = 'state' end
 if #waits_for > 0 then
   redis.call('HSET', KEYS[1], 'waits_for', table.concat(waits_for, ' '))
 else
-  redis.call('HDEL', KEYS[1], 'waits_for')
+  dropped[#dropped + 1] = 'waits_for'
 end
-local self_status = redis.call('HGET', KEYS[1], 'status')
-local ending = self_status == 'finished' or self_status == 'failed'
+redis.call('HDEL', KEYS[1], unpack(dropped))
+local ending = ended == '1'
+local status = ended == '' and redis.call('HGET', KEYS[1], 'status')
+if status then ending = status == 'finished' or status == 'failed' end
 -- A parent waiting for all its children, this one among them ending: is another one
 -- still at work? (an agent with no status left counts as ended)
 local function others_working(children)
@@ -204,21 +213,13 @@ for _, id in ipairs(wake) do claim(id) end
 if next_job[1] then jobs[#jobs + 1] = next_job[1] end
 if #unread > 0 and has_unread(unread, self_id) then claim(self_id) end
 local record = false
+local written = {'commit_token', ARGV[2]}
 if #jobs > 0 then
   record = ARGV[1] .. '|' .. table.concat(jobs, ' ')
-  redis.call('HSET', KEYS[1], 'followup_jobs', record)
-else
-  redis.call('HDEL', KEYS[1], 'followup_jobs')
-end
--- (a record of the older, JSON form, by a worker before this one: obsolete now; and the
--- state in the hash, where it was kept before it had a key of its own)
-if staged ~= '' then
-  redis.call('HDEL', KEYS[1], 'followups', 'state')
-else
-  redis.call('HDEL', KEYS[1], 'followups')
+  written[3], written[4] = 'followup_jobs', record
 end
 release()
-redis.call('HSET', KEYS[1], 'commit_token', ARGV[2])
+redis.call('HSET', KEYS[1], unpack(written))
 local held = ride_hold(ride, jobs[1])
 if err then return redis.error_reply(err) end
 -- The one agent this save woke, for the inline scheduler to run at once (``WakeOffer``),
@@ -232,8 +233,7 @@ if (held or #ride == 0) and #ahead > 0 and #jobs == 1 and next_job[1]
     and jobs[1] == next_job[1] then
   local keys = {KEYS[1], ahead[1], ahead[2], ahead[3], ahead[4], ahead[5]}
   local args = {unpack(ahead, 6)}
-  args[#args + 1] = '0'
-  args[#args + 1] = ARGV[2]
+  args[#args + 1], args[#args + 2] = '0', ARGV[2]
   return {1, record, held, start_turn(keys, args)}
 end
 if held then return {1, record, held} end
@@ -247,10 +247,7 @@ TOKEN_FIELD = "commit_token"
 
 def clear_args(clears: Clears) -> list[Any]:
     """The counted list of done follow-up records, for either script."""
-    argv: list[Any] = [len(clears)]
-    for key, seq in clears:
-        argv += [key, seq]
-    return argv
+    return [len(clears), *(part for key, seq in clears for part in (key, seq))]
 
 
 def script_args(
@@ -264,15 +261,18 @@ def script_args(
     ahead: Sequence[Any] = (),
     guard: Sequence[str] = (),
     staged: str = "",
+    ended: bool | None = None,
 ) -> list[Any]:
     """ARGV for :data:`COMMIT_SCRIPT`: the seq, the attempt's token, the key its state was
-    staged in (``staged``; "": the recorded commands write what is saved), what follows the save
+    staged in (``staged``; "": the recorded commands write what is saved) and whether that
+    state has ended (``ended``; None: as the commands wrote it), what follows the save
     (``prefixes``: the agent key's and the wake key's for the run, and the agent's id;
     ``ahead``: the start of the agent's next turn, ``turn_ahead.ahead_args``; ``guard``:
     ``run_guard.guard_args``), then each recorded command as its word count and words."""
     after = after or AfterSave()
     lease_token = after.lease[1] if after.lease is not None else ""
-    argv: list[Any] = [expected_seq, token, staged, lease_token, after.wake_ttl_s, *prefixes]
+    end = "" if ended is None else "1" if ended else "0"
+    argv: list[Any] = [expected_seq, token, staged, end, lease_token, after.wake_ttl_s, *prefixes]
     nxt = [after.next_job] if after.next_job else []
     for items in (after.jobs, after.wake, nxt, after.unread, after.waits_for):
         argv += [len(items), *items]

@@ -46,8 +46,8 @@ START_LUA = """
 local function start_turn(K, A)
   local leased = A[3] ~= '0'
   -- (holding it already: this very call sent again after its reply was lost)
-  if leased and redis.call('GET', K[2]) ~= A[2]
-    and not redis.call('SET', K[2], A[2], 'NX', 'PX', A[3]) then
+  if leased and not redis.call('SET', K[2], A[2], 'NX', 'PX', A[3])
+    and redis.call('GET', K[2]) ~= A[2] then
     return {0}
   end
   -- The state is read only to be sent back, not when the caller holds it: tens of KB
@@ -73,8 +73,8 @@ local function start_turn(K, A)
   else
     deliveries = tonumber(redis.call('HGET', K[4], field) or '0')
   end
-  local failed = redis.call('HGET', K[4], field .. ':failed')
-  local waited = redis.call('HGET', K[4], field .. ':waited')
+  local counts = redis.call('HMGET', K[4], field .. ':failed', field .. ':waited')
+  local failed, waited = counts[1], counts[2]
   local usage = redis.call('HGETALL', K[5])
   local saved = redis.call('HGET', K[6], field)
   local pending, fresh, senders, redo, legacy = false, false, {}, {}, false

@@ -173,8 +173,8 @@ class Turns:
         run_id, clears = state.run_id, self._take_clears()
         staged, before = stage(self.keys.agent(run_id, state.spec.id), token, state)
         prefixes = (self.keys.agent(run_id, ""), self.keys.wake(run_id, ""), state.spec.id)
-        stack = recorder.command_stack
-        argv = script_args(seq, token, stack, after, prefixes, clears, ride, ahead, guard, staged)
+        parts = (seq, token, recorder.command_stack, after, prefixes, clears, ride, ahead, guard)
+        argv = script_args(*parts, staged, state.status.terminal)
         recorder.command_stack.clear()
         return argv, before
 
