@@ -209,7 +209,7 @@ class PipedScript:
     ) -> Any:
         """Run the script (on ``client`` instead, a pipeline say, when one is given);
         ``before``: a command sent right before it on the same connection, in the same
-        write, its reply not wanted (the save's staged state, ``core.state.turns``)."""
+        write, its reply not wanted (the save's staged state, ``core.state.staged``)."""
         pipe = self._pipe
         if before and client is None and pipe is None:
             return await self._unpiped(keys, args, before)

@@ -100,15 +100,14 @@ Clears = list[tuple[str, int]]
 
 
 # KEYS[1] the agent's hash, KEYS[2] the turn's lease. ARGV: seq, token, the key the agent's
-# state was staged in ('' for none: see below), whether it ended ('1'/'0', '': as the
-# commands wrote it), then the after-save part (lease token, wake
-# TTL, agent key prefix, wake key prefix, own id, counted lists: jobs, wake, next job, unread
-# streams, children waited for, clears, the ledger's ride: ``core.state.ledger_moves.Ride``,
-# the next turn's start: :class:`Ahead`, the run's guard: ``core.state.run_guard``), then
-# each recorded command as its word count and words. Like MULTI/EXEC, a command that fails
-# does not stop the others; the first error is returned. (The keys are not all declared: a
-# single Redis, not a cluster.)
-# The agent's state is staged before the script, not an argument (``core.state.staged``).
+# state was staged in before the script ('' for none: the recorded commands write what is
+# saved; ``core.state.staged``), whether that state ended ('1'/'0'; '': as the commands
+# wrote it), then the after-save part (lease token, wake TTL, agent key prefix, wake key
+# prefix, own id, counted lists: jobs, wake, next job, unread streams, children waited for,
+# clears, the ledger's ride: ``core.state.ledger_moves.Ride``, the next turn's start:
+# :class:`Ahead`, the run's guard: ``core.state.run_guard``), then each recorded command as
+# its word count and words. Like MULTI/EXEC, a command that fails does not stop the others;
+# the first error is returned. (The keys are not all declared: a single Redis, not a cluster.)
 COMMIT_SCRIPT = (
     CLEAR_LUA
     + RIDE_LUA
