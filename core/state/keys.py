@@ -18,6 +18,9 @@ from core.state.keys_people import PeopleKeys
 from core.state.keys_schedules import ScheduleKeys
 from core.state.keys_spend import SpendKeys
 
+# The suffix of an agent's state key after its hash's (``Keys.agent_state``, the scripts).
+AGENT_STATE = ":state"
+
 
 @dataclass(frozen=True)
 class Keys(LlmKeys, PeopleKeys, LibraryKeys, CeleryKeys, ScheduleKeys, SpendKeys):
@@ -52,9 +55,9 @@ class Keys(LlmKeys, PeopleKeys, LibraryKeys, CeleryKeys, ScheduleKeys, SpendKeys
         return f"{self.prefix}:run:{run_id}:agent:{agent_id}"
 
     def agent_state(self, run_id: str, agent_id: str) -> str:
-        """String: the agent's state (JSON, its thread within). The save script names it
-        as its agent hash's key + ``:state`` (``core.state.turn_script``)."""
-        return f"{self.agent(run_id, agent_id)}:state"
+        """String: the agent's state (JSON, its thread within): its hash's key +
+        :data:`AGENT_STATE`, as the turn's scripts name it too (``core.state.turn_start``)."""
+        return self.agent(run_id, agent_id) + AGENT_STATE
 
     def responses(self, run_id: str) -> str:
         """Hash ``<agent>:<seq>`` (a turn) or ``plan:<digest>`` (a planning call) → the

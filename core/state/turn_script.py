@@ -160,7 +160,7 @@ end
 if run_moved(guard) then unstage(); return {3, false} end
 -- The state first: without it, nothing is applied.
 if staged ~= '' then
-  local moved = redis.pcall('RENAME', staged, KEYS[1] .. ':state')
+  local moved = redis.pcall('RENAME', staged, KEYS[1] .. AGENT_STATE)
   if type(moved) == 'table' and moved.err then
     return redis.error_reply('ERR the state staged for this save is gone (expired, or never ' ..
       'written: ' .. moved.err .. '): nothing was saved, the turn is tried again')

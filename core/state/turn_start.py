@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from core.state.keys import AGENT_STATE
 from core.state.ledger_moves import HOLD_LUA
 
 # Shared by the start and save scripts (``core.state.turn_script``): clear done follow-up
@@ -42,7 +43,9 @@ end
 
 # The script's body as a function of its keys (``K``) and arguments (``A``), so that a
 # save script may start the agent's next turn too (``core.state.turn_script``).
-START_LUA = """
+START_LUA = (
+    f"local AGENT_STATE = '{AGENT_STATE}'\n"
+    + """
 local function start_turn(K, A)
   local leased = A[3] ~= '0'
   -- (holding it already: this very call sent again after its reply was lost)
@@ -52,8 +55,8 @@ local function start_turn(K, A)
   end
   -- The state is read only to be sent back, not when the caller holds it: tens of KB
   -- copied into the script cost Redis more than the rest of a start. It has a key of its
-  -- own (the hash's + ':state'); an agent not saved since it had one keeps it in the hash.
-  local skey = K[1] .. ':state'
+  -- own (the hash's + AGENT_STATE); an agent not saved since it had one keeps it in the hash.
+  local skey = K[1] .. AGENT_STATE
   local has = redis.call('EXISTS', skey) == 1
   local in_hash = not has and redis.call('HEXISTS', K[1], 'state') == 1
   has = has or in_hash
@@ -170,6 +173,7 @@ local function start_turn(K, A)
     current and 1 or 0, legacy, waited, run}
 end
 """
+)
 
 # A save's start of the one agent it woke (``core.state.turn_ahead_wake``): ``W`` = {'wake',
 # lease key prefix, head, deliveries, usage, saved answers, token, ms, inbox prefix,
