@@ -4,6 +4,7 @@ cohort started as a whole tree."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 from core.llm.base import LLMRequest
 from core.llm.scripted import Reply, ScriptedModel, call
@@ -53,10 +54,13 @@ async def test_an_expired_proposal_cannot_be_approved(make_services, any_redis) 
 async def test_an_undecided_proposal_is_cancelled_when_it_expires(make_services, any_redis) -> None:
     settings = make_settings(approval={"expire_s": 0.05})
     svc = make_services(settings, ScriptedModel(), redis=any_redis)
+    # Asked "what is due" at the moment before either proposal was made: a busy machine's
+    # slow steps cannot make the timers due early (CI once took over 50 ms for them).
+    before = time.time()
     stale = await control.propose_run(svc, "t", solo(), requested_by="@ana")
     decided = await control.propose_run(svc, "t", solo(), requested_by="@ana")
     assert (await decide(svc, decided, "@ana", Reject())).ok
-    assert await background.fire_due(svc) == 0, "not due yet"
+    assert await background.fire_due(svc, now=before) == 0, "not due yet"
     await asyncio.sleep(0.1)
     assert await background.fire_due(svc) == 1, "the decided proposal's timer was taken back"
     (event,) = await collect(svc, stale)
