@@ -75,7 +75,7 @@ async def test_a_turn_delivered_twice_posts_once(make_services, any_redis) -> No
 async def test_intents_of_a_dead_worker_are_processed_once_by_another(
     make_services, any_redis
 ) -> None:
-    settings = make_settings(scheduler={"intent_claim_idle_s": 0.05})
+    settings = make_settings(scheduler={"intent_claim_idle_s": 0.3})
     svc = make_services(settings, ScriptedModel(), redis=any_redis, start=False)
     svc.scheduler = RecordingScheduler()
     run_id = await start_run(svc, "t", poster())
@@ -92,7 +92,7 @@ async def test_intents_of_a_dead_worker_are_processed_once_by_another(
     )
     assert taken and len(taken[0][1]) == 1
     assert await intents.process_pending(svc) == 0  # not idle long enough yet
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.35)
     results = await asyncio.gather(*(intents.process_pending(svc) for _ in range(3)))
     assert sum(results) == 1
     assert await intents.process_pending(svc) == 0

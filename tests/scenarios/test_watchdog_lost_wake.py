@@ -53,7 +53,7 @@ async def test_a_wake_up_claimed_and_lost_is_submitted_again_once_the_run_stalls
     make_services, any_redis, caplog
 ) -> None:
     settings = make_settings(
-        scheduler={"stall_period_s": 0.05, "stall_periods": 2}, bus={"wake_ttl_s": 3600}
+        scheduler={"stall_period_s": 0.15, "stall_periods": 2}, bus={"wake_ttl_s": 3600}
     )
     model = _model()
     svc = make_services(settings, model, redis=any_redis)
@@ -81,7 +81,7 @@ async def test_a_wake_up_claimed_and_lost_is_submitted_again_once_the_run_stalls
     # The claim stands: a wake-up through it (the watchdog's, a timer's) does nothing.
     assert await svc.redis.get(svc.store.keys.wake(run_id, root.id)) == "1"
     assert await svc.bus.claim_wake(run_id, root.id) is None
-    await asyncio.sleep(0.15)  # > stall_periods × stall_period_s with no event
+    await asyncio.sleep(0.35)  # > stall_periods × stall_period_s with no event
 
     # A delivery holding the turn's lease (a slow start): nothing is submitted.
     lease = svc.store.keys.turn_lease(run_id, root.id, 1)
