@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from core.state.saved_states import saved_states
 from core.state.store import Store
 from core.types.agent import AgentSpec, AgentState, AgentStatus
 from core.types.chat import Usage
@@ -67,18 +68,11 @@ async def run_agent_costs(store: Store, run_id: str) -> list[tuple[str | None, f
     return [(cost.spec.model, cost.usage.cost_usd) for cost in costs]
 
 
-async def _agent_states(store: Store, run_id: str) -> list[Any]:
-    """The saved state (JSON) of every agent of the run, in one round trip (after the list
-    of its agents); from the hash's ``state`` field for one not saved since its state had
-    a key of its own."""
+async def _agent_states(store: Store, run_id: str) -> list[str]:
+    """The saved state (JSON) of every agent of the run that has one, in one round trip
+    (after the list of its agents)."""
     ids = await store.agent_ids(run_id)
-    async with store.redis.pipeline(transaction=False) as pipe:
-        for agent_id in ids:
-            pipe.get(store.keys.agent_state(run_id, agent_id))
-            pipe.hget(store.keys.agent(run_id, agent_id), "state")
-        replies = list(await pipe.execute())
-    pairs = zip(replies[::2], replies[1::2], strict=True)
-    return [state if state is not None else legacy for state, legacy in pairs if (state or legacy)]
+    return [state for state in await saved_states(store.redis, store.keys, run_id, ids) if state]
 
 
 async def _agent_fields(store: Store, run_id: str, *fields: str) -> list[list[Any]]:

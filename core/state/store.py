@@ -33,6 +33,7 @@ from core.state.records import TurnStart, agent_fields, parse_head, parse_usage,
 from core.state.run_changes import RunChange, TransitionResult, chain, transition
 from core.state.run_create import RunCreator
 from core.state.run_update import RunUpdater
+from core.state.saved_states import saved_states
 from core.state.timers import TimerSet
 from core.state.turn_cas import TotalsChange
 from core.state.turn_script import AfterSave
@@ -208,11 +209,7 @@ class Store:
         return None if found is None else str(found)
 
     async def load_agent(self, run_id: str, agent_id: str) -> AgentState | None:
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.get(self.keys.agent_state(run_id, agent_id))
-            pipe.hget(self.keys.agent(run_id, agent_id), "state")  # (saved before its key)
-            raw, legacy = await pipe.execute()
-        raw = raw if raw is not None else legacy
+        (raw,) = await saved_states(self.redis, self.keys, run_id, (agent_id,))
         return None if raw is None else AgentState.model_validate_json(raw)
 
     async def agent_ids(self, run_id: str) -> list[str]:
