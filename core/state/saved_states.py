@@ -1,7 +1,8 @@
 """Where an agent's saved state is read from: its key of its own (``Keys.agent_state``,
 written by the save script from the staged SET, ``core.state.staged``), or, for an agent
 not saved since the state had that key, the ``state`` field of the agent's hash (its next
-save moves it). Every reader of saved states goes through here.
+save moves it). Every reader outside the turn scripts goes through here (the start
+script, ``core.state.turn_start``, has the same fallback in Lua).
 
 Part of the state room (``core.state``); calls Redis only."""
 
