@@ -20,6 +20,9 @@ from core.state.keys_spend import SpendKeys
 
 # The suffix of an agent's state key after its hash's (``Keys.agent_state``, the scripts).
 AGENT_STATE = ":state"
+# The agent hash's field its state was kept in before it had a key of its own: read when
+# that key is missing (``core.state.saved_states``, the start script), dropped by its next save.
+LEGACY_STATE_FIELD = "state"
 
 
 @dataclass(frozen=True)

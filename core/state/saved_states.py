@@ -13,10 +13,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from core.state.keys import Keys
-
-# The agent hash's field where states were saved before they had a key of their own.
-LEGACY_FIELD = "state"
+from core.state.keys import LEGACY_STATE_FIELD, Keys
 
 
 async def saved_states(
@@ -27,7 +24,7 @@ async def saved_states(
     async with redis.pipeline(transaction=False) as pipe:
         for agent_id in agent_ids:
             pipe.get(keys.agent_state(run_id, agent_id))
-            pipe.hget(keys.agent(run_id, agent_id), LEGACY_FIELD)
+            pipe.hget(keys.agent(run_id, agent_id), LEGACY_STATE_FIELD)
         replies: list[Any] = list(await pipe.execute())
     pairs = zip(replies[::2], replies[1::2], strict=True)
     return [state if state is not None else legacy for state, legacy in pairs]

@@ -178,7 +178,7 @@ end
 -- Dropped in one call: the follow-ups' record (written below if any), its obsolete JSON
 -- form, the state kept in the hash before its own key, the children no longer waited for.
 local dropped = {'followup_jobs', 'followups'}
-if staged ~= '' then dropped[#dropped + 1] = 'state' end
+if staged ~= '' then dropped[#dropped + 1] = LEGACY_STATE end
 if #waits_for > 0 then
   redis.call('HSET', KEYS[1], 'waits_for', table.concat(waits_for, ' '))
 else

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from core.state.keys import AGENT_STATE
+from core.state.keys import AGENT_STATE, LEGACY_STATE_FIELD
 from core.state.ledger_moves import HOLD_LUA
 
 # Shared by the start and save scripts (``core.state.turn_script``): clear done follow-up
@@ -44,7 +44,7 @@ end
 # The script's body as a function of its keys (``K``) and arguments (``A``), so that a
 # save script may start the agent's next turn too (``core.state.turn_script``).
 START_LUA = (
-    f"local AGENT_STATE = '{AGENT_STATE}'\n"
+    f"local AGENT_STATE, LEGACY_STATE = '{AGENT_STATE}', '{LEGACY_STATE_FIELD}'\n"
     + """
 local function start_turn(K, A)
   local leased = A[3] ~= '0'
@@ -58,7 +58,7 @@ local function start_turn(K, A)
   -- own (the hash's + AGENT_STATE); an agent not saved since it had one keeps it in the hash.
   local skey = K[1] .. AGENT_STATE
   local has = redis.call('EXISTS', skey) == 1
-  local in_hash = not has and redis.call('HEXISTS', K[1], 'state') == 1
+  local in_hash = not has and redis.call('HEXISTS', K[1], LEGACY_STATE) == 1
   has = has or in_hash
   local f = redis.call('HMGET', K[1], 'seq', 'status', 'team', 'followup_jobs', 'followups',
     'commit_token')
@@ -159,7 +159,7 @@ local function start_turn(K, A)
   if has and A[12] ~= '' and (f[6] == A[12] or (A[12] == '-' and not f[6])) then
     state = '='
   elseif in_hash then
-    state = redis.call('HGET', K[1], 'state')
+    state = redis.call('HGET', K[1], LEGACY_STATE)
   elseif has then
     state = redis.call('GET', skey)
   end
